@@ -1,0 +1,90 @@
+// Package config says where Sandbar keeps its data and caches.
+//
+// It is the one place that turns the environment (SANDBAR_HOME and the
+// platform's conventions) into paths; main builds a Paths value and hands
+// it to every part, so nothing else reads the environment. It does not
+// create anything on disk except through Paths.Ensure.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Paths is every location Sandbar reads or writes.
+type Paths struct {
+	// Home holds the database and the sessions; SANDBAR_HOME overrides it.
+	Home string
+	// Images holds built guest images, one directory per manifest hash.
+	// SANDBAR_IMAGE_DIR overrides it, so tests can share one built image
+	// while keeping everything else in a temporary Home.
+	Images string
+	// Downloads is the content-addressed download cache that lets an image
+	// rebuild work offline. It lives in the user cache directory.
+	Downloads string
+}
+
+// Env looks up an environment variable; os.Getenv in main, a map in tests.
+type Env func(key string) string
+
+// Resolve computes the paths from the environment and the platform default
+// (see defaultHome in config_<os>.go).
+func Resolve(env Env) (Paths, error) {
+	home := env("SANDBAR_HOME")
+	if home == "" {
+		h, err := defaultHome(env)
+		if err != nil {
+			return Paths{}, fmt.Errorf("find the data directory: %w (set SANDBAR_HOME to choose one)", err)
+		}
+		home = h
+	}
+	if !filepath.IsAbs(home) {
+		abs, err := filepath.Abs(home)
+		if err != nil {
+			return Paths{}, fmt.Errorf("data directory %q: %w", home, err)
+		}
+		home = abs
+	}
+	p := Paths{Home: home, Images: filepath.Join(home, "images")}
+	if dir := env("SANDBAR_IMAGE_DIR"); dir != "" {
+		p.Images = dir
+	}
+	cache, err := cacheDir(env)
+	if err != nil {
+		return Paths{}, err
+	}
+	p.Downloads = filepath.Join(cache, "sandbar", "downloads")
+	return p, nil
+}
+
+// DB is the SQLite database file.
+func (p Paths) DB() string { return filepath.Join(p.Home, "sandbar.db") }
+
+// Sessions is the directory holding one directory per session.
+func (p Paths) Sessions() string { return filepath.Join(p.Home, "sessions") }
+
+// Session is the directory a session owns: removing it removes the session.
+func (p Paths) Session(id string) string { return filepath.Join(p.Sessions(), id) }
+
+// Ensure creates the directories that must exist before anything runs.
+func (p Paths) Ensure() error {
+	for _, dir := range []string{p.Home, p.Sessions(), p.Images, p.Downloads} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w (check the permissions of its parent, or set SANDBAR_HOME)", dir, err)
+		}
+	}
+	return nil
+}
+
+func cacheDir(env Env) (string, error) {
+	if dir := env("XDG_CACHE_HOME"); dir != "" && filepath.IsAbs(dir) {
+		return dir, nil
+	}
+	home := env("HOME")
+	if home == "" {
+		return "", errors.New("neither XDG_CACHE_HOME nor HOME is set: set HOME")
+	}
+	return filepath.Join(home, platformCacheSuffix), nil
+}
