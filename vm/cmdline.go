@@ -1,0 +1,42 @@
+package vm
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// GuestOptions describe the guest as sandbar-init reads it from the kernel
+// command line (see guest/cmd/sandbar-init).
+type GuestOptions struct {
+	// Root, Agent and Scratch are indexes into Spec.Disks, or -1 for none.
+	Root, Agent, Scratch int
+	// Share is "virtiofs", "9p" or "none": how the workspace is mounted.
+	Share string
+	// Net is "none", "dhcp" or "static:<ip>/<prefix>,<gateway>,<dns>".
+	Net  string
+	Time time.Time
+}
+
+// GuestArgs renders the hypervisor-independent kernel arguments.
+func GuestArgs(o GuestOptions) []string {
+	args := []string{"panic=-1", "quiet", "loglevel=3"}
+	disk := func(key string, i int) {
+		if i >= 0 {
+			args = append(args, fmt.Sprintf("sandbar.%s=/dev/%s", key, DiskName(i)))
+		}
+	}
+	disk("root", o.Root)
+	disk("agent", o.Agent)
+	disk("scratch", o.Scratch)
+	if o.Share != "" {
+		args = append(args, "sandbar.share="+o.Share)
+	}
+	if o.Net != "" {
+		args = append(args, "sandbar.net="+o.Net)
+	}
+	if !o.Time.IsZero() {
+		args = append(args, "sandbar.time="+strconv.FormatInt(o.Time.Unix(), 10))
+	}
+	return args
+}

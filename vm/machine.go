@@ -1,0 +1,50 @@
+package vm
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Machine is one running VM, owned by the process that booted it.
+type Machine interface {
+	// Conn is the protocol byte stream to the guest supervisor.
+	Conn() io.ReadWriteCloser
+	// Wait blocks until the VM has stopped (or ctx is done) and returns why
+	// it stopped: nil for a clean power-off.
+	Wait(ctx context.Context) error
+	// Stop shuts the guest down gracefully: protocol shutdown, then the
+	// hypervisor's power button, then a kill when ctx's deadline nears.
+	Stop(ctx context.Context) error
+	// Kill ends the VM at once.
+	Kill() error
+	// Stats is the host-side cost of the VM.
+	Stats() (Stats, error)
+	// PID is the hypervisor process (0 where the VM runs in-process).
+	PID() int
+}
+
+// Stats is what the hypervisor costs the host.
+type Stats struct {
+	// CPUTime is user+system time consumed so far.
+	CPUTime time.Duration
+	// RSS is resident memory in bytes.
+	RSS uint64
+}
+
+// Status is a Hypervisor's verdict on this machine.
+type Status struct {
+	Available bool
+	// Accelerated is true when guests run on hardware virtualization.
+	Accelerated bool
+	// Detail says what was found, and when something is missing or slow,
+	// what to do about it, in words a user can act on.
+	Detail string
+}
+
+// Hypervisor boots Specs.
+type Hypervisor interface {
+	Name() string
+	Check(ctx context.Context) Status
+	Boot(ctx context.Context, spec Spec) (Machine, error)
+}
