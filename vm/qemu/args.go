@@ -1,0 +1,136 @@
+package qemu
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"sandbar/vm"
+)
+
+// plan is everything Boot decided before starting QEMU: pure data, so the
+// translation from a Spec is tested without running anything.
+type plan struct {
+	Binary    string
+	Args      []string
+	Channel   string // unix socket of the virtio-serial port org.sandbar.0
+	QMP       string // unix socket of the QMP monitor
+	PIDFile   string
+	Virtiofsd []virtiofsdJob
+}
+
+// virtiofsdJob is one virtio-fs daemon serving a share.
+type virtiofsdJob struct {
+	Share  vm.Share
+	Socket string
+}
+
+// settings are the host facts the translation depends on.
+type settings struct {
+	Binary    string
+	Arch      string // "amd64" or "arm64"
+	KVM       bool
+	TSCkHz    int    // for tsc_early_khz under emulation; 0 if unknown
+	Virtiofsd string // path of virtiofsd; "" means use 9p
+	SocketDir string // where sockets go (short: unix socket paths are limited to 107 bytes)
+}
+
+// ChannelName is the virtio-serial port the guest supervisor looks for.
+const ChannelName = "org.sandbar.0"
+
+// escape makes a path safe inside a QEMU option list, where ',' separates
+// options and is written ",,".
+func escape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
+
+func buildPlan(spec vm.Spec, st settings) (plan, error) {
+	p := plan{
+		Binary:  st.Binary,
+		Channel: filepath.Join(st.SocketDir, "channel.sock"),
+		QMP:     filepath.Join(st.SocketDir, "qmp.sock"),
+		PIDFile: filepath.Join(spec.Dir, "vm.pid"),
+	}
+	for _, s := range []string{p.Channel, p.QMP} {
+		if len(s) > 107 {
+			return plan{}, fmt.Errorf("socket path %s is longer than the 107 bytes unix sockets allow", s)
+		}
+	}
+	a := []string{"-name", "sandbar:" + spec.Name, "-nodefaults", "-no-user-config", "-no-reboot", "-display", "none"}
+	machine, console := "microvm,x-option-roms=off,rtc=on", "ttyS0"
+	if st.Arch == "arm64" {
+		machine, console = "virt,gic-version=max", "ttyAMA0"
+	}
+	if st.KVM {
+		a = append(a, "-M", machine, "-accel", "kvm", "-cpu", "host")
+	} else {
+		a = append(a, "-M", machine, "-accel", "tcg", "-cpu", "max")
+	}
+	a = append(a, "-smp", strconv.Itoa(spec.CPUs), "-m", strconv.FormatUint(spec.Memory/vm.MiB, 10)+"M")
+	if st.Virtiofsd != "" && len(spec.Shares) > 0 {
+		// virtio-fs needs the guest RAM shareable with the daemon.
+		a = append(a, "-object", fmt.Sprintf("memory-backend-memfd,id=mem,size=%dM,share=on", spec.Memory/vm.MiB), "-numa", "node,memdev=mem")
+	}
+	a = append(a, "-kernel", spec.Kernel, "-initrd", spec.Initramfs)
+
+	cmdline := append([]string{"console=" + console}, spec.CommandLine...)
+	if !st.KVM && st.TSCkHz > 0 && st.Arch == "amd64" {
+		// Under emulation the guest's TSC calibration never settles without it.
+		cmdline = append(cmdline, "tsc_early_khz="+strconv.Itoa(st.TSCkHz))
+	}
+	a = append(a, "-append", strings.Join(cmdline, " "))
+
+	if spec.ConsoleLog != "" {
+		a = append(a, "-chardev", "file,id=console,path="+escape(spec.ConsoleLog), "-serial", "chardev:console")
+	}
+	dev := func(kind string) string {
+		if st.Arch == "arm64" {
+			return "virtio-" + kind + "-pci"
+		}
+		return "virtio-" + kind + "-device"
+	}
+	for i, d := range spec.Disks {
+		id := vm.DiskName(i)
+		opt := fmt.Sprintf("id=%s,file=%s,format=raw,if=none,cache=writeback,discard=unmap", id, escape(d.Path))
+		if d.ReadOnly {
+			opt += ",readonly=on"
+		}
+		a = append(a, "-drive", opt, "-device", dev("blk")+",drive="+id)
+	}
+	for i, sh := range spec.Shares {
+		id := fmt.Sprintf("fs%d", i)
+		if st.Virtiofsd != "" {
+			sock := filepath.Join(st.SocketDir, id+".sock")
+			p.Virtiofsd = append(p.Virtiofsd, virtiofsdJob{Share: sh, Socket: sock})
+			a = append(a, "-chardev", "socket,id="+id+",path="+escape(sock), "-device", "vhost-user-fs-device,chardev="+id+",tag="+sh.Tag)
+			continue
+		}
+		opt := fmt.Sprintf("local,id=%s,path=%s,security_model=none", id, escape(sh.HostPath))
+		if sh.ReadOnly {
+			opt += ",readonly=on"
+		}
+		a = append(a, "-fsdev", opt, "-device", dev("9p")+",fsdev="+id+",mount_tag="+sh.Tag)
+	}
+	if spec.Network == vm.NetworkNAT {
+		a = append(a, "-netdev", "user,id=net0", "-device", dev("net")+",netdev=net0")
+	}
+	a = append(a,
+		"-device", dev("serial"),
+		"-chardev", "socket,id=channel,path="+escape(p.Channel)+",server=on,wait=off",
+		"-device", "virtserialport,chardev=channel,name="+ChannelName,
+		"-qmp", "unix:"+escape(p.QMP)+",server=on,wait=off",
+	)
+	p.Args = a
+	return p, nil
+}
+
+// GuestNet is the kernel argument that configures the guest NIC for QEMU's
+// user-mode network: its fixed addresses need no DHCP round trip.
+const GuestNet = "static:10.0.2.15/24,10.0.2.2,10.0.2.3"
+
+// ShareKind is how the guest mounts shares under this backend.
+func (h *Hypervisor) ShareKind() string {
+	if h.virtiofsd() != "" {
+		return "virtiofs"
+	}
+	return "9p"
+}

@@ -1,0 +1,108 @@
+package qemu
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"sandbar/vm"
+)
+
+func testSpec() vm.Spec {
+	return vm.Spec{
+		Name: "s1", Kernel: "/img/kernel", Initramfs: "/img/initramfs",
+		CommandLine: []string{"panic=-1", "sandbar.root=/dev/vda"},
+		Disks:       []vm.Disk{{Path: "/img/root,fs.ext4", ReadOnly: true}, {Path: "/s/scratch.img"}},
+		Shares:      []vm.Share{{Tag: "workspace", HostPath: "/home/ann/my répo"}, {Tag: "ro", HostPath: "/data", ReadOnly: true}},
+		CPUs:        2, Memory: 2048 * vm.MiB, Network: vm.NetworkNAT,
+		ConsoleLog: "/s/console.log", Dir: "/s",
+	}
+}
+
+// argAfter returns the value following flag's n-th occurrence.
+func argsOf(args []string, flag string) []string {
+	var out []string
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == flag {
+			out = append(out, args[i+1])
+		}
+	}
+	return out
+}
+
+func TestPlanEmulation(t *testing.T) {
+	p, err := buildPlan(testSpec(), settings{Binary: "qemu", Arch: "amd64", TSCkHz: 2445426, SocketDir: "/s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := p.Args
+	for _, want := range []string{"-nodefaults", "-no-user-config", "-no-reboot"} {
+		if !slices.Contains(a, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+	if got := argsOf(a, "-accel"); !slices.Equal(got, []string{"tcg"}) {
+		t.Errorf("accel = %v", got)
+	}
+	if got := argsOf(a, "-M")[0]; !strings.HasPrefix(got, "microvm") {
+		t.Errorf("machine = %s", got)
+	}
+	app := argsOf(a, "-append")[0]
+	for _, want := range []string{"console=ttyS0", "tsc_early_khz=2445426", "sandbar.root=/dev/vda", "panic=-1"} {
+		if !strings.Contains(app, want) {
+			t.Errorf("-append %q lacks %s", app, want)
+		}
+	}
+	drives := argsOf(a, "-drive")
+	if len(drives) != 2 || !strings.Contains(drives[0], "file=/img/root,,fs.ext4") || !strings.Contains(drives[0], "readonly=on") || strings.Contains(drives[1], "readonly") {
+		t.Errorf("drives = %v", drives)
+	}
+	fsdev := argsOf(a, "-fsdev")
+	if len(fsdev) != 2 || !strings.Contains(fsdev[0], "path=/home/ann/my répo") || strings.Contains(fsdev[0], "readonly") || !strings.Contains(fsdev[1], "readonly=on") {
+		t.Errorf("fsdev = %v", fsdev)
+	}
+	if slices.Contains(a, "-virtfs") {
+		t.Error("-virtfs does not work on microvm")
+	}
+	devs := strings.Join(argsOf(a, "-device"), " ")
+	for _, want := range []string{"virtio-9p-device,fsdev=fs0,mount_tag=workspace", "virtio-net-device", "virtserialport,chardev=channel,name=org.sandbar.0", "virtio-blk-device,drive=vda"} {
+		if !strings.Contains(devs, want) {
+			t.Errorf("devices %q lack %q", devs, want)
+		}
+	}
+	if got := argsOf(a, "-m")[0]; got != "2048M" {
+		t.Errorf("-m %s", got)
+	}
+	if p.Channel != "/s/channel.sock" || p.QMP != "/s/qmp.sock" || p.PIDFile != "/s/vm.pid" {
+		t.Errorf("paths %+v", p)
+	}
+}
+
+func TestPlanKVMNoNetworkVirtiofs(t *testing.T) {
+	s := testSpec()
+	s.Network = vm.NetworkOff
+	p, err := buildPlan(s, settings{Binary: "qemu", Arch: "amd64", KVM: true, TSCkHz: 1000, Virtiofsd: "/usr/libexec/virtiofsd", SocketDir: "/s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := strings.Join(p.Args, " ")
+	if !strings.Contains(a, "-accel kvm -cpu host") || strings.Contains(a, "tsc_early_khz") {
+		t.Errorf("kvm args wrong: %s", a)
+	}
+	if strings.Contains(a, "-netdev") || strings.Contains(a, "virtio-net") {
+		t.Errorf("network off still has a NIC: %s", a)
+	}
+	if !strings.Contains(a, "memory-backend-memfd") || !strings.Contains(a, "vhost-user-fs-device,chardev=fs0,tag=workspace") {
+		t.Errorf("virtio-fs args missing: %s", a)
+	}
+	if len(p.Virtiofsd) != 2 || p.Virtiofsd[1].Share.Tag != "ro" {
+		t.Errorf("virtiofsd jobs %+v", p.Virtiofsd)
+	}
+}
+
+func TestPlanSocketTooLong(t *testing.T) {
+	_, err := buildPlan(testSpec(), settings{Arch: "amd64", SocketDir: "/" + strings.Repeat("x", 120)})
+	if err == nil {
+		t.Fatal("want an error for an over-long socket path")
+	}
+}

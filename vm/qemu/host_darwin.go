@@ -1,0 +1,33 @@
+package qemu
+
+import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"sandbar/vm"
+)
+
+// procAttr: macOS has no Pdeathsig; orphans are found by pid file instead.
+func procAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+
+func hostMemory() uint64 {
+	n, err := unix.SysctlUint64("hw.memsize")
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// tscKHz is only needed for x86 guests under emulation; QEMU on a Mac runs
+// arm64 guests with HVF.
+func tscKHz() int { return 0 }
+
+func procStats(pid int) (vm.Stats, error) {
+	if unix.Kill(pid, 0) != nil {
+		return vm.Stats{}, vm.ErrNotRunning
+	}
+	return vm.Stats{}, nil
+}
+
+func procStart(pid int) (uint64, error) { return 0, nil }

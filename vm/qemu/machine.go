@@ -1,0 +1,294 @@
+package qemu
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"sandbar/vm"
+)
+
+// machine is one QEMU process and its channel.
+type machine struct {
+	spec    vm.Spec
+	plan    plan
+	log     *slog.Logger
+	cmd     *exec.Cmd
+	helpers []*exec.Cmd // virtiofsd daemons
+	conn    *lockedConn
+	stderr  *tailBuffer
+	sockDir string // removed at exit when it is a private temp dir
+
+	done    chan struct{}
+	waitErr error
+	once    sync.Once
+}
+
+// lockedConn serialises writes so Stop's shutdown line never interleaves
+// with a line the protocol writer is sending.
+type lockedConn struct {
+	net.Conn
+	mu sync.Mutex
+}
+
+func (c *lockedConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *slog.Logger) (*machine, error) {
+	m := &machine{spec: spec, plan: p, log: log, stderr: &tailBuffer{max: 8 << 10}, done: make(chan struct{})}
+	if privateSockDir {
+		m.sockDir = filepath.Dir(p.Channel)
+	}
+	for _, s := range []string{p.Channel, p.QMP} {
+		os.Remove(s)
+	}
+	for _, job := range p.Virtiofsd {
+		if err := m.startVirtiofsd(job); err != nil {
+			m.cleanup()
+			return nil, err
+		}
+	}
+	m.cmd = exec.Command(p.Binary, p.Args...)
+	m.cmd.SysProcAttr = procAttr()
+	m.cmd.Stdout, m.cmd.Stderr = m.stderr, m.stderr
+	if err := m.cmd.Start(); err != nil {
+		m.cleanup()
+		return nil, fmt.Errorf("start %s: %w", p.Binary, err)
+	}
+	log.Debug("qemu started", "pid", m.cmd.Process.Pid, "args", strings.Join(p.Args, " "))
+	m.writePIDFile()
+	go func() {
+		err := m.cmd.Wait()
+		if err != nil {
+			err = fmt.Errorf("qemu exited: %w: %s", err, strings.TrimSpace(m.stderr.String()))
+		}
+		m.waitErr = err
+		m.cleanup()
+		close(m.done)
+	}()
+	conn, err := m.dialChannel(ctx)
+	if err != nil {
+		m.Kill()
+		<-m.done
+		return nil, err
+	}
+	m.conn = &lockedConn{Conn: conn}
+	return m, nil
+}
+
+func (m *machine) startVirtiofsd(job virtiofsdJob) error {
+	bin, _ := exec.LookPath("virtiofsd")
+	if bin == "" {
+		bin = "/usr/libexec/virtiofsd"
+	}
+	args := []string{"--socket-path=" + job.Socket, "--shared-dir=" + job.Share.HostPath, "--cache=auto", "--sandbox=none"}
+	if job.Share.ReadOnly {
+		args = append(args, "--readonly")
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = procAttr()
+	cmd.Stderr = m.stderr
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start virtiofsd for share %s: %w", job.Share.Tag, err)
+	}
+	m.helpers = append(m.helpers, cmd)
+	go cmd.Wait()
+	return nil
+}
+
+// dialChannel connects to the virtio-serial socket, which QEMU creates a
+// moment after it starts.
+func (m *machine) dialChannel(ctx context.Context) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		conn, err := net.Dial("unix", m.plan.Channel)
+		if err == nil {
+			return conn, nil
+		}
+		select {
+		case <-m.done:
+			return nil, fmt.Errorf("qemu exited before the guest channel opened: %s", strings.TrimSpace(m.stderr.String()))
+		case <-ctx.Done():
+			return nil, fmt.Errorf("connect to the guest channel %s: %w", m.plan.Channel, err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func (m *machine) writePIDFile() {
+	pid := m.cmd.Process.Pid
+	st, _ := procStart(pid)
+	data := fmt.Sprintf("%d %d\n", pid, st)
+	if err := os.WriteFile(m.plan.PIDFile, []byte(data), 0o644); err != nil {
+		m.log.Warn("write pid file", "err", err)
+	}
+}
+
+func (m *machine) cleanup() {
+	m.once.Do(func() {
+		for _, h := range m.helpers {
+			if h.Process != nil {
+				h.Process.Kill()
+			}
+		}
+		os.Remove(m.plan.PIDFile)
+		os.Remove(m.plan.Channel)
+		os.Remove(m.plan.QMP)
+		if m.sockDir != "" {
+			os.RemoveAll(m.sockDir)
+		}
+	})
+}
+
+func (m *machine) Conn() io.ReadWriteCloser { return m.conn }
+func (m *machine) PID() int                 { return m.cmd.Process.Pid }
+
+func (m *machine) Wait(ctx context.Context) error {
+	select {
+	case <-m.done:
+		return m.waitErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (m *machine) exited() bool {
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stop asks the guest to shut down (protocol), then presses the power
+// button (QMP), then kills QEMU; each step gets a share of ctx's time
+// (15 s in all when ctx has no deadline).
+func (m *machine) Stop(ctx context.Context) error {
+	if m.exited() {
+		return nil
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+	}
+	deadline, _ := ctx.Deadline()
+	budget := time.Until(deadline)
+	if _, err := m.conn.Write([]byte(`{"cmd":"shutdown"}` + "\n")); err == nil && m.waitFor(budget*6/10) {
+		return nil
+	}
+	m.log.Info("guest ignored shutdown; pressing the power button")
+	if err := qmpCommand(m.plan.QMP, "system_powerdown"); err == nil && m.waitFor(time.Until(deadline)-200*time.Millisecond) {
+		return nil
+	}
+	m.log.Warn("guest did not power off; killing qemu")
+	if err := m.Kill(); err != nil {
+		return err
+	}
+	<-m.done
+	return nil
+}
+
+func (m *machine) waitFor(d time.Duration) bool {
+	if d <= 0 {
+		return m.exited()
+	}
+	select {
+	case <-m.done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+func (m *machine) Kill() error {
+	if m.exited() {
+		return nil
+	}
+	if err := m.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	return nil
+}
+
+func (m *machine) Stats() (vm.Stats, error) {
+	if m.exited() {
+		return vm.Stats{}, vm.ErrNotRunning
+	}
+	return procStats(m.cmd.Process.Pid)
+}
+
+// EndOrphan ends the QEMU process recorded in dir's pid file when it is
+// still the same process (pid and start time match) and still a QEMU of
+// ours; it is for a Sandbar restarting after a crash. It reports whether it
+// killed something.
+func EndOrphan(dir string) (bool, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "vm.pid"))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	f := strings.Fields(string(data))
+	if len(f) != 2 {
+		return false, fmt.Errorf("pid file %s is malformed", filepath.Join(dir, "vm.pid"))
+	}
+	pid, _ := strconv.Atoi(f[0])
+	want, _ := strconv.ParseUint(f[1], 10, 64)
+	defer os.Remove(filepath.Join(dir, "vm.pid"))
+	if got, err := procStart(pid); err != nil || got != want || pid <= 0 {
+		return false, nil
+	}
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if !bytes.Contains(cmdline, []byte("qemu-system")) {
+		return false, nil
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false, nil
+	}
+	if err := p.Kill(); err != nil {
+		return false, fmt.Errorf("end orphan qemu %d: %w", pid, err)
+	}
+	return true, nil
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = t.buf[len(t.buf)-t.max:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

@@ -1,0 +1,163 @@
+// Package qemu boots Sandbar guests with qemu-system: -M microvm on x86-64
+// (-M virt on arm64), KVM when a trial boot proves it works, software
+// emulation (TCG) otherwise.
+//
+// It is the Linux backend and also runs on a Mac with QEMU installed. It
+// only translates a vm.Spec into a command line and owns the QEMU process;
+// it knows nothing of sessions.
+package qemu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+
+	"sandbar/vm"
+)
+
+// Config tells the backend where things are.
+type Config struct {
+	// Binary is the qemu-system executable; default qemu-system-x86_64 or
+	// qemu-system-aarch64 for the host, looked up on PATH.
+	Binary string
+	// Accel forces "kvm" or "tcg"; "" decides by a trial boot.
+	Accel string
+	// StateDir keeps the cached KVM verdict.
+	StateDir string
+	// TrialImage returns a kernel and initramfs to prove KVM with (the
+	// guest image's); an error means none is available yet.
+	TrialImage func() (kernel, initramfs string, err error)
+	// RuntimeDir holds per-VM sockets when the VM directory's path is too
+	// long for a unix socket; default os.TempDir().
+	RuntimeDir string
+	Logger     *slog.Logger
+}
+
+// Hypervisor is the QEMU backend.
+type Hypervisor struct {
+	cfg    Config
+	log    *slog.Logger
+	mu     sync.Mutex
+	status *vm.Status
+}
+
+// New returns the backend; nothing runs until Check or Boot.
+func New(cfg Config) *Hypervisor {
+	if cfg.Binary == "" {
+		cfg.Binary = "qemu-system-x86_64"
+		if runtime.GOARCH == "arm64" {
+			cfg.Binary = "qemu-system-aarch64"
+		}
+	}
+	if cfg.RuntimeDir == "" {
+		cfg.RuntimeDir = os.TempDir()
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Hypervisor{cfg: cfg, log: log}
+}
+
+// Name implements vm.Hypervisor.
+func (h *Hypervisor) Name() string { return "qemu" }
+
+func (h *Hypervisor) arch() string {
+	if filepath.Base(h.cfg.Binary) == "qemu-system-aarch64" {
+		return "arm64"
+	}
+	return "amd64"
+}
+
+// Check says whether QEMU is usable and whether guests get KVM; the
+// verdict is computed once per process (and the KVM trial cached on disk).
+func (h *Hypervisor) Check(ctx context.Context) vm.Status {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.status != nil {
+		return *h.status
+	}
+	st := h.check(ctx)
+	if st.Available {
+		h.status = &st
+	}
+	return st
+}
+
+func (h *Hypervisor) check(ctx context.Context) vm.Status {
+	bin, err := exec.LookPath(h.cfg.Binary)
+	if err != nil {
+		pkg := "qemu-system-x86"
+		if h.arch() == "arm64" {
+			pkg = "qemu-system-arm"
+		}
+		return vm.Status{Detail: fmt.Sprintf("%s is not installed: run `sudo apt install %s` (macOS: `brew install qemu`)", h.cfg.Binary, pkg)}
+	}
+	h.cfg.Binary = bin
+	switch h.cfg.Accel {
+	case "tcg":
+		return vm.Status{Available: true, Detail: "QEMU with software emulation (forced); guests run ~10x slower than with KVM"}
+	case "kvm":
+		return vm.Status{Available: true, Accelerated: true, Detail: "QEMU with KVM (forced)"}
+	}
+	ok, why := h.kvmVerdict(ctx)
+	if ok {
+		return vm.Status{Available: true, Accelerated: true, Detail: "QEMU with KVM: " + why}
+	}
+	return vm.Status{Available: true, Detail: why + "; falling back to software emulation, ~10x slower"}
+}
+
+func (h *Hypervisor) virtiofsd() string {
+	for _, p := range []string{"virtiofsd", "/usr/libexec/virtiofsd", "/usr/lib/qemu/virtiofsd"} {
+		if path, err := exec.LookPath(p); err == nil {
+			return path
+		}
+	}
+	return ""
+}
+
+// Boot starts QEMU for spec and connects to the guest channel. It returns
+// once the hypervisor runs; the caller waits for the guest's system:ready
+// on Conn (see vm.WaitReady).
+func (h *Hypervisor) Boot(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
+	st := h.Check(ctx)
+	if !st.Available {
+		return nil, fmt.Errorf("%s: %w", st.Detail, vm.ErrUnavailable)
+	}
+	if err := spec.Validate(vm.Host{CPUs: runtime.NumCPU(), Memory: hostMemory()}); err != nil {
+		return nil, err
+	}
+	for _, f := range []string{spec.Kernel, spec.Initramfs} {
+		if _, err := os.Stat(f); err != nil {
+			return nil, fmt.Errorf("guest image file %s is missing: run `sandbar image build`: %w", f, vm.ErrNotFound)
+		}
+	}
+	if err := os.MkdirAll(spec.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create VM directory: %w", err)
+	}
+	sockDir := spec.Dir
+	if len(filepath.Join(spec.Dir, "channel.sock")) > 100 {
+		d, err := os.MkdirTemp(h.cfg.RuntimeDir, "sandbar-vm-")
+		if err != nil {
+			return nil, err
+		}
+		sockDir = d
+	}
+	p, err := buildPlan(spec, settings{
+		Binary: h.cfg.Binary, Arch: h.arch(), KVM: st.Accelerated,
+		TSCkHz: tscKHz(), Virtiofsd: h.virtiofsd(), SocketDir: sockDir,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return start(ctx, p, spec, sockDir != spec.Dir, h.log.With("vm", spec.Name))
+}
+
+// ErrKVMTrial is returned when a trial boot under KVM failed.
+var ErrKVMTrial = errors.New("KVM trial boot failed")
