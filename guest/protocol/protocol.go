@@ -1,0 +1,359 @@
+// Package protocol is the wire format between the Sandbar host and the
+// guest supervisor: the command and event types and a line codec that both
+// sides import. It is pure Go with no OS specifics, so it compiles on every
+// platform the host runs on.
+//
+// The stream is JSON, one object per line, each line at most MaxLine bytes
+// including its newline. Commands (host→guest) carry "cmd"; events
+// (guest→host) carry "ev". Any command may carry "id", which the events it
+// causes repeat.
+//
+// Units and encodings, fixed here once:
+//
+//   - Command.Time is the host wall clock in Unix nanoseconds (int64).
+//   - Event.TS is the sender's wall clock in Unix milliseconds (int64).
+//   - Event.Seq starts at 1 and grows by one per event on a stream; the
+//     Writer assigns both Seq and TS.
+//   - Durations (stats_interval, grace, timeout) are integer milliseconds.
+//   - Output bytes travel in "data" when they are valid UTF-8 and in "b64"
+//     (standard base64) otherwise; Event.Payload returns the bytes either
+//     way, and Event.SetPayload picks the field.
+//   - An agent output line longer than a line allows is split into several
+//     events; all but the last carry "more": true, and LineJoiner
+//     reassembles them. The line's own newline is never part of the data.
+//   - Stats.CPU is the percentage of all vCPUs together (0–100).
+//
+// The package is not a transport: it neither dials nor retries.
+package protocol
+
+import (
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
+
+// Version is the protocol version the guest announces in system:ready.
+const Version = 1
+
+// MaxLine bounds one encoded line, newline included.
+const MaxLine = 1 << 20
+
+// Command names (host → guest).
+const (
+	CmdStart    = "start"
+	CmdChat     = "chat"
+	CmdStop     = "stop"
+	CmdExec     = "exec"
+	CmdExecKill = "exec:kill"
+	CmdSetTime  = "settime"
+	CmdShutdown = "shutdown"
+)
+
+// Event names (guest → host).
+const (
+	EvReady        = "system:ready"
+	EvAgentStarted = "agent:started"
+	EvAgentStdout  = "agent:stdout"
+	EvAgentStderr  = "agent:stderr"
+	EvAgentExit    = "agent:exit"
+	EvExecStdout   = "exec:stdout"
+	EvExecStderr   = "exec:stderr"
+	EvExecResult   = "exec:result"
+	EvStats        = "stats"
+	EvError        = "error"
+)
+
+// Users a start or exec may ask for.
+const (
+	UserAgent = "agent"
+	UserRoot  = "root"
+)
+
+// Defaults the guest applies when a field is left out.
+const (
+	DefaultWorkdir       = "/workspace"
+	DefaultStatsInterval = 2000 // ms
+	DefaultGrace         = 5000 // ms
+)
+
+// Command is one host→guest message. It is flat: each command uses the
+// fields its comment names and leaves the others empty.
+type Command struct {
+	Cmd string `json:"cmd"`
+	ID  string `json:"id,omitempty"`
+
+	// start
+	Workdir       string            `json:"workdir,omitempty"`
+	Branch        string            `json:"branch,omitempty"`
+	Agent         *Agent            `json:"agent,omitempty"`
+	Git           *GitIdentity      `json:"git,omitempty"`
+	StatsInterval int64             `json:"stats_interval,omitempty"` // ms
+	Env           map[string]string `json:"env,omitempty"`            // start, exec; secrets travel only here
+
+	// start, settime: host wall clock in Unix nanoseconds; 0 means unset.
+	Time int64 `json:"time,omitempty"`
+
+	// chat
+	Text string `json:"text,omitempty"`
+
+	// stop
+	Grace int64 `json:"grace,omitempty"` // ms
+
+	// exec
+	Argv    []string `json:"argv,omitempty"`
+	Cwd     string   `json:"cwd,omitempty"`
+	User    string   `json:"user,omitempty"`
+	Timeout int64    `json:"timeout,omitempty"` // ms, 0 = none
+	// Stdin is written to the exec's stdin, then closed; without it the
+	// exec reads /dev/null. Bytes that are not UTF-8 travel in StdinB64
+	// instead (see SetStdin).
+	Stdin    string `json:"stdin,omitempty"`
+	StdinB64 []byte `json:"stdin_b64,omitempty"`
+}
+
+// Agent says what to run as the session's agent.
+type Agent struct {
+	Command string   `json:"command"`
+	Args    []string `json:"args,omitempty"`
+	User    string   `json:"user,omitempty"` // "agent" (default) or "root"
+}
+
+// GitIdentity is written to the agent user's git configuration.
+type GitIdentity struct {
+	Name  string `json:"name,omitempty"`
+	Email string `json:"email,omitempty"`
+}
+
+// WallTime returns Time as a time.Time, and false when it is unset.
+func (c Command) WallTime() (time.Time, bool) {
+	if c.Time == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, c.Time), true
+}
+
+// StdinBytes returns the exec's stdin, whichever field carries it.
+func (c Command) StdinBytes() []byte {
+	if c.StdinB64 != nil {
+		return c.StdinB64
+	}
+	return []byte(c.Stdin)
+}
+
+// SetStdin stores p in Stdin when it is valid UTF-8, else in StdinB64.
+func (c *Command) SetStdin(p []byte) {
+	if utf8.Valid(p) {
+		c.Stdin, c.StdinB64 = string(p), nil
+		return
+	}
+	c.Stdin, c.StdinB64 = "", append([]byte{}, p...)
+}
+
+// Validate reports whether c is a command the guest can act on. Errors wrap
+// ErrMalformed (or ErrUnknown, which wraps it).
+func (c Command) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrMalformed, c.Cmd, fmt.Sprintf(format, a...))
+	}
+	if c.StatsInterval < 0 || c.Grace < 0 || c.Timeout < 0 {
+		return bad("durations must not be negative")
+	}
+	switch c.Cmd {
+	case CmdStart:
+		if c.Agent == nil || c.Agent.Command == "" {
+			return bad("agent.command is required")
+		}
+		if !validUser(c.Agent.User) {
+			return bad("agent.user must be %q or %q, not %q", UserAgent, UserRoot, c.Agent.User)
+		}
+	case CmdExec:
+		if c.ID == "" {
+			return bad("id is required")
+		}
+		if len(c.Argv) == 0 || c.Argv[0] == "" {
+			return bad("argv must name a program")
+		}
+		if c.Stdin != "" && c.StdinB64 != nil {
+			return bad("stdin and stdin_b64 are exclusive")
+		}
+		if !validUser(c.User) {
+			return bad("user must be %q or %q, not %q", UserAgent, UserRoot, c.User)
+		}
+	case CmdExecKill:
+		if c.ID == "" {
+			return bad("id of the exec to kill is required")
+		}
+	case CmdSetTime:
+		if c.Time == 0 {
+			return bad("time is required")
+		}
+	case CmdChat, CmdStop, CmdShutdown:
+	case "":
+		return fmt.Errorf("%w: the object has no \"cmd\"", ErrMalformed)
+	default:
+		return fmt.Errorf("%w: command %q (this guest speaks protocol version %d)", ErrUnknown, c.Cmd, Version)
+	}
+	return nil
+}
+
+func validUser(u string) bool { return u == "" || u == UserAgent || u == UserRoot }
+
+// Event is one guest→host message, flat like Command.
+type Event struct {
+	Ev  string `json:"ev"`
+	Seq uint64 `json:"seq"`
+	TS  int64  `json:"ts"` // Unix milliseconds
+	ID  string `json:"id,omitempty"`
+
+	// system:ready
+	Version int    `json:"version,omitempty"`
+	Kernel  string `json:"kernel,omitempty"`
+	CPUs    int    `json:"cpus,omitempty"`
+	Memory  uint64 `json:"memory,omitempty"` // bytes
+
+	// agent:started
+	PID int `json:"pid,omitempty"`
+
+	// agent:stdout, agent:stderr, exec:stdout, exec:stderr
+	Data string `json:"data,omitempty"`
+	B64  []byte `json:"b64,omitempty"`
+	More bool   `json:"more,omitempty"` // agent lines only: another piece follows
+
+	// agent:exit, exec:result. A process killed by signal N reports
+	// Code 128+N and Signal its name ("SIGKILL").
+	Code     int    `json:"code,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+	TimedOut bool   `json:"timed_out,omitempty"`
+	Error    string `json:"error,omitempty"` // exec:result: it could not start
+
+	// stats
+	CPU      float64 `json:"cpu,omitempty"` // percent of all vCPUs, 0–100
+	MemUsed  uint64  `json:"mem_used,omitempty"`
+	MemTotal uint64  `json:"mem_total,omitempty"`
+	Disk     *Disks  `json:"disk,omitempty"`
+	Procs    int     `json:"procs,omitempty"`
+
+	// error (ID above is the failing command's, when known)
+	Cmd     string `json:"cmd,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// Disks is the disk part of a stats event.
+type Disks struct {
+	Workspace Usage `json:"workspace"`
+	Scratch   Usage `json:"scratch"`
+}
+
+// Usage is used and total bytes of one file system.
+type Usage struct {
+	Used  uint64 `json:"used"`
+	Total uint64 `json:"total"`
+}
+
+// Time returns TS as a time.Time.
+func (e Event) Time() time.Time { return time.UnixMilli(e.TS) }
+
+// Payload returns the output bytes of a data event, whichever field
+// carries them.
+func (e Event) Payload() []byte {
+	if e.B64 != nil {
+		return e.B64
+	}
+	return []byte(e.Data)
+}
+
+// SetPayload stores p in Data when it is valid UTF-8 that JSON does not
+// inflate by more than base64 would (mostly printable text), else in B64.
+// It copies p.
+func (e *Event) SetPayload(p []byte) {
+	if textual(p) {
+		e.Data, e.B64 = string(p), nil
+		return
+	}
+	e.Data, e.B64 = "", append([]byte{}, p...)
+}
+
+// textual reports whether p is valid UTF-8 whose JSON escapes add less
+// than a third to its length.
+func textual(p []byte) bool {
+	extra := 0
+	for _, c := range p {
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		switch c {
+		case '"', '\\', '\n', '\r', '\t':
+			extra++
+		default:
+			extra += 5
+		}
+	}
+	return extra <= len(p)/3 && utf8.Valid(p)
+}
+
+// IsData reports whether ev is one of the output events.
+func IsData(ev string) bool {
+	switch ev {
+	case EvAgentStdout, EvAgentStderr, EvExecStdout, EvExecStderr:
+		return true
+	}
+	return false
+}
+
+// Validate reports whether e is an event the host can act on.
+func (e Event) Validate() error {
+	switch e.Ev {
+	case EvReady, EvAgentStarted, EvAgentStdout, EvAgentStderr, EvAgentExit,
+		EvStats, EvError:
+	case EvExecStdout, EvExecStderr, EvExecResult:
+		if e.ID == "" {
+			return fmt.Errorf("%w: %s without id", ErrMalformed, e.Ev)
+		}
+	case "":
+		return fmt.Errorf("%w: the object has no \"ev\"", ErrMalformed)
+	default:
+		return fmt.Errorf("%w: event %q (this host speaks protocol version %d)", ErrUnknown, e.Ev, Version)
+	}
+	if e.Data != "" && e.B64 != nil {
+		return fmt.Errorf("%w: %s carries both data and b64", ErrMalformed, e.Ev)
+	}
+	return nil
+}
+
+// Errors a Reader reports inside a *LineError.
+var (
+	// ErrTooLong: a line was longer than MaxLine; it was skipped.
+	ErrTooLong = errors.New("line longer than protocol.MaxLine")
+	// ErrMalformed: a line was not a valid message; it was skipped.
+	ErrMalformed = errors.New("malformed message")
+	// ErrUnknown: a well-formed message names a command or event this side
+	// does not know. It wraps ErrMalformed.
+	ErrUnknown = fmt.Errorf("unknown name: %w", ErrMalformed)
+)
+
+// LineError is a problem with one line. The Reader skipped that line and
+// can go on reading the next one.
+type LineError struct {
+	Line int    // 1-based line number on the stream
+	Len  int    // bytes in the line, newline included
+	Cmd  string // the "cmd" or "ev" name, when it could be read
+	ID   string // the "id", when it could be read
+	Err  error  // ErrTooLong, or wraps ErrMalformed
+}
+
+func (e *LineError) Error() string {
+	if errors.Is(e.Err, ErrTooLong) {
+		return fmt.Sprintf("protocol line %d: %d bytes is more than %d: the sender must split it", e.Line, e.Len, MaxLine)
+	}
+	return fmt.Sprintf("protocol line %d: %v", e.Line, e.Err)
+}
+
+func (e *LineError) Unwrap() error { return e.Err }
+
+// IsRecoverable reports whether err concerns one line only, so reading can
+// go on. I/O errors such as io.EOF are not recoverable.
+func IsRecoverable(err error) bool {
+	var le *LineError
+	return errors.As(err, &le)
+}
