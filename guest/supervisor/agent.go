@@ -1,0 +1,228 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"sandbar/guest/protocol"
+)
+
+// agentProc is the one agent process of a session.
+type agentProc struct {
+	*child
+	chat chan []byte   // lines for stdin, in order
+	done chan struct{} // closed after agent:exit is queued
+}
+
+// terminate sends SIGTERM, waits up to grace for the exit, then SIGKILL.
+// It returns once the process is reaped.
+func (a *agentProc) terminate(grace time.Duration) {
+	a.signal(syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-a.exited:
+		return
+	case <-t.C:
+	}
+	a.signal(syscall.SIGKILL)
+	<-a.exited
+}
+
+func (a *agentProc) running() bool {
+	select {
+	case <-a.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// user returns the account name should run as, creating it if need be.
+func (s *session) user(name string) (User, error) {
+	if name == "" {
+		name = protocol.UserAgent
+	}
+	s.mu.Lock()
+	u, ok := s.users[name]
+	s.mu.Unlock()
+	if ok {
+		return u, nil
+	}
+	uid, home := 1000, "/home/agent"
+	if name == protocol.UserRoot {
+		uid, home = 0, "/root"
+	}
+	u, err := s.cfg.Sys.EnsureUser(name, uid, home)
+	if err != nil {
+		return User{}, fmt.Errorf("set up user %s: %w", name, err)
+	}
+	s.mu.Lock()
+	s.users[name] = u
+	s.mu.Unlock()
+	return u, nil
+}
+
+func (s *session) start(ctx context.Context, c protocol.Command) {
+	s.mu.Lock()
+	busy := s.agent != nil && s.agent.running()
+	s.mu.Unlock()
+	if busy {
+		s.replyErr(c, "an agent is already running: send stop and wait for agent:exit before starting another")
+		return
+	}
+	if t, ok := c.WallTime(); ok {
+		if err := s.cfg.Sys.SetTime(t); err != nil {
+			s.log.Warn("cannot set the guest clock", "err", err)
+		}
+	}
+	workdir := c.Workdir
+	if workdir == "" {
+		workdir = s.cfg.Workspace
+	}
+	u, err := s.user(c.Agent.User)
+	if err != nil {
+		s.replyErr(c, "%v", err)
+		return
+	}
+	if err := writeGitConfig(u, c.Git, workdir, s.cfg.Workspace); err != nil {
+		s.replyErr(c, "%v", err)
+		return
+	}
+	env := mergeEnv(baseEnv(u), c.Env)
+	if c.Branch != "" {
+		if err := checkout(ctx, u, env, workdir, c.Branch); err != nil {
+			s.replyErr(c, "%v", err)
+			return
+		}
+	}
+	argv := append([]string{c.Agent.Command}, c.Agent.Args...)
+	ch, err := spawn(spawnSpec{argv: argv, env: env, dir: workdir, user: u, stdin: true})
+	if err != nil {
+		s.replyErr(c, "start the agent %s: %v", c.Agent.Command, err)
+		return
+	}
+	a := &agentProc{child: ch, chat: make(chan []byte, 64), done: make(chan struct{})}
+	s.mu.Lock()
+	s.agent, s.env, s.workdir = a, c.Env, workdir
+	startStats := !s.stats
+	s.stats = true
+	s.mu.Unlock()
+	s.log.Info("agent started", "pid", ch.cmd.Process.Pid, "user", u.Name, "workdir", workdir)
+	s.emit(protocol.Event{Ev: protocol.EvAgentStarted, ID: c.ID, PID: ch.cmd.Process.Pid})
+	s.wg.Go(func() { s.runAgent(a) })
+	if startStats {
+		interval := time.Duration(c.StatsInterval) * time.Millisecond
+		if interval <= 0 {
+			interval = protocol.DefaultStatsInterval * time.Millisecond
+		}
+		s.wg.Go(func() { s.statsLoop(interval) })
+	}
+}
+
+// runAgent owns the agent's pipes and reports its exit after its output.
+func (s *session) runAgent(a *agentProc) {
+	var pipes sync.WaitGroup
+	pipes.Go(func() { s.pumpLines(a.stdout, a.exited, protocol.EvAgentStdout) })
+	pipes.Go(func() { s.pumpLines(a.stderr, a.exited, protocol.EvAgentStderr) })
+	pipes.Go(func() {
+		for {
+			select {
+			case line := <-a.chat:
+				if _, err := a.stdin.Write(line); err != nil {
+					s.log.Warn("cannot write to the agent's stdin", "err", err)
+				}
+			case <-a.exited:
+				return
+			}
+		}
+	})
+	err := a.cmd.Wait()
+	close(a.exited)
+	// The session's work is over: take the agent's helpers with it, which
+	// also lets its pipes reach EOF.
+	killGroup(a.pgid, syscall.SIGKILL)
+	stopWaiting(a.stdout, a.stderr)
+	a.stdin.Close() // unblocks a write the agent will never read
+	pipes.Wait()
+	code, sig := exitStatus(a.cmd.ProcessState)
+	s.log.Info("agent exited", "code", code, "signal", sig, "wait", err)
+	// Under the lock, so that once the host has seen agent:exit a stop or
+	// chat finds no agent, and a new start's events come after it.
+	s.mu.Lock()
+	close(a.done)
+	s.emit(protocol.Event{Ev: protocol.EvAgentExit, Code: code, Signal: sig})
+	s.mu.Unlock()
+}
+
+func (s *session) runningAgent() *agentProc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.agent != nil && s.agent.running() {
+		return s.agent
+	}
+	return nil
+}
+
+func (s *session) chat(c protocol.Command) {
+	a := s.runningAgent()
+	if a == nil {
+		s.replyErr(c, "no agent is running: send start first")
+		return
+	}
+	text := c.Text
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	select {
+	case a.chat <- []byte(text):
+	case <-a.exited:
+		s.replyErr(c, "the agent has exited; its input is closed")
+	default:
+		s.replyErr(c, "the agent is not reading its input (64 messages waiting): try again later or stop it")
+	}
+}
+
+func (s *session) stop(c protocol.Command) {
+	a := s.runningAgent()
+	if a == nil {
+		s.replyErr(c, "no agent is running")
+		return
+	}
+	grace := time.Duration(c.Grace) * time.Millisecond
+	if grace == 0 {
+		grace = defaultGrace
+	}
+	s.log.Info("stopping the agent", "grace", grace)
+	s.wg.Go(func() { a.terminate(grace) })
+}
+
+// checkout switches workdir to branch, as the agent user.
+func checkout(ctx context.Context, u User, env map[string]string, workdir, branch string) error {
+	if strings.HasPrefix(branch, "-") {
+		return fmt.Errorf("branch %q starts with '-': pass a branch name", branch)
+	}
+	path, err := lookPath("git", env["PATH"])
+	if err != nil {
+		return fmt.Errorf("check out %s: %w", branch, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "checkout", "-q", branch, "--")
+	cmd.Dir, cmd.Env = workdir, envList(env)
+	cmd.SysProcAttr = sysProcAttr(u)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		msg := strings.TrimSpace(string(out))
+		if len(msg) > 2000 {
+			msg = msg[:2000] + "…"
+		}
+		return fmt.Errorf("git checkout %s in %s failed (%v): %s: the host must create the branch in the clone before start", branch, workdir, err, msg)
+	}
+	return nil
+}

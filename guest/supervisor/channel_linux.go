@@ -1,0 +1,153 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// PortName is the virtio-serial port the host offers under QEMU.
+	PortName = "org.sandbar.0"
+	// VsockPort is where the supervisor listens when there is no such
+	// port (Virtualization.framework, or QEMU with vhost-vsock).
+	VsockPort = 1024
+)
+
+// OpenChannel opens the byte stream to the host: the virtio-serial port
+// named PortName if one shows up within a second, else the first
+// connection to AF_VSOCK port VsockPort.
+func OpenChannel(ctx context.Context) (io.ReadWriteCloser, error) {
+	f, err := openPortWithin(ctx, "/sys", "/dev", time.Second)
+	if err == nil {
+		return f, nil
+	}
+	if !errors.Is(err, errNoPort) {
+		return nil, err
+	}
+	return acceptVsock(ctx, VsockPort)
+}
+
+var errNoPort = errors.New("no virtio-serial port named " + PortName)
+
+// openPortWithin waits up to wait for the port to be listed under sysRoot,
+// then opens it under devRoot.
+func openPortWithin(ctx context.Context, sysRoot, devRoot string, wait time.Duration) (*os.File, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		dev, err := findPort(sysRoot, PortName)
+		if err != nil {
+			return nil, err
+		}
+		if dev != "" {
+			return openPort(ctx, filepath.Join(devRoot, dev), 5*time.Second)
+		}
+		if time.Now().After(deadline) {
+			return nil, errNoPort
+		}
+		if err := pause(ctx, 10*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// findPort returns the device name (vportNpM) of the port called name, or
+// "" when none is listed.
+func findPort(sysRoot, name string) (string, error) {
+	paths, err := filepath.Glob(filepath.Join(sysRoot, "class", "virtio-ports", "*", "name"))
+	if err != nil {
+		return "", fmt.Errorf("list virtio ports: %w", err)
+	}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue // a port going away
+		}
+		if strings.TrimSpace(string(data)) == name {
+			return filepath.Base(filepath.Dir(p)), nil
+		}
+	}
+	return "", nil
+}
+
+// openPort opens the port device, retrying while it is not ready yet: right
+// after the module loads, open fails with ENXIO (or the node is not there)
+// for a while.
+func openPort(ctx context.Context, path string, bound time.Duration) (*os.File, error) {
+	deadline := time.Now().Add(bound)
+	delay := 10 * time.Millisecond
+	for {
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, unix.ENXIO) && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("open host port %s: %w", path, err)
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("open host port %s: still failing after %v: %w", path, bound, err)
+		}
+		if err := pause(ctx, delay); err != nil {
+			return nil, err
+		}
+		delay = min(delay*2, 100*time.Millisecond)
+	}
+}
+
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("open the host channel: %w", ctx.Err())
+	case <-t.C:
+		return nil
+	}
+}
+
+// acceptVsock listens on AF_VSOCK port and returns the first connection.
+func acceptVsock(ctx context.Context, port uint32) (io.ReadWriteCloser, error) {
+	fd, err := unix.Socket(unix.AF_VSOCK, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("no virtio-serial port %s and no vsock (%w): the VM needs one of them", PortName, err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrVM{CID: unix.VMADDR_CID_ANY, Port: port}); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("bind vsock port %d: %w", port, err)
+	}
+	if err := unix.Listen(fd, 1); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("listen on vsock port %d: %w", port, err)
+	}
+	ln := os.NewFile(uintptr(fd), "vsock-listener")
+	defer ln.Close()
+	stop := context.AfterFunc(ctx, func() { _ = ln.SetReadDeadline(time.Now()) })
+	defer stop()
+	rc, err := ln.SyscallConn()
+	if err != nil {
+		return nil, fmt.Errorf("vsock listener: %w", err)
+	}
+	var nfd int
+	var aerr error
+	err = rc.Read(func(fd uintptr) bool {
+		nfd, _, aerr = unix.Accept4(int(fd), unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK)
+		return !errors.Is(aerr, unix.EAGAIN)
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("wait for the host on vsock port %d: %w", port, ctx.Err())
+		}
+		return nil, fmt.Errorf("accept on vsock port %d: %w", port, err)
+	}
+	if aerr != nil {
+		return nil, fmt.Errorf("accept on vsock port %d: %w", port, aerr)
+	}
+	return os.NewFile(uintptr(nfd), "vsock"), nil
+}

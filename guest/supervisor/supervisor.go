@@ -1,0 +1,336 @@
+// Package supervisor runs inside the guest VM and serves the host's
+// protocol commands (guest/protocol): it sets up the agent user and its git
+// identity, checks out the session branch, runs the agent with its
+// stdin/stdout/stderr bridged to the host, runs exec commands, and reports
+// resource use. It is ordinary Go: everything that needs PID 1 privileges
+// sits behind System, so the package is tested on the host with real child
+// processes and a thin fake System.
+//
+// It is not the init process (guest/cmd/sandbar-init mounts, reaps and
+// powers off) and it keeps no state across Serve calls.
+//
+// Choices the host can rely on:
+//   - stats events start with the first successful start, every
+//     start.stats_interval ms (default 2000).
+//   - exec runs with the base environment, then start.env, then exec.env,
+//     each overriding the one before.
+//   - A process killed by a signal reports code 128+N and the signal name.
+//   - When the agent's main process exits, the rest of its process group is
+//     killed; output is drained until EOF, or until the pipes stay silent
+//     for half a second (a process that left the group may hold them open).
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"sandbar/guest/protocol"
+)
+
+// Config is what Serve needs.
+type Config struct {
+	Workspace string // default "/workspace"
+	Sys       System // PID-1-ish operations; required
+	Logger    *slog.Logger
+	ProcRoot  string // where /proc is mounted, for stats; default "/proc"
+}
+
+// System is what the supervisor asks of the machine it runs on.
+type System interface {
+	// Facts returns what system:ready reports.
+	Facts() (kernel string, cpus int, memory uint64)
+	// EnsureUser makes sure the user exists, with its home directory, and
+	// returns it.
+	EnsureUser(name string, uid int, home string) (User, error)
+	SetTime(t time.Time) error
+	DiskUsage(path string) (used, total uint64, err error)
+	// Poweroff syncs, unmounts and powers off; called by shutdown after the
+	// agent stopped. On a real guest it does not return on success.
+	Poweroff() error
+}
+
+// User is an account processes run as.
+type User struct {
+	Name     string
+	UID, GID int
+	Home     string
+}
+
+// Supervisor serves the host protocol on a connection.
+type Supervisor struct {
+	cfg Config
+}
+
+// New returns a Supervisor, filling in Config defaults.
+func New(cfg Config) *Supervisor {
+	if cfg.Workspace == "" {
+		cfg.Workspace = protocol.DefaultWorkdir
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ProcRoot == "" {
+		cfg.ProcRoot = "/proc"
+	}
+	return &Supervisor{cfg: cfg}
+}
+
+// Serve sends system:ready, then serves commands until ctx is done, conn
+// reaches EOF, or a shutdown command has stopped everything and called
+// Sys.Poweroff. It returns only after every child process is reaped and
+// every goroutine it started has ended. It returns nil after EOF or
+// shutdown, ctx's error after cancellation, and otherwise the I/O error.
+//
+// If conn has SetDeadline/SetReadDeadline (net.Conn, pollable *os.File),
+// Serve uses them to interrupt blocked I/O when it ends; otherwise the
+// caller must close conn to end a blocked read.
+func (s *Supervisor) Serve(ctx context.Context, conn io.ReadWriter) error {
+	if s.cfg.Sys == nil {
+		return errors.New("supervisor: Config.Sys is nil: pass LinuxSystem{} in the guest or a fake in tests")
+	}
+	ss := newSession(ctx, s.cfg, conn)
+	return ss.run(ctx)
+}
+
+// session is the state of one Serve call.
+type session struct {
+	cfg  Config
+	log  *slog.Logger
+	conn io.ReadWriter
+	w    *protocol.Writer
+
+	// out feeds the single writer goroutine; its bound is the backpressure
+	// that makes a child block on its pipe when the host stops reading.
+	out        chan protocol.Event
+	writerDone chan struct{}
+	writeErr   error // set by the writer before writerDone closes
+
+	// gone is cancelled when nobody can receive events any more (ctx done,
+	// EOF, write failure); emit then drops events instead of blocking.
+	gone       context.Context
+	goneCancel context.CancelFunc
+	// life is cancelled when teardown starts; background loops end.
+	life       context.Context
+	lifeCancel context.CancelFunc
+
+	wg sync.WaitGroup // every goroutine but the writer and the reader
+
+	mu      sync.Mutex
+	agent   *agentProc
+	execs   map[string]*execProc
+	env     map[string]string // start.env, for the agent and execs
+	workdir string
+	users   map[string]User
+	stats   bool
+}
+
+func newSession(ctx context.Context, cfg Config, conn io.ReadWriter) *session {
+	s := &session{
+		cfg:        cfg,
+		log:        cfg.Logger,
+		conn:       conn,
+		w:          protocol.NewWriter(conn),
+		out:        make(chan protocol.Event, 64),
+		writerDone: make(chan struct{}),
+		execs:      make(map[string]*execProc),
+		users:      make(map[string]User),
+		workdir:    cfg.Workspace,
+	}
+	s.gone, s.goneCancel = context.WithCancel(ctx)
+	s.life, s.lifeCancel = context.WithCancel(context.WithoutCancel(ctx))
+	return s
+}
+
+type readResult struct {
+	c   protocol.Command
+	err error
+}
+
+func (s *session) run(ctx context.Context) error {
+	defer s.goneCancel()
+	defer s.lifeCancel()
+	go s.writer()
+	unblock := context.AfterFunc(ctx, func() { setDeadline(s.conn, time.Now()) })
+	defer unblock()
+
+	cmds := make(chan readResult)
+	stopReading := make(chan struct{})
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		r := protocol.NewReader(s.conn)
+		for {
+			c, err := r.ReadCommand()
+			select {
+			case cmds <- readResult{c, err}:
+			case <-stopReading:
+				return
+			}
+			if err != nil && !protocol.IsRecoverable(err) {
+				return
+			}
+		}
+	}()
+	finish := func(grace time.Duration, result error) error {
+		s.teardown(grace)
+		close(stopReading)
+		if setReadDeadline(s.conn, time.Now()) {
+			<-readerDone
+		} else {
+			s.log.Debug("connection has no read deadline; its reader ends when the caller closes it")
+		}
+		if result == nil && s.writeErr != nil && !errors.Is(s.writeErr, os.ErrDeadlineExceeded) {
+			result = s.writeErr
+		}
+		return result
+	}
+
+	kernel, cpus, mem := s.cfg.Sys.Facts()
+	s.emit(protocol.Event{Ev: protocol.EvReady, Version: protocol.Version, Kernel: kernel, CPUs: cpus, Memory: mem})
+	s.log.Info("supervisor ready", "kernel", kernel, "cpus", cpus, "memory", mem)
+
+	for {
+		select {
+		case <-ctx.Done():
+			s.goneCancel()
+			return finish(defaultGrace, ctx.Err())
+		case <-s.gone.Done():
+			// The writer failed (finish reports it) or ctx ended.
+			return finish(defaultGrace, ctx.Err())
+		case rr := <-cmds:
+			if rr.err != nil {
+				var le *protocol.LineError
+				if errors.As(rr.err, &le) {
+					s.log.Warn("bad command line", "line", le.Line, "err", le.Err)
+					s.emit(protocol.Event{Ev: protocol.EvError, ID: le.ID, Cmd: le.Cmd, Message: le.Error()})
+					continue
+				}
+				s.goneCancel() // nobody will send a stop: end everything now
+				if errors.Is(rr.err, io.EOF) {
+					s.log.Info("host closed the channel")
+					return finish(defaultGrace, nil)
+				}
+				return finish(defaultGrace, fmt.Errorf("read host commands: %w", rr.err))
+			}
+			if rr.c.Cmd == protocol.CmdShutdown {
+				return finish(defaultGrace, s.shutdown())
+			}
+			s.handle(ctx, rr.c)
+		}
+	}
+}
+
+const (
+	defaultGrace = protocol.DefaultGrace * time.Millisecond
+	drainIdle    = 500 * time.Millisecond
+)
+
+func (s *session) handle(ctx context.Context, c protocol.Command) {
+	s.log.Debug("command", "cmd", c.Cmd, "id", c.ID)
+	switch c.Cmd {
+	case protocol.CmdStart:
+		s.start(ctx, c)
+	case protocol.CmdChat:
+		s.chat(c)
+	case protocol.CmdStop:
+		s.stop(c)
+	case protocol.CmdExec:
+		s.exec(c)
+	case protocol.CmdExecKill:
+		s.execKill(c)
+	case protocol.CmdSetTime:
+		t, _ := c.WallTime()
+		if err := s.cfg.Sys.SetTime(t); err != nil {
+			s.replyErr(c, "set the guest clock: %v", err)
+		}
+	}
+}
+
+// shutdown stops the agent with the default grace, kills execs, flushes
+// every event and powers off.
+func (s *session) shutdown() error {
+	s.log.Info("shutdown requested")
+	s.teardown(defaultGrace)
+	if err := s.cfg.Sys.Poweroff(); err != nil {
+		return fmt.Errorf("power off: %w", err)
+	}
+	return nil
+}
+
+// teardown stops everything and flushes the writer. It is idempotent.
+func (s *session) teardown(grace time.Duration) {
+	s.lifeCancel()
+	s.mu.Lock()
+	a := s.agent
+	execs := make([]*execProc, 0, len(s.execs))
+	for _, e := range s.execs {
+		execs = append(execs, e)
+	}
+	s.mu.Unlock()
+	for _, e := range execs {
+		e.kill()
+	}
+	if a != nil {
+		a.terminate(grace)
+		<-a.done
+	}
+	s.wg.Wait()
+	select {
+	case <-s.writerDone:
+	default:
+		close(s.out)
+		<-s.writerDone
+	}
+}
+
+// writer is the only goroutine that writes to the connection.
+func (s *session) writer() {
+	defer close(s.writerDone)
+	for ev := range s.out {
+		if s.writeErr != nil {
+			continue
+		}
+		if err := s.w.Send(ev); err != nil {
+			s.writeErr = err
+			s.log.Warn("cannot write to the host", "err", err)
+			s.goneCancel()
+		}
+	}
+}
+
+// emit queues ev for the host, blocking while the queue is full. It
+// reports false when the host is gone and the event was dropped.
+func (s *session) emit(ev protocol.Event) bool {
+	select {
+	case s.out <- ev:
+		return true
+	case <-s.gone.Done():
+		return false
+	}
+}
+
+func (s *session) replyErr(c protocol.Command, format string, a ...any) {
+	msg := fmt.Sprintf(format, a...)
+	s.log.Warn("command failed", "cmd", c.Cmd, "id", c.ID, "err", msg)
+	s.emit(protocol.Event{Ev: protocol.EvError, ID: c.ID, Cmd: c.Cmd, Message: msg})
+}
+
+func setDeadline(conn any, t time.Time) bool {
+	if d, ok := conn.(interface{ SetDeadline(time.Time) error }); ok {
+		return d.SetDeadline(t) == nil
+	}
+	return false
+}
+
+func setReadDeadline(conn any, t time.Time) bool {
+	if d, ok := conn.(interface{ SetReadDeadline(time.Time) error }); ok {
+		return d.SetReadDeadline(t) == nil
+	}
+	return false
+}

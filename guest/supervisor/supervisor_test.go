@@ -1,0 +1,479 @@
+package supervisor
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sandbar/guest/protocol"
+)
+
+func TestReady(t *testing.T) {
+	guestEnd, hostEnd := netPipe()
+	defer hostEnd.Close()
+	sys := newFakeSys(t)
+	done := make(chan error, 1)
+	go func() { done <- New(Config{Workspace: t.TempDir(), Sys: sys}).Serve(t.Context(), guestEnd) }()
+	ev, err := protocol.NewReader(hostEnd).ReadEvent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Ev != protocol.EvReady || ev.Version != protocol.Version || ev.Kernel != "6.1.0-test" || ev.CPUs != 2 || ev.Memory != 2<<30 || ev.Seq != 1 {
+		t.Fatalf("ready = %+v", ev)
+	}
+	hostEnd.Close() // EOF: Serve returns nil
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve after EOF: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after the host closed the channel")
+	}
+}
+
+func TestAgentOutputOrderAndExit(t *testing.T) {
+	h := newHost(t)
+	h.start("s1", `for i in $(seq 1 200); do echo out$i; echo err$i >&2; done; printf tail; exit 3`, nil)
+	events := h.until(protocol.EvAgentExit, "")
+	exit := events[len(events)-1]
+	if exit.Code != 3 || exit.Signal != "" {
+		t.Errorf("agent:exit = code %d signal %q, want 3 and none", exit.Code, exit.Signal)
+	}
+	var wantOut, wantErr []string
+	for i := 1; i <= 200; i++ {
+		wantOut = append(wantOut, fmt.Sprintf("out%d", i))
+		wantErr = append(wantErr, fmt.Sprintf("err%d", i))
+	}
+	wantOut = append(wantOut, "tail")
+	if got := lines(events, protocol.EvAgentStdout); !slices.Equal(got, wantOut) {
+		t.Errorf("stdout lines = %q\nwant %q", got, wantOut)
+	}
+	if got := lines(events, protocol.EvAgentStderr); !slices.Equal(got, wantErr) {
+		t.Errorf("stderr lines = %q\nwant %q", got, wantErr)
+	}
+	// Nothing of the agent may follow its exit: the next event is the
+	// exec's.
+	_, _, res := h.execOutput(protocol.Command{ID: "after", Argv: []string{"true"}})
+	if res.Code != 0 {
+		t.Errorf("exec after exit: %+v", res)
+	}
+}
+
+func TestChat(t *testing.T) {
+	h := newHost(t)
+	h.start("s", `echo ready; while read line; do echo "got:$line"; done; echo eof`, nil)
+	h.waitLine("ready")
+	h.send(protocol.Command{Cmd: protocol.CmdChat, ID: "c1", Text: "hello"})
+	h.waitLine("got:hello")
+	h.send(protocol.Command{Cmd: protocol.CmdChat, ID: "c2", Text: "two words\n"})
+	h.waitLine("got:two words")
+	h.send(protocol.Command{Cmd: protocol.CmdChat, ID: "c3", Text: ""})
+	h.waitLine("got:")
+	h.send(protocol.Command{Cmd: protocol.CmdStop, Grace: 2000})
+	events := h.until(protocol.EvAgentExit, "")
+	if e := events[len(events)-1]; e.Signal != "SIGTERM" || e.Code != 143 {
+		t.Errorf("exit after stop = %+v, want SIGTERM/143", e)
+	}
+}
+
+func TestStop(t *testing.T) {
+	tests := []struct {
+		name       string
+		script     string
+		wantCode   int
+		wantSignal string
+		wantLine   string
+	}{
+		{"traps TERM", `trap 'echo bye; exit 0' TERM; echo ready; while :; do sleep 0.05; done`, 0, "", "bye"},
+		{"ignores TERM", `trap '' TERM; echo ready; while :; do sleep 0.05; done`, 137, "SIGKILL", ""},
+		{"exits 143 itself", `trap 'exit 143' TERM; echo ready; while :; do sleep 0.05; done`, 143, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHost(t)
+			h.start("s", tt.script, nil)
+			h.waitLine("ready")
+			began := time.Now()
+			h.send(protocol.Command{Cmd: protocol.CmdStop, Grace: 300})
+			events := h.until(protocol.EvAgentExit, "")
+			took := time.Since(began)
+			exit := events[len(events)-1]
+			if exit.Code != tt.wantCode || exit.Signal != tt.wantSignal {
+				t.Errorf("agent:exit = code %d signal %q, want %d %q", exit.Code, exit.Signal, tt.wantCode, tt.wantSignal)
+			}
+			if tt.wantLine != "" && !slices.Contains(lines(events, protocol.EvAgentStdout), tt.wantLine) {
+				t.Errorf("the agent's last words %q are missing", tt.wantLine)
+			}
+			if took > 5*time.Second {
+				t.Errorf("stop with 300ms grace took %v", took)
+			}
+			h.send(protocol.Command{Cmd: protocol.CmdStop, ID: "again"})
+			if e := h.next(); e.Ev != protocol.EvError || e.ID != "again" {
+				t.Errorf("stop without agent: %+v, want error", e)
+			}
+		})
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	h := newHost(t)
+	h.send(protocol.Command{Cmd: protocol.CmdChat, ID: "c0", Text: "hi"})
+	if e := h.next(); e.Ev != protocol.EvError || e.ID != "c0" || e.Cmd != protocol.CmdChat {
+		t.Errorf("chat without agent: %+v, want error with id c0", e)
+	}
+	h.send(protocol.Command{Cmd: protocol.CmdStart, ID: "bad", Agent: &protocol.Agent{Command: "no-such-agent-xyz"}})
+	if e := h.next(); e.Ev != protocol.EvError || e.ID != "bad" || !strings.Contains(e.Message, "PATH") {
+		t.Errorf("start of a missing program: %+v, want error naming PATH", e)
+	}
+	h.start("s1", "cat", nil)
+	h.send(protocol.Command{Cmd: protocol.CmdStart, ID: "s2", Agent: &protocol.Agent{Command: "cat"}})
+	if e := h.next(); e.Ev != protocol.EvError || e.ID != "s2" || e.Cmd != protocol.CmdStart {
+		t.Errorf("second start: %+v, want error with id s2", e)
+	}
+	h.sys.mu.Lock()
+	if len(h.sys.times) != 0 {
+		t.Errorf("SetTime called without a time")
+	}
+	h.sys.mu.Unlock()
+}
+
+func TestStartTimeAndEnv(t *testing.T) {
+	h := newHost(t)
+	when := time.Date(2030, 5, 6, 7, 8, 9, 10, time.UTC)
+	h.send(protocol.Command{Cmd: protocol.CmdStart, ID: "s", Time: when.UnixNano(),
+		Env:   map[string]string{"SECRET": "s3", "LANG": "en_US.UTF-8"},
+		Agent: &protocol.Agent{Command: "sh", Args: []string{"-c", `echo "$SECRET|$LANG|$TERM|$HOME|$USER|$PATH|$(pwd)"`}}})
+	events := h.until(protocol.EvAgentExit, "")
+	got := lines(events, protocol.EvAgentStdout)
+	home := filepath.Join(h.sys.home, "agent")
+	want := "s3|en_US.UTF-8|dumb|" + home + "|agent|" + basePath + "|" + h.ws
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("agent saw %q, want %q", got, want)
+	}
+	h.sys.mu.Lock()
+	defer h.sys.mu.Unlock()
+	if len(h.sys.times) != 1 || !h.sys.times[0].Equal(when) {
+		t.Errorf("SetTime got %v, want %v (its EPERM must not stop the start)", h.sys.times, when)
+	}
+}
+
+func TestGitSetup(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	h := newHost(t)
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", h.ws, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q", "-b", "main")
+	git("commit", "-q", "--allow-empty", "-m", "first")
+	git("branch", "sandbar/s1")
+
+	h.send(protocol.Command{Cmd: protocol.CmdStart, ID: "nobranch", Branch: "sandbar/missing",
+		Agent: &protocol.Agent{Command: "true"}})
+	if e := h.next(); e.Ev != protocol.EvError || e.ID != "nobranch" || !strings.Contains(e.Message, "sandbar/missing") {
+		t.Fatalf("start on a missing branch: %+v, want error", e)
+	}
+
+	h.send(protocol.Command{Cmd: protocol.CmdStart, ID: "s", Branch: "sandbar/s1",
+		Git:   &protocol.GitIdentity{Name: `Ada "the" Coder\`, Email: "ada@example.org"},
+		Env:   map[string]string{"GITHUB_TOKEN": "tok123"},
+		Agent: &protocol.Agent{Command: "sh", Args: []string{"-c", `git rev-parse --abbrev-ref HEAD; git config user.name; git config user.email; printf 'protocol=https\nhost=github.com\n\n' | git credential fill`}}})
+	if e := h.next(); e.Ev != protocol.EvAgentStarted {
+		t.Fatalf("start: %+v", e)
+	}
+	events := h.until(protocol.EvAgentExit, "")
+	got := lines(events, protocol.EvAgentStdout)
+	want := []string{"sandbar/s1", `Ada "the" Coder\`, "ada@example.org",
+		"protocol=https", "host=github.com", "username=x-access-token", "password=tok123"}
+	if !slices.Equal(got, want) {
+		t.Errorf("agent saw %q\nwant %q\nstderr %q", got, want, lines(events, protocol.EvAgentStderr))
+	}
+	cfg, err := os.ReadFile(filepath.Join(h.sys.home, "agent", ".gitconfig"))
+	if err != nil || strings.Contains(string(cfg), "tok123") || !strings.Contains(string(cfg), h.ws) {
+		t.Errorf(".gitconfig must list the workspace as safe and hold no token: %v\n%s", err, cfg)
+	}
+}
+
+func TestExecConcurrent(t *testing.T) {
+	h := newHost(t)
+	dir := t.TempDir()
+	// Each exec waits until all three have checked in, so they finish only
+	// if they run at the same time.
+	script := `touch "$ID"; n=0; while [ "$(ls | wc -l)" -lt 3 ]; do sleep 0.01; n=$((n+1)); [ $n -gt 1000 ] && exit 9; done; echo "done $ID"`
+	ids := []string{"a", "b", "c"}
+	for _, id := range ids {
+		h.send(protocol.Command{Cmd: protocol.CmdExec, ID: id, Argv: []string{"sh", "-c", script},
+			Cwd: dir, Env: map[string]string{"ID": id}, Timeout: 20000})
+	}
+	out := map[string]string{}
+	results := map[string]protocol.Event{}
+	for len(results) < 3 {
+		e := h.next()
+		switch e.Ev {
+		case protocol.EvExecStdout:
+			if _, done := results[e.ID]; done {
+				t.Errorf("output for %s after its result", e.ID)
+			}
+			out[e.ID] += string(e.Payload())
+		case protocol.EvExecResult:
+			results[e.ID] = e
+		default:
+			t.Fatalf("unexpected %+v", e)
+		}
+	}
+	for _, id := range ids {
+		if r := results[id]; r.Code != 0 || out[id] != "done "+id+"\n" {
+			t.Errorf("exec %s: result %+v output %q", id, r, out[id])
+		}
+	}
+}
+
+func TestExecTimeoutAndKill(t *testing.T) {
+	h := newHost(t)
+	began := time.Now()
+	_, _, res := h.execOutput(protocol.Command{ID: "t", Argv: []string{"sleep", "10"}, Timeout: 200})
+	if !res.TimedOut || res.Signal != "SIGKILL" || res.Code != 137 {
+		t.Errorf("timed out exec: %+v, want timed_out and SIGKILL", res)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("a 200ms timeout took %v", took)
+	}
+
+	h.send(protocol.Command{Cmd: protocol.CmdExec, ID: "k", Argv: []string{"sh", "-c", "sleep 10; sleep 10"}})
+	h.send(protocol.Command{Cmd: protocol.CmdExec, ID: "k", Argv: []string{"true"}})
+	if e := h.next(); e.Ev != protocol.EvError || e.ID != "k" {
+		t.Errorf("duplicate exec id: %+v, want error", e)
+	}
+	h.send(protocol.Command{Cmd: protocol.CmdExecKill, ID: "k"})
+	res = h.until(protocol.EvExecResult, "k")[0]
+	if res.TimedOut || res.Signal != "SIGKILL" {
+		t.Errorf("killed exec: %+v", res)
+	}
+	h.send(protocol.Command{Cmd: protocol.CmdExecKill, ID: "k"})
+	if e := h.next(); e.Ev != protocol.EvError || e.ID != "k" {
+		t.Errorf("kill of a finished exec: %+v, want error", e)
+	}
+}
+
+func TestExecEnvCwdStdin(t *testing.T) {
+	h := newHost(t)
+	h.start("s", "cat", map[string]string{"FROM_START": "st", "OVER": "start"})
+	cwd := t.TempDir()
+	tests := []struct {
+		name       string
+		cmd        protocol.Command
+		wantOut    string
+		wantErr    string
+		wantCode   int
+		wantStartE bool
+	}{
+		{"env layers and cwd", protocol.Command{Argv: []string{"sh", "-c", `echo "$FROM_START $OVER $MINE $(pwd) $TERM"`},
+			Cwd: cwd, Env: map[string]string{"MINE": "m", "OVER": "exec"}}, "st exec m " + cwd + " dumb\n", "", 0, false},
+		{"default cwd is the workdir", protocol.Command{Argv: []string{"pwd"}}, h.ws + "\n", "", 0, false},
+		{"stdin", protocol.Command{Argv: []string{"sh", "-c", "cat; echo oops >&2; exit 4"}, Stdin: "abc\x00\xff"},
+			"abc\x00\xff", "oops\n", 4, false},
+		{"root user", protocol.Command{Argv: []string{"sh", "-c", "echo $USER"}, User: protocol.UserRoot}, "root\n", "", 0, false},
+		{"missing program", protocol.Command{Argv: []string{"no-such-prog-xyz"}}, "", "", -1, true},
+		{"bad cwd", protocol.Command{Argv: []string{"true"}, Cwd: "/no/such/dir"}, "", "", -1, true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cmd.ID = "x" + strconv.Itoa(i)
+			tt.cmd.SetStdin([]byte(tt.cmd.Stdin))
+			out, errOut, res := h.execOutput(tt.cmd)
+			if string(out) != tt.wantOut || string(errOut) != tt.wantErr || res.Code != tt.wantCode || (res.Error != "") != tt.wantStartE {
+				t.Errorf("got out %q err %q result %+v\nwant out %q err %q code %d", out, errOut, res, tt.wantOut, tt.wantErr, tt.wantCode)
+			}
+		})
+	}
+}
+
+func TestExecBurst(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100 MB burst (25 MB under -race): skipped with -short")
+	}
+	h := newHost(t)
+	const n = burstLines
+	began := time.Now()
+	h.send(protocol.Command{Cmd: protocol.CmdExec, ID: "burst", Argv: []string{"seq", "1", strconv.Itoa(n)}})
+	got := sha256.New()
+	size := 0
+	for {
+		e := h.next()
+		if e.ID != "burst" {
+			t.Fatalf("unexpected %+v", e)
+		}
+		if e.Ev == protocol.EvExecResult {
+			if e.Code != 0 {
+				t.Fatalf("seq: %+v", e)
+			}
+			break
+		}
+		p := e.Payload()
+		size += len(p)
+		got.Write(p)
+	}
+	took := time.Since(began)
+	want := sha256.New()
+	var buf []byte
+	wantSize := 0
+	for i := 1; i <= n; i++ {
+		buf = strconv.AppendInt(buf, int64(i), 10)
+		buf = append(buf, '\n')
+		if len(buf) > 1<<16 || i == n {
+			want.Write(buf)
+			wantSize += len(buf)
+			buf = buf[:0]
+		}
+	}
+	if size != wantSize || !bytes.Equal(got.Sum(nil), want.Sum(nil)) {
+		t.Fatalf("got %d bytes, want %d, or they differ", size, wantSize)
+	}
+	t.Logf("%d bytes in %v: %.0f MB/s", size, took, float64(size)/1e6/took.Seconds())
+}
+
+func TestAgentLongLine(t *testing.T) {
+	h := newHost(t)
+	var line bytes.Buffer
+	for line.Len() < 5<<20 {
+		fmt.Fprintf(&line, "%08d é\"\\\t✓", line.Len())
+	}
+	line.WriteByte(0xff) // not UTF-8: this piece travels as b64
+	path := filepath.Join(t.TempDir(), "line")
+	if err := os.WriteFile(path, append(line.Bytes(), "\nafter\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.start("s", "cat '"+path+"'", nil)
+	events := h.until(protocol.EvAgentExit, "")
+	got := lines(events, protocol.EvAgentStdout)
+	if len(got) != 2 || got[0] != line.String() || got[1] != "after" {
+		lens := []int{}
+		for _, g := range got {
+			lens = append(lens, len(g))
+		}
+		t.Fatalf("got %d lines of lengths %v, want the %d byte line and \"after\"", len(got), lens, line.Len())
+	}
+}
+
+func TestBadCommandsKeepServing(t *testing.T) {
+	h := newHost(t)
+	raw := func(s string) {
+		t.Helper()
+		if _, err := h.conn.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name, line, wantID, wantCmd, wantIn string
+	}{
+		{"malformed", `{"cmd":"exec","id":"m1",` + "\n", "", "", "malformed"},
+		{"unknown", `{"cmd":"dance","id":"u1"}` + "\n", "u1", "dance", "unknown"},
+		{"invalid", `{"cmd":"exec","id":"i1"}` + "\n", "i1", "exec", "argv"},
+		{"too long", `{"cmd":"chat","id":"l1","text":"` + strings.Repeat("x", 2<<20) + "\"}\n", "", "", "split"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			raw(tt.line)
+			e := h.next()
+			if e.Ev != protocol.EvError || e.ID != tt.wantID || e.Cmd != tt.wantCmd || !strings.Contains(e.Message, tt.wantIn) {
+				t.Errorf("got %+v, want error id %q cmd %q mentioning %q", e, tt.wantID, tt.wantCmd, tt.wantIn)
+			}
+			out, _, res := h.execOutput(protocol.Command{ID: "ok", Argv: []string{"echo", "still here"}})
+			if string(out) != "still here\n" || res.Code != 0 {
+				t.Errorf("after the bad line: %q %+v", out, res)
+			}
+		})
+	}
+}
+
+func TestShutdown(t *testing.T) {
+	h := newHost(t)
+	started := h.start("s", `trap 'echo bye; exit 0' TERM; echo ready; while :; do sleep 0.05; done`, nil)
+	h.waitLine("ready")
+	h.send(protocol.Command{Cmd: protocol.CmdExec, ID: "long", Argv: []string{"sleep", "30"}})
+	agentAlive := true
+	h.sys.beforeOff = func() {
+		agentAlive = syscall.Kill(started.PID, 0) == nil
+	}
+	h.send(protocol.Command{Cmd: protocol.CmdShutdown})
+	var seen []string
+	serveDone := h.serveDone
+	for reading := true; reading; {
+		select {
+		case e, ok := <-h.events:
+			if !ok {
+				reading = false
+			} else if e.Ev != protocol.EvStats {
+				seen = append(seen, e.Ev)
+			}
+		case <-serveDone:
+			// Serve flushed everything before returning: closing its end
+			// lets the reader reach EOF once it has read it all.
+			h.guest.Close()
+			serveDone = nil
+		case <-time.After(20 * time.Second):
+			t.Fatalf("shutdown did not finish; saw %v", seen)
+		}
+	}
+	if err := served(h); err != nil {
+		t.Fatalf("Serve after shutdown: %v", err)
+	}
+	<-h.sys.poweredOff
+	if agentAlive {
+		t.Error("Poweroff was called while the agent still existed")
+	}
+	if !slices.Contains(seen, protocol.EvAgentExit) || !slices.Contains(seen, protocol.EvExecResult) {
+		t.Errorf("before the end the host saw %v; want agent:exit and exec:result", seen)
+	}
+}
+
+func TestStats(t *testing.T) {
+	h := newHost(t)
+	h.send(protocol.Command{Cmd: protocol.CmdStart, ID: "s", StatsInterval: 50,
+		Agent: &protocol.Agent{Command: "cat"}})
+	deadline := time.After(15 * time.Second)
+	for {
+		select {
+		case e := <-h.events:
+			if e.Ev != protocol.EvStats {
+				continue
+			}
+			if e.MemTotal == 0 || e.MemUsed == 0 || e.Procs == 0 || e.CPU < 0 || e.CPU > 100 ||
+				e.Disk == nil || e.Disk.Workspace.Total != 100 || e.Disk.Scratch.Used != 10 {
+				t.Fatalf("stats = %+v", e)
+			}
+			return
+		case <-deadline:
+			t.Fatal("no stats event within 15s of start with a 50ms interval")
+		}
+	}
+}
+
+func TestExecBackgroundChildHoldsOutput(t *testing.T) {
+	h := newHost(t)
+	began := time.Now()
+	// The sleep keeps stdout open long after sh exits; the result must not
+	// wait for it.
+	out, _, res := h.execOutput(protocol.Command{ID: "bg", Argv: []string{"sh", "-c", "sleep 6 & echo started"}})
+	if string(out) != "started\n" || res.Code != 0 {
+		t.Errorf("got %q %+v", out, res)
+	}
+	if took := time.Since(began); took > 4*time.Second {
+		t.Errorf("exec:result took %v: it waited for the background child", took)
+	}
+}
