@@ -1,0 +1,120 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// config is what the host asks of the guest on the kernel command line.
+// Every key is optional.
+type config struct {
+	root    string // sandbar.root: read-only root ext4 disk
+	agent   string // sandbar.agent: read-only agent ext4 disk, at /opt/agent
+	scratch string // sandbar.scratch: writable disk for the overlay's upper layer
+	share   string // sandbar.share: "virtiofs", "9p" or "none" (default)
+	net     netConfig
+	time    int64 // sandbar.time: unix seconds; 0 when not given
+	debug   bool  // sandbar.debug=1
+
+	// modParams holds "module.param=value" words, by normalised module
+	// name, for modules loaded by init: the kernel applies those only to
+	// built-in code, modprobe applies them to the rest.
+	modParams map[string][]string
+	// unknown lists sandbar.* keys this init does not know.
+	unknown []string
+}
+
+// netConfig is sandbar.net.
+type netConfig struct {
+	mode    string // "none" (default), "dhcp" or "static"
+	addr    netip.Prefix
+	gateway netip.Addr
+	dns     netip.Addr
+}
+
+// parseCmdline reads a kernel command line such as /proc/cmdline holds.
+func parseCmdline(s string) (config, error) {
+	c := config{share: "none", net: netConfig{mode: "none"}, modParams: map[string][]string{}}
+	for _, word := range strings.Fields(s) {
+		key, val, _ := strings.Cut(word, "=")
+		if !strings.HasPrefix(key, "sandbar.") {
+			if mod, param, ok := strings.Cut(key, "."); ok && param != "" && !strings.ContainsAny(mod, "/") {
+				mod = strings.ReplaceAll(mod, "-", "_")
+				c.modParams[mod] = append(c.modParams[mod], strings.TrimPrefix(word, key[:len(mod)+1]))
+			}
+			continue
+		}
+		switch key {
+		case "sandbar.root":
+			c.root = val
+		case "sandbar.agent":
+			c.agent = val
+		case "sandbar.scratch":
+			c.scratch = val
+		case "sandbar.share":
+			switch val {
+			case "virtiofs", "9p", "none":
+				c.share = val
+			default:
+				return c, fmt.Errorf("sandbar.share=%q: want virtiofs, 9p or none", val)
+			}
+		case "sandbar.net":
+			n, err := parseNet(val)
+			if err != nil {
+				return c, err
+			}
+			c.net = n
+		case "sandbar.time":
+			t, err := strconv.ParseInt(val, 10, 64)
+			if err != nil || t <= 0 {
+				return c, fmt.Errorf("sandbar.time=%q: want unix seconds", val)
+			}
+			c.time = t
+		case "sandbar.debug":
+			c.debug = val == "1" || val == "true" || val == ""
+		default:
+			c.unknown = append(c.unknown, key)
+		}
+	}
+	for _, dev := range []struct{ key, val string }{{"root", c.root}, {"agent", c.agent}, {"scratch", c.scratch}} {
+		if dev.val != "" && !strings.HasPrefix(dev.val, "/dev/") {
+			return c, fmt.Errorf("sandbar.%s=%q: want a device path under /dev/", dev.key, dev.val)
+		}
+	}
+	return c, nil
+}
+
+// parseNet reads "none", "dhcp" or "static:<ip>/<prefix>,<gateway>,<dns>".
+func parseNet(v string) (netConfig, error) {
+	switch v {
+	case "", "none":
+		return netConfig{mode: "none"}, nil
+	case "dhcp":
+		return netConfig{mode: "dhcp"}, nil
+	}
+	spec, ok := strings.CutPrefix(v, "static:")
+	if !ok {
+		return netConfig{}, fmt.Errorf("sandbar.net=%q: want none, dhcp or static:<ip>/<prefix>,<gateway>,<dns>", v)
+	}
+	parts := strings.Split(spec, ",")
+	if len(parts) != 3 {
+		return netConfig{}, fmt.Errorf("sandbar.net=%q: static wants <ip>/<prefix>,<gateway>,<dns>", v)
+	}
+	addr, err := netip.ParsePrefix(parts[0])
+	if err != nil || !addr.Addr().Is4() {
+		return netConfig{}, fmt.Errorf("sandbar.net=%q: address %q is not an IPv4 <ip>/<prefix>", v, parts[0])
+	}
+	gw, err := netip.ParseAddr(parts[1])
+	if err != nil || !gw.Is4() {
+		return netConfig{}, fmt.Errorf("sandbar.net=%q: gateway %q is not an IPv4 address", v, parts[1])
+	}
+	dns, err := netip.ParseAddr(parts[2])
+	if err != nil {
+		return netConfig{}, fmt.Errorf("sandbar.net=%q: dns %q is not an IP address", v, parts[2])
+	}
+	return netConfig{mode: "static", addr: addr, gateway: gw, dns: dns}, nil
+}

@@ -1,0 +1,67 @@
+//go:build linux
+
+package main
+
+import (
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseCmdline(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    config
+		wantErr string
+	}{
+		{
+			name: "nothing sandbar",
+			in:   "console=ttyS0 panic=-1 BOOT_IMAGE=/vmlinuz\n",
+			want: config{share: "none", net: netConfig{mode: "none"}, modParams: map[string][]string{}},
+		},
+		{
+			name: "everything",
+			in: "console=ttyS0 sandbar.root=/dev/vda sandbar.agent=/dev/vdb sandbar.scratch=/dev/vdc sandbar.share=virtiofs " +
+				"sandbar.net=static:10.0.2.15/24,10.0.2.2,10.0.2.3 sandbar.time=1700000000 sandbar.debug=1",
+			want: config{
+				root: "/dev/vda", agent: "/dev/vdb", scratch: "/dev/vdc", share: "virtiofs",
+				net: netConfig{mode: "static", addr: netip.MustParsePrefix("10.0.2.15/24"),
+					gateway: netip.MustParseAddr("10.0.2.2"), dns: netip.MustParseAddr("10.0.2.3")},
+				time: 1700000000, debug: true, modParams: map[string][]string{},
+			},
+		},
+		{
+			name: "dhcp and 9p, module params, unknown key",
+			in:   "sandbar.net=dhcp sandbar.share=9p virtio_mmio.device=512@0xfeb00e00:12 virtio-mmio.device=512@0xfeb00c00:11 sandbar.colour=blue",
+			want: config{share: "9p", net: netConfig{mode: "dhcp"},
+				modParams: map[string][]string{"virtio_mmio": {"device=512@0xfeb00e00:12", "device=512@0xfeb00c00:11"}},
+				unknown:   []string{"sandbar.colour"}},
+		},
+		{name: "bad share", in: "sandbar.share=nfs", wantErr: "want virtiofs, 9p or none"},
+		{name: "bad net", in: "sandbar.net=wifi", wantErr: "want none, dhcp or static"},
+		{name: "static missing dns", in: "sandbar.net=static:10.0.2.15/24,10.0.2.2", wantErr: "static wants"},
+		{name: "static bad prefix", in: "sandbar.net=static:10.0.2.15,10.0.2.2,10.0.2.3", wantErr: "not an IPv4 <ip>/<prefix>"},
+		{name: "static bad gateway", in: "sandbar.net=static:10.0.2.15/24,gw,10.0.2.3", wantErr: "gateway"},
+		{name: "bad time", in: "sandbar.time=yesterday", wantErr: "want unix seconds"},
+		{name: "root not a device", in: "sandbar.root=vda", wantErr: "sandbar.root=\"vda\""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseCmdline(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got  %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}

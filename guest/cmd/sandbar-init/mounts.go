@@ -1,0 +1,255 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+type mountSpec struct {
+	source, target, fstype string
+	flags                  uintptr
+	data                   string
+}
+
+func (m mountSpec) mount() error {
+	if err := os.MkdirAll(m.target, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount(m.source, m.target, m.fstype, m.flags, m.data); err != nil {
+		return fmt.Errorf("mount %s on %s (%s): %w", m.source, m.target, m.fstype, err)
+	}
+	return nil
+}
+
+// mountEarly mounts what every later step needs.
+func mountEarly() error {
+	const nosuid, nodev, noexec = unix.MS_NOSUID, unix.MS_NODEV, unix.MS_NOEXEC
+	for _, m := range []mountSpec{
+		{"proc", "/proc", "proc", nosuid | nodev | noexec, ""},
+		{"sysfs", "/sys", "sysfs", nosuid | nodev | noexec, ""},
+		{"devtmpfs", "/dev", "devtmpfs", nosuid, "mode=0755"},
+		{"devpts", "/dev/pts", "devpts", nosuid | noexec, "gid=5,mode=0620,ptmxmode=0666"},
+		{"tmpfs", "/dev/shm", "tmpfs", nosuid | nodev, "mode=1777"},
+		{"tmpfs", "/tmp", "tmpfs", nosuid | nodev, "mode=1777"},
+		{"tmpfs", "/run", "tmpfs", nosuid | nodev, "mode=0755"},
+		{"cgroup2", "/sys/fs/cgroup", "cgroup2", nosuid | nodev | noexec, ""},
+	} {
+		if err := m.mount(); err != nil {
+			return err
+		}
+	}
+	// /dev/ptmx for pseudo-terminals when devtmpfs lacks the link.
+	if _, err := os.Lstat("/dev/ptmx"); errors.Is(err, os.ErrNotExist) {
+		os.Symlink("pts/ptmx", "/dev/ptmx")
+	}
+	return nil
+}
+
+// waitDevice polls for a block device to appear: module loading probes
+// virtio devices asynchronously.
+func waitDevice(p string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		_, err := os.Stat(p)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not appear within %v: check the disk is attached", p, limit)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// assembleRoot builds the overlay root at /newroot and switches to it.
+func assembleRoot(c *console, cfg config) error {
+	if err := waitDevice(cfg.root, 5*time.Second); err != nil {
+		return err
+	}
+	if err := (mountSpec{cfg.root, "/lower", "ext4", unix.MS_RDONLY, ""}).mount(); err != nil {
+		return err
+	}
+	c.mark("root mounted (%s)", cfg.root)
+
+	if cfg.scratch != "" {
+		if err := mountScratch(c, cfg.scratch); err != nil {
+			return err
+		}
+	} else if err := (mountSpec{"tmpfs", "/scratch", "tmpfs", 0, "mode=0755"}).mount(); err != nil {
+		return err
+	}
+	for _, d := range []string{"/scratch/upper", "/scratch/work"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := (mountSpec{"overlay", "/newroot", "overlay", 0,
+		"lowerdir=/lower,upperdir=/scratch/upper,workdir=/scratch/work"}).mount(); err != nil {
+		return err
+	}
+	if cfg.agent != "" {
+		if err := waitDevice(cfg.agent, 5*time.Second); err != nil {
+			return err
+		}
+		if err := (mountSpec{cfg.agent, "/newroot/opt/agent", "ext4", unix.MS_RDONLY, ""}).mount(); err != nil {
+			return err
+		}
+		c.mark("agent disk mounted (%s)", cfg.agent)
+	}
+	if err := switchRoot("/newroot"); err != nil {
+		return err
+	}
+	c.mark("switched to the overlay root")
+	return nil
+}
+
+// mountScratch mounts the writable scratch disk at /scratch, formatting it
+// first when it is blank (a new session's sparse file).
+func mountScratch(c *console, dev string) error {
+	if err := waitDevice(dev, 5*time.Second); err != nil {
+		return err
+	}
+	ok, err := hasExt4Superblock(dev)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		start := time.Now()
+		if err := formatScratch(dev); err != nil {
+			return err
+		}
+		c.mark("scratch formatted (%s in %dms)", dev, time.Since(start).Milliseconds())
+	}
+	return (mountSpec{dev, "/scratch", "ext4", unix.MS_NOATIME, ""}).mount()
+}
+
+// formatScratch runs the root image's own mkfs.ext4 inside /lower, so the
+// initramfs carries no filesystem tools. The scratch disk is thrown away
+// with its session, so it has no journal (faster to format and write) and
+// no blocks reserved for root.
+func formatScratch(dev string) error {
+	if err := unix.Mount("/dev", "/lower/dev", "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind /dev into the root for mkfs: %w", err)
+	}
+	defer unix.Unmount("/lower/dev", unix.MNT_DETACH)
+	cmd := exec.Command("/usr/sbin/mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal",
+		"-E", "lazy_itable_init=1,lazy_journal_init=1", "-L", "sandbar-scratch", dev)
+	cmd.SysProcAttr = &unix.SysProcAttr{Chroot: "/lower"}
+	cmd.Dir = "/"
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("format scratch disk %s with the root image's mkfs.ext4 (is e2fsprogs in the image?): %w: %s", dev, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// switchRoot moves the kernel filesystems into newRoot and makes it /. The
+// initramfs stays underneath: it is small and freeing it is not worth the
+// code.
+func switchRoot(newRoot string) error {
+	for _, d := range []string{"/dev", "/proc", "/sys", "/run", "/tmp"} {
+		target := filepath.Join(newRoot, d)
+		if err := os.MkdirAll(target, 0o755); err != nil {
+			return err
+		}
+		if err := unix.Mount(d, target, "", unix.MS_MOVE, ""); err != nil {
+			return fmt.Errorf("move %s into the new root: %w", d, err)
+		}
+	}
+	if err := os.Chdir(newRoot); err != nil {
+		return err
+	}
+	if err := unix.Mount(".", "/", "", unix.MS_MOVE, ""); err != nil {
+		return fmt.Errorf("move the new root onto /: %w", err)
+	}
+	if err := unix.Chroot("."); err != nil {
+		return fmt.Errorf("chroot into the new root: %w", err)
+	}
+	return os.Chdir("/")
+}
+
+// mountShare mounts the host's workspace share, tag "workspace", at
+// /workspace.
+func mountShare(kind string) error {
+	switch kind {
+	case "virtiofs":
+		return mountSpec{"workspace", "/workspace", "virtiofs", 0, ""}.mount()
+	case "9p":
+		return mountSpec{"workspace", "/workspace", "9p", 0,
+			"trans=virtio,version=9p2000.L,msize=512000,cache=mmap,access=client"}.mount()
+	}
+	return nil
+}
+
+// unmountAll unmounts everything in /proc/self/mounts, deepest first,
+// ignoring failures (busy kernel filesystems, the root).
+func unmountAll(c *console) {
+	f, err := os.Open("/proc/self/mounts")
+	if err != nil {
+		return
+	}
+	var targets []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if fields := strings.Fields(sc.Text()); len(fields) > 2 {
+			targets = append(targets, fields[1])
+		}
+	}
+	f.Close()
+	slices.Reverse(targets)
+	for _, t := range targets {
+		if err := unix.Unmount(t, 0); err != nil {
+			c.debugf("unmount %s: %v", t, err)
+		}
+	}
+}
+
+// remountAllReadOnly asks the kernel to remount every block-device
+// filesystem read-only (sysrq "u"), which reaches the scratch disk too:
+// after the switch to the overlay root it is no longer visible to unmount,
+// and an ext4 without a journal left mounted is flagged unchecked at its
+// next mount. The kernel does this on a work queue and says so in its log,
+// so this waits (up to a second) for that line.
+func remountAllReadOnly() error {
+	kmsg, err := os.OpenFile("/dev/kmsg", os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	defer kmsg.Close()
+	if _, err := kmsg.Seek(0, io.SeekEnd); err != nil {
+		return err
+	}
+	if err := os.WriteFile("/proc/sysrq-trigger", []byte("u"), 0); err != nil {
+		return err
+	}
+	kmsg.SetReadDeadline(time.Now().Add(time.Second))
+	buf := make([]byte, 8192) // one record per read
+	for {
+		n, err := kmsg.Read(buf)
+		if errors.Is(err, unix.EPIPE) { // records overwritten under us
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("wait for the emergency remount: %w", err)
+		}
+		if bytes.Contains(buf[:n], []byte("Emergency Remount complete")) {
+			return nil
+		}
+	}
+}

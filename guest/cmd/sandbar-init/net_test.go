@@ -1,0 +1,136 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDHCPRoundTrip(t *testing.T) {
+	mac := net.HardwareAddr{0x52, 0x54, 0, 0x12, 0x34, 0x56}
+	req := dhcpPacket{op: 1, xid: 0xdeadbeef, flags: 0x8000, chaddr: mac, msgType: dhcpRequest,
+		options: map[byte][]byte{optRequestIP: {10, 0, 2, 15}, optServerID: {10, 0, 2, 2}, optHostname: []byte("sandbar"),
+			optParamList: {optSubnetMask, optRouter, optDNS}}}
+	b := req.marshal()
+	if len(b) < 300 || string(b[236:240]) != dhcpMagic || b[1] != 1 || b[2] != 6 {
+		t.Fatalf("bad BOOTP framing: len %d", len(b))
+	}
+	got, err := parseDHCP(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.xid != req.xid || got.flags != 0x8000 || got.msgType != dhcpRequest || got.chaddr.String() != mac.String() {
+		t.Fatalf("got %+v", got)
+	}
+	for code, v := range req.options {
+		if !bytes.Equal(got.options[code], v) {
+			t.Errorf("option %d = %v, want %v", code, got.options[code], v)
+		}
+	}
+}
+
+// testAck is a server's ACK as bytes, written independently of marshal.
+func testAck(opts ...byte) []byte {
+	b := make([]byte, 240)
+	b[0], b[1], b[2] = 2, 1, 6
+	copy(b[4:], []byte{0xde, 0xad, 0xbe, 0xef})
+	copy(b[16:], []byte{192, 168, 64, 7})
+	copy(b[28:], []byte{0x52, 0x54, 0, 0x12, 0x34, 0x56})
+	copy(b[236:], dhcpMagic)
+	return append(append(b, opts...), optEnd)
+}
+
+func TestParseDHCPAndLease(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      []byte
+		want    lease
+		wantErr string
+	}{
+		{
+			name: "full ack",
+			in: testAck(optMsgType, 1, dhcpAck, optPad, optSubnetMask, 4, 255, 255, 255, 0,
+				optRouter, 8, 192, 168, 64, 1, 192, 168, 64, 254, optDNS, 4, 192, 168, 64, 1, optLeaseTime, 4, 0, 0, 0x0e, 0x10),
+			want: lease{addr: netip.MustParsePrefix("192.168.64.7/24"), router: netip.MustParseAddr("192.168.64.1"), dns: netip.MustParseAddr("192.168.64.1")},
+		},
+		{
+			name: "no mask, router or dns",
+			in:   testAck(optMsgType, 1, dhcpAck),
+			want: lease{addr: netip.MustParsePrefix("192.168.64.7/24")},
+		},
+		{
+			name: "/20 mask",
+			in:   testAck(optMsgType, 1, dhcpAck, optSubnetMask, 4, 255, 255, 240, 0),
+			want: lease{addr: netip.MustParsePrefix("192.168.64.7/20")},
+		},
+		{name: "no message type", in: testAck(), wantErr: "without a message type"},
+		{name: "truncated option", in: testAck(optMsgType, 1, dhcpAck, optRouter, 9, 1, 2), wantErr: "truncated"},
+		{name: "not dhcp", in: make([]byte, 300), wantErr: "not a DHCP message"},
+		{name: "short", in: []byte{2, 1, 6}, wantErr: "not a DHCP message"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := parseDHCP(tt.in)
+			if err == nil {
+				var l lease
+				l, err = leaseFrom(p)
+				if err == nil && tt.wantErr == "" && l != tt.want {
+					t.Fatalf("lease = %+v, want %+v", l, tt.want)
+				}
+			}
+			if tt.wantErr == "" && err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestBroadcast(t *testing.T) {
+	for in, want := range map[string]string{"10.0.2.15/24": "10.0.2.255", "192.168.64.7/20": "192.168.79.255", "10.0.0.1/32": "invalid IP"} {
+		if got := broadcast(netip.MustParsePrefix(in)).String(); got != want {
+			t.Errorf("broadcast(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestFindEthernet(t *testing.T) {
+	sys := t.TempDir()
+	for name, typ := range map[string]string{"lo": "772", "sit0": "776", "eth1": "1", "enp0s1": "1"} {
+		os.MkdirAll(filepath.Join(sys, name), 0o755)
+		os.WriteFile(filepath.Join(sys, name, "type"), []byte(typ+"\n"), 0o644)
+	}
+	got, err := findEthernet(sys)
+	if err != nil || got != "enp0s1" {
+		t.Fatalf("findEthernet = %q, %v; want enp0s1", got, err)
+	}
+	if _, err := findEthernet(t.TempDir()); err == nil || !strings.Contains(err.Error(), "sandbar.net=none") {
+		t.Fatalf("err = %v, want advice to pass sandbar.net=none", err)
+	}
+}
+
+func TestHostsHas(t *testing.T) {
+	tests := []struct {
+		hosts string
+		want  bool
+	}{
+		{"127.0.0.1 localhost\n127.0.1.1\tsandbar\n", true},
+		{"127.0.0.1 localhost sandbar.local\n", false},
+		{"# 127.0.1.1 sandbar\n", false},
+		{"sandbar\n", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := hostsHas([]byte(tt.hosts), "sandbar"); got != tt.want {
+			t.Errorf("hostsHas(%q) = %v, want %v", tt.hosts, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package initramfs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+
+	"sandbar/guest/image/kernel"
+)
+
+// ModulesList is where Build records the modules to load, one path per
+// line relative to /, in load order. sandbar-init reads it.
+const ModulesList = "etc/sandbar/modules"
+
+// Build writes the guest initramfs to w: the base directories, /init (the
+// static sandbar-init), /dev/console and /dev/null, each module at
+// lib/modules/<kver>/<Path> and ModulesList naming them in the order given,
+// which must be load order (kernel.ResolveModules returns it so).
+//
+// It writes no compression. Measured booting Debian's 6.1.0-56 kernel under
+// QEMU TCG (microvm, 1 vCPU): the kernel unpacked this 7.9 MB archive in
+// 0.21 s (mean of 4) against 0.34 s for the 2.5 MB gzip of it; the unpack
+// runs alongside other kernel set-up, so time to /init differed by less
+// than the run-to-run noise, and the host reads either from page cache.
+func Build(w io.Writer, init []byte, kver string, modules []kernel.Module) error {
+	if len(init) == 0 {
+		return errors.New("build initramfs: no init binary: build sandbar-init first")
+	}
+	if kver == "" || path.Base(kver) != kver {
+		return fmt.Errorf("build initramfs: bad kernel version %q", kver)
+	}
+	cw := NewWriter(w)
+	modDir := "lib/modules/" + kver
+	for _, d := range []string{"dev", "proc", "sys", "tmp", "run", "newroot", "etc", "etc/sandbar", "lib", "lib/modules", modDir} {
+		perm := fs.FileMode(0o755)
+		if d == "tmp" {
+			perm = 0o777 | fs.ModeSticky
+		}
+		if err := cw.AddDir(d, perm); err != nil {
+			return err
+		}
+	}
+	if err := cw.AddDevice("dev/console", fs.ModeDevice|fs.ModeCharDevice|0o600, 5, 1); err != nil {
+		return err
+	}
+	if err := cw.AddDevice("dev/null", fs.ModeDevice|fs.ModeCharDevice|0o666, 1, 3); err != nil {
+		return err
+	}
+	if err := cw.AddFile("init", 0o755, init); err != nil {
+		return err
+	}
+	var list bytes.Buffer
+	for _, m := range modules {
+		if m.Path == "" || len(m.Data) == 0 {
+			return fmt.Errorf("build initramfs: module %q has no path or data", m.Name)
+		}
+		p := path.Join(modDir, path.Clean("/" + m.Path)[1:])
+		if err := cw.AddFile(p, 0o644, m.Data); err != nil {
+			return err
+		}
+		fmt.Fprintln(&list, p)
+	}
+	if err := cw.AddFile(ModulesList, 0o644, list.Bytes()); err != nil {
+		return err
+	}
+	if err := cw.Close(); err != nil {
+		return fmt.Errorf("build initramfs: %w", err)
+	}
+	return nil
+}
