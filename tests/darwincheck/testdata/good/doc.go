@@ -1,0 +1,2 @@
+// Package good uses vz correctly; darwincheck must pass it.
+package good

@@ -1,0 +1,3 @@
+// Package wrongtype passes a string where vz wants a uint; darwincheck must
+// fail it.
+package wrongtype
