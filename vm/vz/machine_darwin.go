@@ -1,0 +1,279 @@
+//go:build darwin
+
+package vz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+
+	vzapi "github.com/Code-Hex/vz/v3"
+
+	"sandbar/vm"
+)
+
+// connectRetry is how often Boot knocks on the guest's vsock port.
+const connectRetry = 20 * time.Millisecond
+
+// killWait bounds the wait for the framework to report a stopped VM.
+const killWait = 5 * time.Second
+
+// machine is one VM owned by this process.
+type machine struct {
+	vm   *vzapi.VirtualMachine // kept referenced: its finalizer releases the VM
+	plan Plan
+	log  *slog.Logger
+	conn *lockedConn
+
+	// done is closed by watch, the one goroutine that follows the VM's
+	// state, once the VM has stopped; waitErr is set before.
+	done    chan struct{}
+	waitErr error
+}
+
+// lockedConn serialises writes so Stop's shutdown line never interleaves
+// with a line the protocol writer is sending.
+type lockedConn struct {
+	net.Conn
+	mu sync.Mutex
+}
+
+func (c *lockedConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+func start(ctx context.Context, cfg *vzapi.VirtualMachineConfiguration, p Plan, connectTimeout time.Duration, log *slog.Logger) (*machine, error) {
+	v, err := vzapi.NewVirtualMachine(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create VM: %w", err)
+	}
+	if err := v.Start(); err != nil {
+		return nil, fmt.Errorf("start VM (console log: %s): %w", p.ConsoleLog, err)
+	}
+	m := &machine{vm: v, plan: p, log: log, done: make(chan struct{})}
+	// The notification channel is unbounded and the framework only reports
+	// changes, so watching from here on misses nothing since Start.
+	go m.watch(v.StateChangedNotify())
+	log.Debug("vz VM started", "cpus", p.CPUs, "memory_mib", p.Memory/vm.MiB)
+
+	conn, err := m.connect(ctx, connectTimeout)
+	if err != nil {
+		if kerr := m.killAndWait(); kerr != nil {
+			m.log.Error("VM left running after a failed boot", "err", kerr)
+		}
+		return nil, err
+	}
+	m.conn = &lockedConn{Conn: conn}
+	return m, nil
+}
+
+// watch owns the VM's lifecycle: it alone reads the state channel, and it
+// closes done when the VM has stopped for good.
+func (m *machine) watch(states <-chan vzapi.VirtualMachineState) {
+	defer close(m.done)
+	for s := range states {
+		switch s {
+		case vzapi.VirtualMachineStateStopped:
+			m.log.Debug("vz VM stopped")
+			return
+		case vzapi.VirtualMachineStateError:
+			m.waitErr = fmt.Errorf("Virtualization.framework stopped the VM after an internal error: see the guest console in %s", m.plan.ConsoleLog)
+			return
+		}
+	}
+}
+
+// connect dials the supervisor's vsock port until it listens. The framework
+// answers at once with an error while nothing listens, so the loop is a
+// short poll bounded by timeout, ctx and the VM's life.
+func (m *machine) connect(ctx context.Context, timeout time.Duration) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	devs := m.vm.SocketDevices()
+	if len(devs) == 0 {
+		return nil, errors.New("the VM has no vsock device: this is a bug in the vz backend's configuration")
+	}
+	dev := devs[0]
+	tick := time.NewTicker(connectRetry)
+	defer tick.Stop()
+	for {
+		conn, err := m.connectOnce(ctx, dev)
+		if err == nil {
+			return conn, nil
+		}
+		var nserr *vzapi.NSError
+		if !errors.As(err, &nserr) || !connectRetryable(nserr.Domain, nserr.Code) {
+			return nil, fmt.Errorf("connect to the guest supervisor on vsock port %d: %w", m.plan.VsockPort, err)
+		}
+		select {
+		case <-m.done:
+			return nil, fmt.Errorf("the VM stopped before the guest supervisor listened: see the guest console in %s", m.plan.ConsoleLog)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("guest supervisor did not listen on vsock port %d (console: %s): %w", m.plan.VsockPort, m.plan.ConsoleLog, errors.Join(vm.ErrBootTimeout, ctx.Err()))
+		case <-tick.C:
+		}
+	}
+}
+
+// connectOnce is one Connect, which blocks until the framework's
+// completion handler runs. Should ctx end first, the caller stops the VM,
+// which makes the framework complete the call; the goroutine then closes
+// any connection nobody is waiting for and ends.
+func (m *machine) connectOnce(ctx context.Context, dev *vzapi.VirtioSocketDevice) (net.Conn, error) {
+	type result struct {
+		conn *vzapi.VirtioSocketConnection
+		err  error
+	}
+	ch := make(chan result)
+	abandon := make(chan struct{})
+	defer close(abandon)
+	go func() {
+		c, err := dev.Connect(m.plan.VsockPort)
+		if err == nil && c == nil {
+			err = errors.New("the framework returned no connection")
+		}
+		select {
+		case ch <- result{c, err}:
+		case <-abandon:
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, r.err
+		}
+		return r.conn, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (m *machine) Conn() io.ReadWriteCloser { return m.conn }
+
+// PID is 0: the VM belongs to this process (the framework's own XPC
+// service runs it, and dies with this process).
+func (m *machine) PID() int { return 0 }
+
+func (m *machine) Wait(ctx context.Context) error {
+	select {
+	case <-m.done:
+		return m.waitErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (m *machine) exited() bool {
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stop asks the guest to shut down (protocol), then presses the power
+// button (RequestStop), then pulls the plug (Stop); each step gets a share
+// of ctx's time (15 s in all when ctx has no deadline).
+func (m *machine) Stop(ctx context.Context) error {
+	if m.exited() {
+		return nil
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+	}
+	deadline, _ := ctx.Deadline()
+	budget := time.Until(deadline)
+	if _, err := m.conn.Write([]byte(`{"cmd":"shutdown"}` + "\n")); err == nil && m.waitFor(budget*6/10) {
+		return nil
+	}
+	if m.vm.CanRequestStop() {
+		m.log.Info("guest ignored shutdown; pressing the power button")
+		if ok, err := m.vm.RequestStop(); ok && err == nil && m.waitFor(time.Until(deadline)-200*time.Millisecond) {
+			return nil
+		} else if err != nil {
+			m.log.Warn("power button", "err", err)
+		}
+	}
+	m.log.Warn("guest did not power off; stopping the VM")
+	return m.killAndWait()
+}
+
+func (m *machine) waitFor(d time.Duration) bool {
+	if d <= 0 {
+		return m.exited()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-m.done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// Kill stops the VM at once, without the guest's say. It returns once the
+// framework has taken the order; Wait sees the VM stopped a moment later.
+func (m *machine) Kill() error {
+	if m.exited() {
+		return nil
+	}
+	if !m.vm.CanStop() {
+		return fmt.Errorf("the VM is %v and the framework will not stop it now: try again in a moment", m.vm.State())
+	}
+	if err := m.vm.Stop(); err != nil {
+		if m.exited() {
+			return nil
+		}
+		return fmt.Errorf("stop VM: %w", err)
+	}
+	return nil
+}
+
+// killAndWait kills the VM and waits, boundedly, for the watcher to see it
+// stopped: the framework reports the state change just after Stop returns.
+func (m *machine) killAndWait() error {
+	if err := m.Kill(); err != nil {
+		return err
+	}
+	if !m.waitFor(killWait) {
+		return fmt.Errorf("the VM did not report stopping within %v of being stopped", killWait)
+	}
+	return nil
+}
+
+// Stats reports what this process can see of itself, which is not the
+// whole cost: Virtualization.framework runs each VM's vCPUs and guest
+// memory in an XPC service process (com.apple.Virtualization.VirtualMachine)
+// that it owns, and offers neither its pid nor per-VM figures. So CPUTime is
+// this process's user+system time (device emulation done here, vsock,
+// virtio-fs bookkeeping) and RSS its peak resident size, which getrusage
+// reports in bytes on macOS. Activity Monitor's "Virtual Machine Service"
+// row shows the rest.
+func (m *machine) Stats() (vm.Stats, error) {
+	if m.exited() {
+		return vm.Stats{}, vm.ErrNotRunning
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return vm.Stats{}, fmt.Errorf("getrusage: %w", err)
+	}
+	return vm.Stats{
+		CPUTime: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
+		RSS:     uint64(ru.Maxrss),
+	}, nil
+}
