@@ -1,0 +1,133 @@
+// Package cli is the sandbar command line: one subcommand per verb, each a
+// thin layer that parses flags, calls the library that does the work, and
+// prints. It owns no state of its own; main wires the real parts in.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+
+	"sandbar/app/config"
+)
+
+// Env is everything a command may use from the outside world.
+type Env struct {
+	Paths  config.Paths
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// IsTerminal says whether Stdout is a terminal (progress bars, colour).
+	IsTerminal bool
+	// WorkDir is the directory sandbar was started in.
+	WorkDir string
+	Logger  *slog.Logger
+	Version string
+}
+
+// ExitError carries a process exit code out of a command without printing
+// anything more (the command already said what happened).
+type ExitError struct{ Code int }
+
+func (e ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
+
+// UsageError is a malformed command line; main prints it with the usage.
+type UsageError struct{ Msg string }
+
+func (e UsageError) Error() string { return e.Msg }
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, env *Env, args []string) error
+	sub     []command
+}
+
+func commands() []command {
+	return []command{
+		{name: "image", summary: "build and inspect the guest image", sub: []command{
+			{name: "build", summary: "build the guest image (kernel, initramfs, root and agent disks)", run: imageBuild},
+			{name: "ls", summary: "list built guest images", run: imageList},
+			{name: "path", summary: "print the directory that holds guest images", run: imagePath},
+		}},
+		{name: "version", summary: "print the version", run: func(_ context.Context, env *Env, _ []string) error {
+			fmt.Fprintf(env.Stdout, "sandbar %s\n", env.Version)
+			return nil
+		}},
+	}
+}
+
+// Run executes the command line args (without the program name).
+func Run(ctx context.Context, env *Env, args []string) error {
+	cmds := commands()
+	path := []string{"sandbar"}
+	for {
+		if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+			usage(env.Stdout, path, cmds)
+			return nil
+		}
+		c, ok := find(cmds, args[0])
+		if !ok {
+			return UsageError{Msg: fmt.Sprintf("unknown command %q: run `%s help`", strings.Join(append(path[1:], args[0]), " "), strings.Join(path, " "))}
+		}
+		path = append(path, c.name)
+		args = args[1:]
+		if c.run != nil {
+			return c.run(ctx, env, args)
+		}
+		cmds = c.sub
+	}
+}
+
+func find(cmds []command, name string) (command, bool) {
+	for _, c := range cmds {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+func usage(w io.Writer, path []string, cmds []command) {
+	fmt.Fprintf(w, "usage: %s <command> [flags]\n\ncommands:\n", strings.Join(path, " "))
+	sorted := append([]command(nil), cmds...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
+	for _, c := range sorted {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "\nRun `%s <command> -h` for a command's flags.\n", strings.Join(path, " "))
+}
+
+// newFlags makes a flag set that reports errors as UsageError, not exit(2).
+func newFlags(env *Env, name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	return fs
+}
+
+// parse parses flags for a command that takes no positional arguments.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return UsageError{Msg: fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
+	}
+	return nil
+}
+
+// parseArgs parses flags and leaves positional arguments in fs.Args().
+func parseArgs(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitError{Code: 0}
+		}
+		return UsageError{Msg: err.Error()}
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"text/tabwriter"
+	"time"
+
+	"sandbar/guest/image"
+	"sandbar/guest/image/download"
+	"sandbar/guest/initbin"
+)
+
+func imageBuild(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "sandbar image build")
+	arch := fs.String("arch", runtime.GOARCH, "guest architecture: amd64 or arm64")
+	mirror := fs.String("mirror", "", "Debian mirror (default: the official archive)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	img, err := BuildImage(ctx, env, *arch, *mirror)
+	if err != nil {
+		return err
+	}
+	m := img.Manifest
+	fmt.Fprintf(env.Stdout, "image %s ready in %s\n", short(m.Hash), img.Dir)
+	fmt.Fprintf(env.Stdout, "  kernel %s, %d packages, agent %s %s\n", m.Kernel.Version, len(m.Packages), m.Agent.Package, m.Agent.Version)
+	for _, name := range []string{"kernel", "initramfs", "rootfs.ext4", "agent.ext4"} {
+		if n, ok := m.Sizes[name]; ok {
+			fmt.Fprintf(env.Stdout, "  %-12s %s\n", name, humanBytes(n))
+		}
+	}
+	return nil
+}
+
+// BuildImage builds (or finds in the cache) the guest image for arch,
+// showing progress on env.Stdout. Other commands call it when they need an
+// image and none is built yet.
+func BuildImage(ctx context.Context, env *Env, arch, mirror string) (*image.Image, error) {
+	if err := env.Paths.Ensure(); err != nil {
+		return nil, err
+	}
+	initBin, err := guestInit(ctx, env, arch)
+	if err != nil {
+		return nil, err
+	}
+	bar := newProgressBar(env.Stdout, env.IsTerminal)
+	defer bar.Done()
+	start := time.Now()
+	img, err := image.Build(ctx, image.Options{
+		Dir:       env.Paths.Images,
+		Downloads: &download.Cache{Dir: env.Paths.Downloads},
+		Arch:      arch,
+		Mirror:    mirror,
+		Init:      initBin,
+		Progress:  bar.Update,
+		Logger:    env.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	bar.Finish(fmt.Sprintf("image built in %.1fs", time.Since(start).Seconds()))
+	return img, nil
+}
+
+// guestInit finds the guest's PID 1: embedded by `make build`, or built
+// from the source tree sandbar runs in (development).
+func guestInit(ctx context.Context, env *Env, arch string) ([]byte, error) {
+	b, err := initbin.Binary()
+	if err == nil && arch == runtime.GOARCH {
+		return b, nil
+	}
+	if err != nil && !errors.Is(err, initbin.ErrNotEmbedded) {
+		return nil, err
+	}
+	root, rerr := initbin.ModuleRoot(env.WorkDir)
+	if rerr != nil {
+		if err == nil {
+			return nil, fmt.Errorf("this sandbar carries the guest init for %s only: build for %s from a source checkout", runtime.GOARCH, arch)
+		}
+		return nil, err
+	}
+	fmt.Fprintf(env.Stdout, "building sandbar-init for linux/%s from %s\n", arch, root)
+	return initbin.Build(ctx, root, arch)
+}
+
+func imagePath(_ context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "sandbar image path")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, env.Paths.Images)
+	return nil
+}
+
+func imageList(_ context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "sandbar image ls")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	imgs, err := image.List(env.Paths.Images)
+	if err != nil {
+		return err
+	}
+	if len(imgs) == 0 {
+		fmt.Fprintln(env.Stdout, "no guest image yet: run `sandbar image build`")
+		return nil
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HASH\tARCH\tKERNEL\tPACKAGES\tAGENT\tROOTFS\tBUILT")
+	for _, img := range imgs {
+		m := img.Manifest
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", short(m.Hash), m.Arch, m.Kernel.Version, len(m.Packages),
+			m.Agent.Version, humanBytes(m.Sizes["rootfs.ext4"]), m.BuiltAt.Local().Format("2006-01-02 15:04"))
+	}
+	return tw.Flush()
+}
+
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

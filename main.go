@@ -1,0 +1,78 @@
+// Command sandbar runs coding agents in lightweight Linux VMs, one per
+// session, each on its own local clone of a repository.
+//
+// With no arguments it will start the menu-bar app; with arguments it is
+// the command line (`sandbar help`). main only wires: it reads the
+// environment into a config value, builds the real parts and hands them to
+// the CLI.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"sandbar/app/cli"
+	"sandbar/app/config"
+)
+
+// version is set by `make build` from git describe.
+var version = "dev"
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	paths, err := config.Resolve(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandbar:", err)
+		return 1
+	}
+	level := slog.LevelWarn
+	if os.Getenv("SANDBAR_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	wd, _ := os.Getwd()
+	env := &cli.Env{
+		Paths:      paths,
+		Stdin:      os.Stdin,
+		Stdout:     os.Stdout,
+		Stderr:     os.Stderr,
+		IsTerminal: isTerminal(os.Stdout),
+		WorkDir:    wd,
+		Logger:     logger,
+		Version:    version,
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	err = cli.Run(ctx, env, os.Args[1:])
+	var exit cli.ExitError
+	var usage cli.UsageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		return exit.Code
+	case errors.As(err, &usage):
+		fmt.Fprintln(os.Stderr, "sandbar:", usage.Msg)
+		return 2
+	case ctx.Err() != nil:
+		fmt.Fprintln(os.Stderr, "sandbar: interrupted")
+		return 130
+	default:
+		fmt.Fprintln(os.Stderr, "sandbar:", err)
+		return 1
+	}
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
