@@ -14,10 +14,15 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"sandbar/app/cli"
 	"sandbar/app/config"
+	"sandbar/guest/image"
+	"sandbar/vm"
+	"sandbar/vm/qemu"
+	"sandbar/vm/vz"
 )
 
 // version is set by `make build` from git describe.
@@ -40,14 +45,16 @@ func run() int {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	wd, _ := os.Getwd()
 	env := &cli.Env{
-		Paths:      paths,
-		Stdin:      os.Stdin,
-		Stdout:     os.Stdout,
-		Stderr:     os.Stderr,
-		IsTerminal: isTerminal(os.Stdout),
-		WorkDir:    wd,
-		Logger:     logger,
-		Version:    version,
+		Paths:       paths,
+		Stdin:       os.Stdin,
+		Stdout:      os.Stdout,
+		Stderr:      os.Stderr,
+		IsTerminal:  isTerminal(os.Stdout),
+		WorkDir:     wd,
+		Logger:      logger,
+		Version:     version,
+		Hypervisors: hypervisors(paths, logger),
+		Backend:     os.Getenv("SANDBAR_HYPERVISOR"),
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -70,6 +77,26 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "sandbar:", err)
 		return 1
 	}
+}
+
+// hypervisors registers the VM backends: Virtualization.framework is the
+// default on macOS, QEMU everywhere else (and on a Mac that has it).
+func hypervisors(paths config.Paths, logger *slog.Logger) *vm.Registry {
+	r := vm.NewRegistry()
+	r.Register(qemu.New(qemu.Config{
+		StateDir: paths.Home,
+		Accel:    os.Getenv("SANDBAR_ACCEL"),
+		TrialImage: func() (string, string, error) {
+			img, err := image.Latest(paths.Images)
+			if err != nil {
+				return "", "", err
+			}
+			return img.Kernel, img.Initramfs, nil
+		},
+		Logger: logger,
+	}), runtime.GOOS != "darwin")
+	r.Register(vz.New(vz.Config{Logger: logger}), runtime.GOOS == "darwin")
+	return r
 }
 
 func isTerminal(f *os.File) bool {

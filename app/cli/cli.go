@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"sandbar/app/config"
+	"sandbar/vm"
 )
 
 // Env is everything a command may use from the outside world.
@@ -28,6 +29,10 @@ type Env struct {
 	WorkDir string
 	Logger  *slog.Logger
 	Version string
+	// Hypervisors are the VM backends built in; Backend names the one to
+	// use ("" for the platform default).
+	Hypervisors *vm.Registry
+	Backend     string
 }
 
 // ExitError carries a process exit code out of a command without printing
@@ -54,6 +59,9 @@ func commands() []command {
 			{name: "build", summary: "build the guest image (kernel, initramfs, root and agent disks)", run: imageBuild},
 			{name: "ls", summary: "list built guest images", run: imageList},
 			{name: "path", summary: "print the directory that holds guest images", run: imagePath},
+		}},
+		{name: "vm", summary: "boot throwaway VMs from the guest image", sub: []command{
+			{name: "run", summary: "run a command in a throwaway VM: sandbar vm run [flags] -- CMD [ARGS...]", run: vmRun},
 		}},
 		{name: "version", summary: "print the version", run: func(_ context.Context, env *Env, _ []string) error {
 			fmt.Fprintf(env.Stdout, "sandbar %s\n", env.Version)

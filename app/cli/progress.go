@@ -18,6 +18,7 @@ type progressBar struct {
 	w         io.Writer
 	tty       bool
 	stage     string
+	seen      map[string]bool // stages already announced (non-terminal)
 	lastDraw  time.Time
 	lineWidth int
 }
@@ -33,7 +34,11 @@ func (p *progressBar) Update(pr image.Progress) {
 			p.lineWidth = 0
 		}
 		p.stage = pr.Stage
-		if !p.tty {
+		if !p.tty && !p.seen[pr.Stage] {
+			if p.seen == nil {
+				p.seen = map[string]bool{}
+			}
+			p.seen[pr.Stage] = true
 			fmt.Fprintf(p.w, "%s…\n", pr.Stage)
 		}
 	}

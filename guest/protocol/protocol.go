@@ -39,6 +39,11 @@ const Version = 1
 // MaxLine bounds one encoded line, newline included.
 const MaxLine = 1 << 20
 
+// TrialMarker is the console line sandbar-init prints, then powers off,
+// when booted with sandbar.trial=1: the host's proof that a hypervisor
+// runs the guest (the KVM trial) and the floor of the boot benchmark.
+const TrialMarker = "sandbar-init: trial ok"
+
 // Command names (host → guest).
 const (
 	CmdStart    = "start"

@@ -50,8 +50,9 @@ type System interface {
 	EnsureUser(name string, uid int, home string) (User, error)
 	SetTime(t time.Time) error
 	DiskUsage(path string) (used, total uint64, err error)
-	// Poweroff syncs, unmounts and powers off; called by shutdown after the
-	// agent stopped. On a real guest it does not return on success.
+	// Poweroff is called by shutdown after the agent stopped and every
+	// event was flushed; when it returns nil, Serve returns nil and the
+	// process running the supervisor should exit so PID 1 powers off.
 	Poweroff() error
 }
 

@@ -142,20 +142,16 @@ func (LinuxSystem) SetTime(t time.Time) error {
 
 // DiskUsage returns used and total bytes of the file system holding path.
 func (LinuxSystem) DiskUsage(path string) (used, total uint64, err error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(path, &st); err != nil {
-		return 0, 0, fmt.Errorf("statfs %s: %w", path, err)
-	}
-	bs := uint64(st.Bsize)
-	total = st.Blocks * bs
-	return total - st.Bfree*bs, total, nil
+	return diskUsage(path)
 }
 
-// Poweroff syncs the disks and powers the machine off.
+// Poweroff syncs the disks and lets PID 1 power the machine off.
+//
+// The supervisor is PID 1's child, so it does not power off itself: it
+// syncs and returns, Serve returns nil, the supervise process exits, and
+// PID 1 (sandbar-init) ends what is left, remounts the disks read-only (so
+// the scratch disk is clean at the next boot), unmounts and powers off.
 func (LinuxSystem) Poweroff() error {
 	unix.Sync()
-	if err := unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF); err != nil {
-		return fmt.Errorf("power off: %w", err)
-	}
 	return nil
 }

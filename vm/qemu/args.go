@@ -127,6 +127,9 @@ func buildPlan(spec vm.Spec, st settings) (plan, error) {
 // user-mode network: its fixed addresses need no DHCP round trip.
 const GuestNet = "static:10.0.2.15/24,10.0.2.2,10.0.2.3"
 
+// GuestNet is the guest's sandbar.net argument under this backend.
+func (h *Hypervisor) GuestNet() string { return GuestNet }
+
 // ShareKind is how the guest mounts shares under this backend.
 func (h *Hypervisor) ShareKind() string {
 	if h.virtiofsd() != "" {

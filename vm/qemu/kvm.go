@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"sandbar/guest/protocol"
 )
 
 // TrialMarker is what sandbar-init prints when booted with sandbar.trial=1,
 // just before it powers off.
-const TrialMarker = "sandbar-init: trial ok"
+const TrialMarker = protocol.TrialMarker
 
 // trialDeadline bounds a KVM trial: a working KVM boots to the marker in a
 // fraction of a second; a broken nested KVM errors out or spins forever.

@@ -19,6 +19,9 @@ type config struct {
 	net     netConfig
 	time    int64 // sandbar.time: unix seconds; 0 when not given
 	debug   bool  // sandbar.debug=1
+	// trial (sandbar.trial=1) prints trialMarker and powers off at once:
+	// the host's KVM trial boot and the boot benchmark's floor.
+	trial bool
 
 	// modParams holds "module.param=value" words, by normalised module
 	// name, for modules loaded by init: the kernel applies those only to
@@ -74,6 +77,8 @@ func parseCmdline(s string) (config, error) {
 				return c, fmt.Errorf("sandbar.time=%q: want unix seconds", val)
 			}
 			c.time = t
+		case "sandbar.trial":
+			c.trial = val == "1" || val == "true" || val == ""
 		case "sandbar.debug":
 			c.debug = val == "1" || val == "true" || val == ""
 		default:

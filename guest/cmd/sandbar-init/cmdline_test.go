@@ -33,6 +33,11 @@ func TestParseCmdline(t *testing.T) {
 			},
 		},
 		{
+			name: "trial",
+			in:   "console=ttyS0 panic=-1 quiet sandbar.trial=1",
+			want: config{share: "none", net: netConfig{mode: "none"}, modParams: map[string][]string{}, trial: true},
+		},
+		{
 			name: "dhcp and 9p, module params, unknown key",
 			in:   "sandbar.net=dhcp sandbar.share=9p virtio_mmio.device=512@0xfeb00e00:12 virtio-mmio.device=512@0xfeb00c00:11 sandbar.colour=blue",
 			want: config{share: "9p", net: netConfig{mode: "dhcp"},

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"sandbar/guest/protocol"
 )
 
 // console writes stage markers and failures. The kernel hands init
@@ -87,6 +89,10 @@ func runInit() {
 		c.fatal("kernel command line", err)
 	}
 	c.debug = cfg.debug
+	if cfg.trial {
+		os.Stdout.WriteString(protocol.TrialMarker + "\n")
+		powerOff(c)
+	}
 	for _, k := range cfg.unknown {
 		c.mark("ignoring unknown kernel parameter %s", k)
 	}

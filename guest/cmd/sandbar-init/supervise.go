@@ -15,7 +15,8 @@ import (
 )
 
 // supervise is the child process PID 1 starts: it opens the host channel
-// and serves the protocol until shutdown or the host goes away.
+// and serves the protocol until shutdown, the host goes away, or PID 1
+// passes on a SIGTERM; PID 1 powers the machine off when it returns.
 func supervise() int {
 	ctx, stop := signal.NotifyContext(context.Background(), unix.SIGTERM, unix.SIGINT)
 	defer stop()
@@ -31,7 +32,7 @@ func supervise() int {
 	}
 	defer conn.Close()
 	s := supervisor.New(supervisor.Config{Sys: supervisor.LinuxSystem{}, Logger: log})
-	if err := s.Serve(ctx, conn); err != nil {
+	if err := s.Serve(ctx, conn); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(os.Stderr, "sandbar-init: supervisor: %v\n", err)
 		return 1
 	}

@@ -1,0 +1,325 @@
+// Package sandbox boots the guest image as a VM and drives it: it turns an
+// image and a few limits into a vm.Spec, boots it on a Hypervisor, waits
+// for the guest supervisor's system:ready (with the console's tail in the
+// error when it never comes), and speaks the protocol to it through a
+// Client. It is what `sandbar vm run`, the session manager and the tests
+// and benchmarks boot guests with; it knows nothing of sessions or git.
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"sandbar/guest/image"
+	"sandbar/guest/protocol"
+	"sandbar/vm"
+)
+
+// Defaults for Options left zero.
+const (
+	DefaultCPUs         = 2
+	DefaultMemory       = 2048 * vm.MiB
+	DefaultReadyTimeout = 2 * time.Minute
+	// ShareTag is the tag the guest mounts at /workspace.
+	ShareTag = "workspace"
+	// ScratchFile is the scratch disk's name in the VM directory.
+	ScratchFile = "scratch.img"
+	// ConsoleFile is the console log's name in the VM directory.
+	ConsoleFile = "console.log"
+)
+
+// Options say what to boot besides the image.
+type Options struct {
+	// Name labels the VM in logs.
+	Name string
+	// Dir is the directory the VM owns (console log, sockets, pid file,
+	// the scratch disk by default). It is created if missing.
+	Dir    string
+	CPUs   int
+	Memory uint64 // bytes
+	// ScratchSize, when positive, gives the guest a writable scratch disk
+	// of that many bytes (a sparse file, Dir/scratch.img unless Scratch
+	// names another) for the root overlay's upper layer; the guest formats
+	// it on first boot and it keeps its contents across boots. Zero means
+	// the overlay lives in guest memory and is lost at power-off.
+	ScratchSize int64
+	Scratch     string
+	// Share is a host directory mounted at /workspace; "" for none.
+	Share         string
+	ShareReadOnly bool
+	Network       bool
+	// ReadyTimeout bounds boot → system:ready.
+	ReadyTimeout time.Duration
+	// OnEvent receives the guest's events other than exec replies (see
+	// ClientOptions.OnEvent).
+	OnEvent func(protocol.Event)
+	// Time is the guest's clock at boot; zero means now.
+	Time   time.Time
+	Logger *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.CPUs == 0 {
+		o.CPUs = DefaultCPUs
+	}
+	if o.Memory == 0 {
+		o.Memory = DefaultMemory
+	}
+	if o.ReadyTimeout == 0 {
+		o.ReadyTimeout = DefaultReadyTimeout
+	}
+	if o.ScratchSize > 0 && o.Scratch == "" && o.Dir != "" {
+		o.Scratch = filepath.Join(o.Dir, ScratchFile)
+	}
+	if o.Name == "" {
+		o.Name = filepath.Base(o.Dir)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Guest is how a backend's guests mount shares and configure their NIC;
+// both backends implement it.
+type Guest interface {
+	// ShareKind is "virtiofs" or "9p".
+	ShareKind() string
+	// GuestNet is the sandbar.net kernel argument ("dhcp" or "static:...").
+	GuestNet() string
+}
+
+// defaultGuest is for a backend that does not implement Guest.
+type defaultGuest struct{}
+
+func (defaultGuest) ShareKind() string { return "virtiofs" }
+func (defaultGuest) GuestNet() string  { return "dhcp" }
+
+// SpecFor translates an image and options into the Spec to boot: disks in
+// the order root (vda, read-only), agent (vdb, read-only), scratch (vdc);
+// the workspace share; the guest's kernel arguments. It is pure.
+func SpecFor(img *image.Image, guest Guest, o Options) (vm.Spec, error) {
+	o.defaults()
+	if img == nil {
+		return vm.Spec{}, fmt.Errorf("no guest image: run `sandbar image build`: %w", image.ErrNotBuilt)
+	}
+	if o.Dir == "" {
+		return vm.Spec{}, errors.New("sandbox: Options.Dir is required")
+	}
+	spec := vm.Spec{
+		Name:       o.Name,
+		Kernel:     img.Kernel,
+		Initramfs:  img.Initramfs,
+		CPUs:       o.CPUs,
+		Memory:     o.Memory,
+		Network:    vm.NetworkOff,
+		ConsoleLog: filepath.Join(o.Dir, ConsoleFile),
+		Dir:        o.Dir,
+		Disks: []vm.Disk{
+			{Path: img.RootFS, ReadOnly: true},
+			{Path: img.AgentDisk, ReadOnly: true},
+		},
+	}
+	g := vm.GuestOptions{Root: 0, Agent: 1, Scratch: -1, Share: "none", Net: "none", Time: o.Time}
+	if g.Time.IsZero() {
+		g.Time = time.Now()
+	}
+	if o.ScratchSize > 0 {
+		spec.Disks = append(spec.Disks, vm.Disk{Path: o.Scratch})
+		g.Scratch = 2
+	}
+	if o.Share != "" {
+		abs, err := filepath.Abs(o.Share)
+		if err != nil {
+			return vm.Spec{}, fmt.Errorf("share %s: %w", o.Share, err)
+		}
+		spec.Shares = []vm.Share{{Tag: ShareTag, HostPath: abs, ReadOnly: o.ShareReadOnly}}
+		g.Share = guest.ShareKind()
+	}
+	if o.Network {
+		spec.Network = vm.NetworkNAT
+		g.Net = guest.GuestNet()
+	}
+	spec.CommandLine = vm.GuestArgs(g)
+	return spec, nil
+}
+
+// Sandbox is a booted guest whose supervisor said it is ready.
+type Sandbox struct {
+	vm.Machine
+	Client *Client
+	// Ready is the guest's system:ready (kernel, CPUs, memory).
+	Ready protocol.Event
+	// Booted is how long the hypervisor took to start; ReadyAfter is boot
+	// start → system:ready.
+	Booted, ReadyAfter time.Duration
+	spec               vm.Spec
+}
+
+// Spec is what was booted.
+func (s *Sandbox) Spec() vm.Spec { return s.spec }
+
+// Boot boots img on hv and waits for system:ready.
+func Boot(ctx context.Context, hv vm.Hypervisor, img *image.Image, o Options) (*Sandbox, error) {
+	o.defaults()
+	var guest Guest = defaultGuest{}
+	if g, ok := hv.(Guest); ok {
+		guest = g
+	}
+	spec, err := SpecFor(img, guest, o)
+	if err != nil {
+		return nil, err
+	}
+	if o.Share != "" {
+		if fi, err := os.Stat(o.Share); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("share %s is not a directory: give an existing folder", o.Share)
+		}
+	}
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create VM directory: %w", err)
+	}
+	if o.ScratchSize > 0 {
+		if err := ensureScratch(o.Scratch, o.ScratchSize); err != nil {
+			return nil, err
+		}
+	}
+	os.Remove(spec.ConsoleLog) // this boot's console only
+	start := time.Now()
+	m, err := hv.Boot(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	sb := &Sandbox{Machine: m, spec: spec, Booted: time.Since(start)}
+	sb.Client = NewClient(m.Conn(), ClientOptions{OnEvent: o.OnEvent, Logger: o.Logger})
+
+	exited := make(chan error, 1)
+	waitCtx, stopWaiting := context.WithCancel(context.Background())
+	defer stopWaiting()
+	go func() { exited <- m.Wait(waitCtx) }()
+
+	readyCtx, cancel := context.WithTimeout(ctx, o.ReadyTimeout)
+	defer cancel()
+	readyErr := make(chan error, 1)
+	go func() {
+		ev, err := sb.Client.Ready(readyCtx)
+		sb.Ready = ev
+		readyErr <- err
+	}()
+	select {
+	case err = <-readyErr:
+		if err == nil {
+			sb.ReadyAfter = time.Since(start)
+			if sb.Ready.Version != protocol.Version {
+				sb.Kill()
+				m.Wait(context.Background())
+				return nil, fmt.Errorf("the guest speaks protocol version %d, this sandbar %d: rebuild the image with `sandbar image build`", sb.Ready.Version, protocol.Version)
+			}
+			return sb, nil
+		}
+	case werr := <-exited:
+		err = fmt.Errorf("the VM stopped before the guest was ready: %v", werr)
+		if werr == nil {
+			err = errors.New("the VM powered off before the guest was ready")
+		}
+	}
+	sb.Kill()
+	m.Wait(context.Background())
+	sb.Client.Close()
+	tail := ConsoleTail(spec.ConsoleLog, 20)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		err = fmt.Errorf("%w: no system:ready after %s (see %s)", vm.ErrBootTimeout, o.ReadyTimeout, spec.ConsoleLog)
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	}
+	if tail != "" {
+		err = fmt.Errorf("%w\nlast console lines:\n%s", err, tail)
+	}
+	return nil, err
+}
+
+// Shutdown stops the guest gracefully (see vm.Machine.Stop) and closes the
+// channel. ctx bounds it; without a deadline it takes at most 15 s.
+func (s *Sandbox) Shutdown(ctx context.Context) error {
+	err := s.Stop(ctx)
+	if werr := s.Wait(ctx); err == nil && werr != nil {
+		err = werr
+	}
+	s.Client.Close()
+	return err
+}
+
+// ensureScratch creates a sparse scratch disk of size bytes, or grows a
+// smaller existing one (the guest's ext4 keeps its size; growing only adds
+// room for a later resize). An existing disk keeps its contents.
+func ensureScratch(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("scratch disk: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("scratch disk: %w", err)
+	}
+	if fi.Size() < size {
+		if err := f.Truncate(size); err != nil {
+			return fmt.Errorf("scratch disk: make %s %d bytes: %w", path, size, err)
+		}
+	}
+	return nil
+}
+
+// ConsoleTail returns the last n lines of a console log ("" when there is
+// none), without carriage returns or terminal escapes.
+func ConsoleTail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > 64<<10 {
+		f.Seek(-64<<10, io.SeekEnd)
+	}
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 64<<10)
+	for sc.Scan() {
+		l := strings.TrimRight(stripEscapes(sc.Text()), "\r ")
+		if l == "" {
+			continue
+		}
+		lines = append(lines, l)
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// stripEscapes removes ANSI CSI sequences and other control bytes.
+func stripEscapes(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == 0x1b && i+1 < len(s) && s[i+1] == '[' {
+			i += 2
+			for i < len(s) && (s[i] < 0x40 || s[i] > 0x7e) {
+				i++
+			}
+			continue
+		}
+		if c < 0x20 && c != '\t' {
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}

@@ -1,0 +1,235 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sandbar/guest/image"
+	"sandbar/guest/protocol"
+	"sandbar/vm"
+	"sandbar/vm/vmtest"
+)
+
+func testImage(t *testing.T) *image.Image {
+	t.Helper()
+	d := t.TempDir()
+	img := &image.Image{Dir: d, Kernel: filepath.Join(d, "kernel"), Initramfs: filepath.Join(d, "initramfs"),
+		RootFS: filepath.Join(d, "rootfs.ext4"), AgentDisk: filepath.Join(d, "agent.ext4")}
+	for _, f := range []string{img.Kernel, img.Initramfs, img.RootFS, img.AgentDisk} {
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return img
+}
+
+type qemuLike struct{}
+
+func (qemuLike) ShareKind() string { return "9p" }
+func (qemuLike) GuestNet() string  { return "static:10.0.2.15/24,10.0.2.2,10.0.2.3" }
+
+func TestSpecFor(t *testing.T) {
+	img := testImage(t)
+	dir := t.TempDir()
+	share := filepath.Join(t.TempDir(), "my repo ü")
+	when := time.Unix(1700000000, 0)
+
+	spec, err := SpecFor(img, qemuLike{}, Options{Dir: dir, ScratchSize: 1 << 30, Share: share, ShareReadOnly: true, Network: true, Time: when})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDisks := []vm.Disk{{Path: img.RootFS, ReadOnly: true}, {Path: img.AgentDisk, ReadOnly: true}, {Path: filepath.Join(dir, ScratchFile)}}
+	if len(spec.Disks) != 3 {
+		t.Fatalf("disks = %+v", spec.Disks)
+	}
+	for i, d := range wantDisks {
+		if spec.Disks[i] != d {
+			t.Errorf("disk %d = %+v, want %+v", i, spec.Disks[i], d)
+		}
+	}
+	if len(spec.Shares) != 1 || spec.Shares[0] != (vm.Share{Tag: "workspace", HostPath: share, ReadOnly: true}) {
+		t.Errorf("shares = %+v", spec.Shares)
+	}
+	if spec.CPUs != DefaultCPUs || spec.Memory != DefaultMemory || spec.Network != vm.NetworkNAT {
+		t.Errorf("limits = %d cpus, %d bytes, %s", spec.CPUs, spec.Memory, spec.Network)
+	}
+	got := strings.Join(spec.CommandLine, " ")
+	for _, want := range []string{"sandbar.root=/dev/vda", "sandbar.agent=/dev/vdb", "sandbar.scratch=/dev/vdc",
+		"sandbar.share=9p", "sandbar.net=static:10.0.2.15/24,10.0.2.2,10.0.2.3", "sandbar.time=1700000000"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("command line %q lacks %q", got, want)
+		}
+	}
+	if spec.ConsoleLog != filepath.Join(dir, ConsoleFile) || spec.Dir != dir {
+		t.Errorf("console %s dir %s", spec.ConsoleLog, spec.Dir)
+	}
+
+	// No scratch, no share, no network.
+	spec, err = SpecFor(img, defaultGuest{}, Options{Dir: dir, CPUs: 1, Memory: 512 * vm.MiB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = strings.Join(spec.CommandLine, " ")
+	if len(spec.Disks) != 2 || len(spec.Shares) != 0 || spec.Network != vm.NetworkOff ||
+		strings.Contains(got, "sandbar.scratch") || !strings.Contains(got, "sandbar.share=none") || !strings.Contains(got, "sandbar.net=none") {
+		t.Errorf("minimal spec: disks %v shares %v net %s cmdline %q", spec.Disks, spec.Shares, spec.Network, got)
+	}
+
+	if _, err := SpecFor(nil, defaultGuest{}, Options{Dir: dir}); !errors.Is(err, image.ErrNotBuilt) {
+		t.Errorf("nil image: %v, want ErrNotBuilt", err)
+	}
+}
+
+func TestBootExecShutdown(t *testing.T) {
+	hv := &vmtest.Hypervisor{}
+	ws := t.TempDir()
+	var events []protocol.Event
+	sb, err := Boot(context.Background(), hv, testImage(t), Options{Dir: t.TempDir(), Share: ws,
+		OnEvent: func(ev protocol.Event) { events = append(events, ev) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.Ready.Version != protocol.Version || sb.ReadyAfter <= 0 {
+		t.Errorf("ready = %+v after %s", sb.Ready, sb.ReadyAfter)
+	}
+
+	var stdout, stderr bytes.Buffer
+	res, err := sb.Client.Exec(context.Background(), ExecRequest{
+		Argv: []string{"sh", "-c", "pwd; printf 'in:%s' \"$(cat)\"; echo oops >&2; echo made > made.txt; exit 7"},
+		Cwd:  ws, Stdin: []byte("hello"),
+	}, &stdout, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Code != 7 || stdout.String() != ws+"\nin:hello" || stderr.String() != "oops\n" {
+		t.Errorf("exec: code %d stdout %q stderr %q", res.Code, stdout.String(), stderr.String())
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "made.txt")); err != nil || string(b) != "made\n" {
+		t.Errorf("workspace file: %q, %v", b, err)
+	}
+
+	// Several at once.
+	errs := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		go func() {
+			var out bytes.Buffer
+			res, err := sb.Client.Exec(context.Background(), ExecRequest{Argv: []string{"sh", "-c", "sleep 0.2; echo $X"}, Env: map[string]string{"X": "x"}}, &out, nil)
+			if err == nil && (res.Code != 0 || out.String() != "x\n") {
+				err = errors.New("concurrent exec: code " + out.String())
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 4; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+
+	// Timeout and cancellation kill it.
+	res, err = sb.Client.Exec(context.Background(), ExecRequest{Argv: []string{"sleep", "30"}, Timeout: 100 * time.Millisecond}, nil, nil)
+	if err != nil || !res.TimedOut {
+		t.Errorf("timeout: %+v %v", res, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	start := time.Now()
+	_, err = sb.Client.Exec(ctx, ExecRequest{Argv: []string{"sleep", "30"}}, nil, nil)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 10*time.Second {
+		t.Errorf("cancelled exec: %v after %s", err, time.Since(start))
+	}
+
+	// A program that does not exist is an error, not a hang.
+	if _, err := sb.Client.Exec(context.Background(), ExecRequest{Argv: []string{"/no/such/program"}}, nil, nil); err == nil {
+		t.Error("exec of a missing program succeeded")
+	}
+
+	if err := sb.Shutdown(context.Background()); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if n := hv.Booted()[0].Sys.Poweroffs(); n != 1 {
+		t.Errorf("poweroffs = %d, want 1", n)
+	}
+	if sb.Client.SeqGaps() != 0 {
+		t.Errorf("%d sequence gaps", sb.Client.SeqGaps())
+	}
+	if _, err := sb.Client.Exec(context.Background(), ExecRequest{Argv: []string{"true"}}, nil, nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("exec after shutdown: %v, want ErrClosed", err)
+	}
+	<-sb.Client.Done()
+	if len(events) == 0 || events[0].Ev != protocol.EvReady {
+		t.Errorf("OnEvent got %d events, first %+v", len(events), events)
+	}
+}
+
+func TestBootTimeoutShowsConsole(t *testing.T) {
+	hv := &vmtest.Hypervisor{NeverReady: true}
+	dir := t.TempDir()
+	_, err := Boot(context.Background(), hv, testImage(t), Options{Dir: dir, ReadyTimeout: 200 * time.Millisecond})
+	if !errors.Is(err, vm.ErrBootTimeout) {
+		t.Fatalf("err = %v, want ErrBootTimeout", err)
+	}
+	if !strings.Contains(err.Error(), "vmtest: in-process machine") || !strings.Contains(err.Error(), "console.log") {
+		t.Errorf("error lacks the console tail: %v", err)
+	}
+}
+
+func TestBootBadInputs(t *testing.T) {
+	hv := &vmtest.Hypervisor{}
+	img := testImage(t)
+	if _, err := Boot(context.Background(), hv, img, Options{Dir: t.TempDir(), Share: "/no/such/folder"}); err == nil ||
+		!strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("missing share: %v", err)
+	}
+	if _, err := Boot(context.Background(), hv, img, Options{Dir: t.TempDir(), CPUs: -1}); !errors.Is(err, vm.ErrInvalidSpec) {
+		t.Errorf("bad cpus: %v", err)
+	}
+	boom := errors.New("boom")
+	if _, err := Boot(context.Background(), &vmtest.Hypervisor{BootErr: boom}, img, Options{Dir: t.TempDir()}); !errors.Is(err, boom) {
+		t.Errorf("boot error: %v", err)
+	}
+}
+
+func TestScratchKeepsContents(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "scratch.img")
+	if err := ensureScratch(p, 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.OpenFile(p, os.O_WRONLY, 0)
+	f.WriteAt([]byte("data"), 4096)
+	f.Close()
+	if err := ensureScratch(p, 1<<20); err != nil { // smaller: never shrinks
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(p)
+	b := make([]byte, 4)
+	f, _ = os.Open(p)
+	f.ReadAt(b, 4096)
+	f.Close()
+	if fi.Size() != 1<<30 || string(b) != "data" {
+		t.Errorf("size %d, contents %q", fi.Size(), b)
+	}
+}
+
+func TestConsoleTail(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "console.log")
+	var b strings.Builder
+	for i := 0; i < 100; i++ {
+		b.WriteString("line " + strings.Repeat("x", i%3) + "\r\n")
+	}
+	b.WriteString("\x1b[0;32mlast\x1b[0m\r\n\n")
+	os.WriteFile(p, []byte(b.String()), 0o644)
+	got := strings.Split(ConsoleTail(p, 3), "\n")
+	if len(got) != 3 || got[2] != "last" || !strings.HasPrefix(got[0], "line ") {
+		t.Errorf("tail = %q", got)
+	}
+	if ConsoleTail(filepath.Join(t.TempDir(), "none"), 3) != "" {
+		t.Error("tail of a missing file is not empty")
+	}
+}

@@ -1,0 +1,187 @@
+// Package vmtest is the thin fake at the VM edge that DESIGN.md allows in
+// unit tests: a Hypervisor whose Machines run the real guest supervisor
+// in-process over net.Pipe, with a host directory as the workspace (the
+// Spec's "workspace" share, else a fresh temp dir). Everything above the
+// VM (sandbox, session manager, UI) can then be tested against the real
+// protocol and real child processes without booting a kernel.
+package vmtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"sandbar/guest/supervisor"
+	"sandbar/vm"
+)
+
+// Hypervisor boots in-process machines.
+type Hypervisor struct {
+	// Logger receives the supervisor's log.
+	Logger *slog.Logger
+	// BootErr, when set, is returned by Boot.
+	BootErr error
+	// NeverReady makes machines that run but never serve (a guest stuck in
+	// boot), for timeout tests.
+	NeverReady bool
+
+	mu     sync.Mutex
+	booted []*Machine
+}
+
+// Name implements vm.Hypervisor.
+func (h *Hypervisor) Name() string { return "vmtest" }
+
+// Check implements vm.Hypervisor: always available, never accelerated.
+func (h *Hypervisor) Check(context.Context) vm.Status {
+	return vm.Status{Available: true, Detail: "in-process test machines"}
+}
+
+// ShareKind and GuestNet say what a real backend would put on the guest's
+// command line.
+func (h *Hypervisor) ShareKind() string { return "virtiofs" }
+func (h *Hypervisor) GuestNet() string  { return "dhcp" }
+
+// Booted returns the machines booted so far.
+func (h *Hypervisor) Booted() []*Machine {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]*Machine(nil), h.booted...)
+}
+
+// Boot implements vm.Hypervisor: it validates spec like a real backend
+// and starts the supervisor on one end of a pipe.
+func (h *Hypervisor) Boot(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
+	if h.BootErr != nil {
+		return nil, h.BootErr
+	}
+	if err := spec.Validate(vm.Host{}); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(spec.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	ws := ""
+	for _, sh := range spec.Shares {
+		if sh.Tag == "workspace" {
+			ws = sh.HostPath
+		}
+	}
+	if ws == "" {
+		d, err := os.MkdirTemp(spec.Dir, "workspace-")
+		if err != nil {
+			return nil, err
+		}
+		ws = d
+	}
+	home, err := os.MkdirTemp(spec.Dir, "home-")
+	if err != nil {
+		return nil, err
+	}
+	hostEnd, guestEnd := net.Pipe()
+	m := &Machine{
+		Spec: spec,
+		Sys:  &supervisor.HostSystem{Home: home},
+		conn: hostEnd,
+		done: make(chan struct{}),
+	}
+	if spec.ConsoleLog != "" {
+		os.WriteFile(spec.ConsoleLog, []byte("vmtest: in-process machine\n"), 0o644)
+	}
+	log := h.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	go func() {
+		defer close(m.done)
+		defer guestEnd.Close()
+		if h.NeverReady {
+			<-sctx.Done()
+			m.err = errors.New("killed")
+			return
+		}
+		s := supervisor.New(supervisor.Config{Workspace: ws, Sys: m.Sys, Logger: log})
+		err := s.Serve(sctx, guestEnd)
+		if sctx.Err() != nil {
+			err = errors.New("killed")
+		}
+		m.err = err
+	}()
+	h.mu.Lock()
+	h.booted = append(h.booted, m)
+	h.mu.Unlock()
+	return m, nil
+}
+
+// Machine is an in-process guest.
+type Machine struct {
+	Spec vm.Spec
+	Sys  *supervisor.HostSystem
+
+	conn   net.Conn
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// Conn implements vm.Machine.
+func (m *Machine) Conn() io.ReadWriteCloser { return m.conn }
+
+// Wait implements vm.Machine: nil after a protocol shutdown.
+func (m *Machine) Wait(ctx context.Context) error {
+	select {
+	case <-m.done:
+		return m.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Stop implements vm.Machine: protocol shutdown, then a kill at ctx's
+// deadline (or after 5 s).
+func (m *Machine) Stop(ctx context.Context) error {
+	select {
+	case <-m.done:
+		return nil
+	default:
+	}
+	go m.conn.Write([]byte(`{"cmd":"shutdown"}` + "\n"))
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-m.done:
+		return nil
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return m.Kill()
+}
+
+// Kill implements vm.Machine.
+func (m *Machine) Kill() error {
+	m.cancel()
+	m.conn.Close()
+	<-m.done
+	return nil
+}
+
+// Stats implements vm.Machine with this process's figures.
+func (m *Machine) Stats() (vm.Stats, error) {
+	select {
+	case <-m.done:
+		return vm.Stats{}, fmt.Errorf("vmtest machine: %w", vm.ErrNotRunning)
+	default:
+	}
+	return vm.Stats{}, nil
+}
+
+// PID implements vm.Machine: 0, the VM runs in-process.
+func (m *Machine) PID() int { return 0 }
