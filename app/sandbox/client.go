@@ -175,7 +175,13 @@ func (c *Client) Send(cmd protocol.Command) error {
 		return c.err
 	default:
 	}
-	return c.w.SendCommand(cmd)
+	if err := c.w.SendCommand(cmd); err != nil {
+		if errors.Is(err, protocol.ErrTooLong) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", ErrClosed, err)
+	}
+	return nil
 }
 
 // Done is closed when the stream has ended; Err then says why.
