@@ -61,6 +61,9 @@ type Options struct {
 	// OnEvent receives the guest's events other than exec replies (see
 	// ClientOptions.OnEvent).
 	OnEvent func(protocol.Event)
+	// KernelArgs are appended to the guest's kernel command line
+	// (sandbar.debug=1 for a chattier console, say).
+	KernelArgs []string
 	// Time is the guest's clock at boot; zero means now.
 	Time   time.Time
 	Logger *slog.Logger
@@ -147,7 +150,7 @@ func SpecFor(img *image.Image, guest Guest, o Options) (vm.Spec, error) {
 		spec.Network = vm.NetworkNAT
 		g.Net = guest.GuestNet()
 	}
-	spec.CommandLine = vm.GuestArgs(g)
+	spec.CommandLine = append(vm.GuestArgs(g), o.KernelArgs...)
 	return spec, nil
 }
 

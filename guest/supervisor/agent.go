@@ -54,7 +54,7 @@ func (s *session) user(name string) (User, error) {
 	if ok {
 		return u, nil
 	}
-	uid, home := 1000, "/home/agent"
+	uid, home := agentUID(s.cfg.Workspace), "/home/agent"
 	if name == protocol.UserRoot {
 		uid, home = 0, "/root"
 	}
@@ -66,6 +66,25 @@ func (s *session) user(name string) (User, error) {
 	s.users[name] = u
 	s.mu.Unlock()
 	return u, nil
+}
+
+// defaultAgentUID is the agent user's uid when the workspace does not say.
+const defaultAgentUID = 1000
+
+// agentUID is the uid the agent user gets: the owner of the workspace when
+// it is an ordinary user, so the agent can write the host's clone through
+// the share (virtio-fs and 9p show host owners as they are; this is what
+// Lima does with the host uid), else 1000. A workspace owned by root (a
+// host running Sandbar as root) or by nobody keeps 1000.
+func agentUID(workspace string) int {
+	var st syscall.Stat_t
+	if err := syscall.Stat(workspace, &st); err != nil {
+		return defaultAgentUID
+	}
+	if st.Uid == 0 || st.Uid >= 65534 {
+		return defaultAgentUID
+	}
+	return int(st.Uid)
 }
 
 func (s *session) start(ctx context.Context, c protocol.Command) {

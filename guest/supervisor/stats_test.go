@@ -78,3 +78,28 @@ func TestRuneCut(t *testing.T) {
 		}
 	}
 }
+
+func TestAgentUID(t *testing.T) {
+	if got := agentUID(filepath.Join(t.TempDir(), "missing")); got != defaultAgentUID {
+		t.Errorf("missing workspace: uid %d, want %d", got, defaultAgentUID)
+	}
+	d := t.TempDir()
+	want := os.Getuid()
+	if want == 0 {
+		want = defaultAgentUID
+	}
+	if got := agentUID(d); got != want {
+		t.Errorf("workspace of uid %d: agent uid %d, want %d", os.Getuid(), got, want)
+	}
+	if os.Getuid() != 0 {
+		t.Skip("chown needs root")
+	}
+	for owner, want := range map[int]int{501: 501, 4242: 4242, 0: defaultAgentUID, 65534: defaultAgentUID} {
+		if err := os.Chown(d, owner, owner); err != nil {
+			t.Fatal(err)
+		}
+		if got := agentUID(d); got != want {
+			t.Errorf("workspace owned by %d: agent uid %d, want %d", owner, got, want)
+		}
+	}
+}

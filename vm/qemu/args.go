@@ -22,6 +22,7 @@ type plan struct {
 
 // virtiofsdJob is one virtio-fs daemon serving a share.
 type virtiofsdJob struct {
+	Binary string
 	Share  vm.Share
 	Socket string
 }
@@ -100,7 +101,7 @@ func buildPlan(spec vm.Spec, st settings) (plan, error) {
 		id := fmt.Sprintf("fs%d", i)
 		if st.Virtiofsd != "" {
 			sock := filepath.Join(st.SocketDir, id+".sock")
-			p.Virtiofsd = append(p.Virtiofsd, virtiofsdJob{Share: sh, Socket: sock})
+			p.Virtiofsd = append(p.Virtiofsd, virtiofsdJob{Binary: st.Virtiofsd, Share: sh, Socket: sock})
 			a = append(a, "-chardev", "socket,id="+id+",path="+escape(sock), "-device", "vhost-user-fs-device,chardev="+id+",tag="+sh.Tag)
 			continue
 		}

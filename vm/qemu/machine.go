@@ -91,15 +91,11 @@ func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *
 }
 
 func (m *machine) startVirtiofsd(job virtiofsdJob) error {
-	bin, _ := exec.LookPath("virtiofsd")
-	if bin == "" {
-		bin = "/usr/libexec/virtiofsd"
-	}
 	args := []string{"--socket-path=" + job.Socket, "--shared-dir=" + job.Share.HostPath, "--cache=auto", "--sandbox=none"}
 	if job.Share.ReadOnly {
 		args = append(args, "--readonly")
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(job.Binary, args...)
 	cmd.SysProcAttr = procAttr()
 	cmd.Stderr = m.stderr
 	if err := cmd.Start(); err != nil {

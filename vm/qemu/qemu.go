@@ -8,6 +8,7 @@
 package qemu
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +34,9 @@ type Config struct {
 	// TrialImage returns a kernel and initramfs to prove KVM with (the
 	// guest image's); an error means none is available yet.
 	TrialImage func() (kernel, initramfs string, err error)
+	// Share forces "9p" for workspace shares; "" uses virtio-fs when a
+	// usable virtiofsd is installed, else 9p.
+	Share string
 	// RuntimeDir holds per-VM sockets when the VM directory's path is too
 	// long for a unix socket; default os.TempDir().
 	RuntimeDir string
@@ -45,6 +49,9 @@ type Hypervisor struct {
 	log    *slog.Logger
 	mu     sync.Mutex
 	status *vm.Status
+
+	fsdOnce sync.Once
+	fsd     string
 }
 
 // New returns the backend; nothing runs until Check or Boot.
@@ -113,13 +120,30 @@ func (h *Hypervisor) check(ctx context.Context) vm.Status {
 	return vm.Status{Available: true, Detail: why + "; falling back to software emulation, ~10x slower"}
 }
 
+// virtiofsd returns the virtio-fs daemon to use, or "" for 9p. Only the
+// Rust virtiofsd serves an unprivileged user (--sandbox=none) and a
+// read-only share; the legacy C one that older QEMU packages ship in
+// /usr/lib/qemu needs root, so it is passed over. The answer is computed
+// once.
 func (h *Hypervisor) virtiofsd() string {
-	for _, p := range []string{"virtiofsd", "/usr/libexec/virtiofsd", "/usr/lib/qemu/virtiofsd"} {
-		if path, err := exec.LookPath(p); err == nil {
-			return path
+	h.fsdOnce.Do(func() {
+		if h.cfg.Share == "9p" {
+			return
 		}
-	}
-	return ""
+		for _, p := range []string{"virtiofsd", "/usr/libexec/virtiofsd", "/usr/lib/qemu/virtiofsd"} {
+			path, err := exec.LookPath(p)
+			if err != nil {
+				continue
+			}
+			out, _ := exec.Command(path, "--help").CombinedOutput()
+			if bytes.Contains(out, []byte("--shared-dir")) {
+				h.fsd = path
+				return
+			}
+			h.log.Debug("passing over a virtiofsd without --shared-dir (legacy, needs root)", "path", path)
+		}
+	})
+	return h.fsd
 }
 
 // Boot starts QEMU for spec and connects to the guest channel. It returns
