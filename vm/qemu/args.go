@@ -118,7 +118,10 @@ func buildPlan(spec vm.Spec, st settings) (plan, error) {
 		"-device", dev("serial"),
 		"-chardev", "socket,id=channel,path="+escape(p.Channel)+",server=on,wait=off",
 		"-device", "virtserialport,chardev=channel,name="+ChannelName,
-		"-qmp", "unix:"+escape(p.QMP)+",server=on,wait=off",
+		// -chardev + -mon, not -qmp unix:PATH: the shorthand misreads a
+		// path holding "=" as an option.
+		"-chardev", "socket,id=qmp,path="+escape(p.QMP)+",server=on,wait=off",
+		"-mon", "chardev=qmp,mode=control",
 	)
 	p.Args = a
 	return p, nil

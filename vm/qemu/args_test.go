@@ -106,3 +106,25 @@ func TestPlanSocketTooLong(t *testing.T) {
 		t.Fatal("want an error for an over-long socket path")
 	}
 }
+
+func TestPlanSocketPathsWithOptionCharacters(t *testing.T) {
+	dir := "/tmp/vcpus=2,x"
+	s := vm.Spec{Name: "t", Kernel: "/k", Initramfs: "/i", CPUs: 1, Memory: 512 * vm.MiB, Network: vm.NetworkOff, Dir: dir, ConsoleLog: dir + "/console.log"}
+	p, err := buildPlan(s, settings{Binary: "qemu", Arch: "amd64", SocketDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Join(p.Args, " ")
+	for _, want := range []string{
+		"socket,id=qmp,path=/tmp/vcpus=2,,x/qmp.sock,server=on,wait=off",
+		"-mon chardev=qmp,mode=control",
+		"socket,id=channel,path=/tmp/vcpus=2,,x/channel.sock,server=on",
+	} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args lack %q:\n%s", want, args)
+		}
+	}
+	if strings.Contains(args, "-qmp") {
+		t.Errorf("-qmp shorthand misreads paths with '=': %s", args)
+	}
+}
