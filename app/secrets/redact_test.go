@@ -1,0 +1,245 @@
+package secrets_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"sandbar/app/secrets"
+)
+
+func TestRedact(t *testing.T) {
+	r := secrets.NewRedactor(map[string]string{
+		"ANTHROPIC_API_KEY": "sk-ant-api03-SECRET",
+		"SHORT":             "abc",    // under MinRedactLen: ignored
+		"PREFIX":            "sk-ant", // a prefix of the longer key
+		"GITHUB_TOKEN":      "ghp_TOKEN",
+		"SAME_AS_GITHUB":    "ghp_TOKEN",
+		"EMPTY":             "",
+	})
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"nothing here, abc", "nothing here, abc"},
+		{"key=sk-ant-api03-SECRET;", "key=[redacted:ANTHROPIC_API_KEY];"},
+		{"sk-ant-api03-SECRETsk-ant-api03-SECRET", "[redacted:ANTHROPIC_API_KEY][redacted:ANTHROPIC_API_KEY]"},
+		// The shorter value inside the longer one does not break it up.
+		{"sk-ant-api03-SECRET and sk-ant alone", "[redacted:ANTHROPIC_API_KEY] and [redacted:PREFIX] alone"},
+		{"sk-ant-api03-SECRE", "[redacted:PREFIX]-api03-SECRE"},
+		// Shared values show the first name in sorted order.
+		{"ghp_TOKEN", "[redacted:GITHUB_TOKEN]"},
+		{"ghp_TOKEsk-ant-api03-SECRETN", "ghp_TOKE[redacted:ANTHROPIC_API_KEY]N"},
+		{"ünïcödé sk-ant-api03-SECRET ✓", "ünïcödé [redacted:ANTHROPIC_API_KEY] ✓"},
+	} {
+		if got := r.Redact(tc.in); got != tc.want {
+			t.Errorf("Redact(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestRedactOverlap(t *testing.T) {
+	// Values that overlap each other: leftmost first, longest at a tie.
+	r := secrets.NewRedactor(map[string]string{"A": "xxabcd", "B": "abcdyy", "C": "abcdyyzz"})
+	for _, tc := range []struct{ in, want string }{
+		{"xxabcdyy", "[redacted:A]yy"},
+		{"abcdyyzz", "[redacted:C]"},
+		{"abcdyyz", "[redacted:B]z"},
+		{"xabcdyyzz", "x[redacted:C]"},
+	} {
+		if got := r.Redact(tc.in); got != tc.want {
+			t.Errorf("Redact(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestRedactNothing(t *testing.T) {
+	for _, r := range []*secrets.Redactor{secrets.NewRedactor(nil), secrets.NewRedactor(map[string]string{"X": "ab"})} {
+		if got := r.Redact("ab cd"); got != "ab cd" {
+			t.Errorf("Redact = %q", got)
+		}
+		var buf bytes.Buffer
+		w := r.Writer(&buf)
+		io.WriteString(w, "ab ")
+		io.WriteString(w, "cd")
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if buf.String() != "ab cd" {
+			t.Errorf("Writer wrote %q", buf.String())
+		}
+	}
+}
+
+// writeSplit writes in through r's Writer in pieces cut at the given
+// offsets and returns what came out.
+func writeSplit(t *testing.T, r *secrets.Redactor, in string, cuts ...int) string {
+	t.Helper()
+	var buf bytes.Buffer
+	w := r.Writer(&buf)
+	prev := 0
+	for _, c := range append(cuts, len(in)) {
+		n, err := io.WriteString(w, in[prev:c])
+		if err != nil || n != c-prev {
+			t.Fatalf("Write: %d, %v", n, err)
+		}
+		prev = c
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+func TestWriterEverySplit(t *testing.T) {
+	r := secrets.NewRedactor(map[string]string{
+		"ANTHROPIC_API_KEY": "sk-ant-api03-SECRET",
+		"PREFIX":            "sk-ant",
+		"GITHUB_TOKEN":      "ghp_TOKEN",
+	})
+	for _, in := range []string{
+		"line 1\nexport ANTHROPIC_API_KEY=sk-ant-api03-SECRET\nline 3\n",
+		"sk-ant-api03-SECRETghp_TOKENsk-ant-api03-SECRE",
+		"ghp_TOKghp_TOKEN sk-ansk-ant sk-ant-api03-SECRET",
+		"sk-ant-api03-SECRET",
+	} {
+		want := r.Redact(in)
+		for _, s := range []string{"SECRET", "ghp_TOKEN"} {
+			if strings.Contains(want, s) {
+				t.Fatalf("Redact left %q in %q", s, want)
+			}
+		}
+		// Every single split point, and every pair.
+		for i := 0; i <= len(in); i++ {
+			if got := writeSplit(t, r, in, i); got != want {
+				t.Fatalf("split at %d: %q, want %q", i, got, want)
+			}
+			for j := i; j <= len(in); j++ {
+				if got := writeSplit(t, r, in, i, j); got != want {
+					t.Fatalf("split at %d and %d: %q, want %q", i, j, got, want)
+				}
+			}
+		}
+		// One byte at a time.
+		cuts := make([]int, 0, len(in))
+		for i := 1; i < len(in); i++ {
+			cuts = append(cuts, i)
+		}
+		if got := writeSplit(t, r, in, cuts...); got != want {
+			t.Fatalf("byte by byte: %q, want %q", got, want)
+		}
+	}
+}
+
+func TestWriterRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := "abcxy-"
+	word := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	for range 300 {
+		m := map[string]string{}
+		for i := range 1 + rng.IntN(4) {
+			m[string(rune('A'+i))] = word(4 + rng.IntN(5))
+		}
+		r := secrets.NewRedactor(m)
+		// Text built partly from the values, so they occur and overlap.
+		var sb strings.Builder
+		for range 20 {
+			if rng.IntN(2) == 0 {
+				for _, v := range m {
+					sb.WriteString(v[:1+rng.IntN(len(v))])
+					break
+				}
+			} else {
+				sb.WriteString(word(rng.IntN(4)))
+			}
+		}
+		in := sb.String()
+		want := r.Redact(in)
+		var cuts []int
+		for i := 1; i < len(in); i++ {
+			if rng.IntN(4) == 0 {
+				cuts = append(cuts, i)
+			}
+		}
+		if got := writeSplit(t, r, in, cuts...); got != want {
+			t.Fatalf("values %q, input %q cut at %v:\n got %q\nwant %q", m, in, cuts, got, want)
+		}
+	}
+}
+
+func TestWriterHoldsBackLittle(t *testing.T) {
+	r := secrets.NewRedactor(map[string]string{"K": "0123456789"})
+	var buf bytes.Buffer
+	w := r.Writer(&buf)
+	io.WriteString(w, "hello 01234")
+	// "01234" may begin the value; everything before it is out.
+	if buf.String() != "hello " {
+		t.Fatalf("after the first write: %q", buf.String())
+	}
+	io.WriteString(w, "5678X")
+	if buf.String() != "hello 012345678X" {
+		t.Fatalf("after the second write: %q", buf.String())
+	}
+	io.WriteString(w, "012345678")
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if buf.String() != "hello 012345678X012345678" {
+		t.Fatalf("after Close: %q", buf.String())
+	}
+	if _, err := w.Write([]byte("more")); !errors.Is(err, secrets.ErrWriterClosed) {
+		t.Fatalf("Write after Close: %v", err)
+	}
+}
+
+type failWriter struct{ n int }
+
+func (f *failWriter) Write(p []byte) (int, error) {
+	if f.n == 0 {
+		return 0, errors.New("disk full")
+	}
+	f.n--
+	return len(p), nil
+}
+
+func TestWriterError(t *testing.T) {
+	r := secrets.NewRedactor(map[string]string{"K": "secret-value"})
+	w := r.Writer(&failWriter{n: 1})
+	if _, err := io.WriteString(w, "first line\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(w, "second secret-value\n"); err == nil {
+		t.Fatal("no error from a failing writer")
+	}
+	if _, err := io.WriteString(w, "third\n"); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("the error is not sticky: %v", err)
+	}
+	if err := w.Close(); err == nil {
+		t.Fatal("Close hid the error")
+	}
+}
+
+func FuzzWriter(f *testing.F) {
+	f.Add("sk-ant-SECRET", "sk-ant", "xx sk-ant-SECRET yy sk-an", uint64(7))
+	f.Fuzz(func(t *testing.T, v1, v2, in string, seed uint64) {
+		r := secrets.NewRedactor(map[string]string{"ONE": v1, "TWO": v2})
+		want := r.Redact(in)
+		rng := rand.New(rand.NewPCG(seed, seed))
+		var cuts []int
+		for i := 1; i < len(in); i++ {
+			if rng.IntN(3) == 0 {
+				cuts = append(cuts, i)
+			}
+		}
+		if got := writeSplit(t, r, in, cuts...); got != want {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	})
+}

@@ -1,0 +1,355 @@
+package workspace
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Errors Merge wraps, checked with errors.Is.
+var (
+	// ErrDiverged: the branch in the source repository has commits the
+	// session's branch does not; only a forced merge overwrites it.
+	ErrDiverged = errors.New("branch has diverged")
+	// ErrCheckedOut: the branch is checked out in the source repository
+	// (or one of its worktrees), whose files a merge must never touch.
+	ErrCheckedOut = errors.New("branch is checked out")
+)
+
+// MergeResult says what Merge did to the source repository.
+type MergeResult struct {
+	// Commit is the commit the branch now points at in the source.
+	Commit string
+	// Created: the branch did not exist in the source before.
+	Created bool
+	// Updated: the branch existed and was moved (fast-forward, or
+	// overwritten when forced).
+	Updated bool
+	// Previous is where the branch pointed before, "" if it was created.
+	Previous string
+	// Uncommitted lists the clone's files with changes that were not
+	// committed, and so were not merged; the caller warns about them.
+	Uncommitted []string
+}
+
+// Merge brings the session's branch back into the source repository as
+// the branch of the same name (git fetch <dir> branch:branch). Only that
+// branch is created or moved: the source's working tree, index, HEAD and
+// other branches are never touched. A branch that has commits the session
+// lacks is refused (ErrDiverged) unless force; a branch checked out in
+// the source is always refused (ErrCheckedOut).
+func Merge(ctx context.Context, source Repo, dir, branch string, force bool) (MergeResult, error) {
+	root := source.Root
+	if root == "" || dir == "" {
+		return MergeResult{}, errors.New("merge: no repository or clone given")
+	}
+	if err := checkBranchName(ctx, branch); err != nil {
+		return MergeResult{}, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
+		return MergeResult{}, fmt.Errorf("the session's clone %s is gone: there is nothing to merge", dir)
+	}
+	ref := "refs/heads/" + branch
+	commit, err := gitLine(ctx, dir, "rev-parse", "-q", "--verify", ref+"^{commit}")
+	if err != nil {
+		if ctx.Err() != nil {
+			return MergeResult{}, err
+		}
+		return MergeResult{}, fmt.Errorf("the session's clone %s has no branch %s (was it renamed or deleted in the session?): check it out there again and merge", dir, branch)
+	}
+	if where, err := checkedOutAt(ctx, root, ref); err != nil {
+		return MergeResult{}, err
+	} else if where != "" {
+		if filepath.Clean(where) == filepath.Clean(root) {
+			return MergeResult{}, fmt.Errorf("branch %s is checked out in %s, and merging must not touch its files (%w): switch %s to another branch (git switch -) and merge again", branch, root, ErrCheckedOut, root)
+		}
+		return MergeResult{}, fmt.Errorf("branch %s is checked out in %s, a worktree of %s (%w): switch that worktree to another branch and merge again", branch, where, root, ErrCheckedOut)
+	}
+
+	res := MergeResult{Commit: commit}
+	prev, err := gitLine(ctx, root, "rev-parse", "-q", "--verify", ref)
+	switch {
+	case err == nil:
+		res.Previous = prev
+	case ctx.Err() != nil:
+		return MergeResult{}, err
+	case exitCode(err) != 1:
+		return MergeResult{}, fmt.Errorf("read branch %s in %s: %w", branch, root, err)
+	}
+	if res.Uncommitted, err = uncommitted(ctx, dir); err != nil {
+		return MergeResult{}, err
+	}
+	if prev == commit {
+		return res, nil
+	}
+	if prev != "" && !force {
+		ff, err := isAncestor(ctx, dir, prev, commit)
+		if err != nil {
+			return MergeResult{}, err
+		}
+		if !ff {
+			return MergeResult{}, fmt.Errorf("branch %s in %s has commits the session does not (%w): use --force to overwrite it, or merge it by hand", branch, root, ErrDiverged)
+		}
+	}
+
+	spec := ref + ":" + ref
+	if force {
+		spec = "+" + spec
+	}
+	// No tags, no submodules, no FETCH_HEAD and no automatic gc: the
+	// branch is the only thing in the source this writes.
+	_, err = git(ctx, root, "-c", "gc.auto=0", "-c", "maintenance.auto=false",
+		"fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--no-write-fetch-head", dir, spec)
+	if err != nil {
+		if ctx.Err() != nil {
+			return MergeResult{}, err
+		}
+		msg := gitMessage(err)
+		if strings.Contains(msg, "no-write-fetch-head") {
+			return MergeResult{}, refuse(fmt.Sprintf("the installed git cannot fetch without writing FETCH_HEAD (%s): install git %s or newer", msg, MinGitVersion), ErrOldGit)
+		}
+		if strings.Contains(msg, "non-fast-forward") || strings.Contains(msg, "rejected") {
+			return MergeResult{}, fmt.Errorf("branch %s in %s has commits the session does not (%w): use --force to overwrite it, or merge it by hand", branch, root, ErrDiverged)
+		}
+		return MergeResult{}, fmt.Errorf("fetch %s into %s: %s: check that both folders are readable and try again", branch, root, msg)
+	}
+	res.Created = prev == ""
+	res.Updated = prev != ""
+	return res, nil
+}
+
+func checkBranchName(ctx context.Context, branch string) error {
+	if branch == "" {
+		return errors.New("no branch name given: name the session's branch")
+	}
+	if _, err := git(ctx, "", "check-ref-format", "--branch", branch); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return fmt.Errorf("%q is not a valid branch name: use the session's branch", branch)
+	}
+	return nil
+}
+
+// checkedOutAt returns the worktree of root in which ref is checked out,
+// "" if none.
+func checkedOutAt(ctx context.Context, root, ref string) (string, error) {
+	out, err := git(ctx, root, "worktree", "list", "--porcelain")
+	if err != nil {
+		return "", fmt.Errorf("list worktrees of %s: %w", root, err)
+	}
+	var wt string
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		if p, ok := strings.CutPrefix(line, "worktree "); ok {
+			wt = p
+		} else if b, ok := strings.CutPrefix(line, "branch "); ok && b == ref {
+			return wt, nil
+		}
+	}
+	return "", nil
+}
+
+// isAncestor reports whether commit a is in b's history, in dir. A commit
+// dir does not have is not.
+func isAncestor(ctx context.Context, dir, a, b string) (bool, error) {
+	if _, err := git(ctx, dir, "cat-file", "-e", a+"^{commit}"); err != nil {
+		return false, ctx.Err()
+	}
+	_, err := git(ctx, dir, "merge-base", "--is-ancestor", a, b)
+	switch {
+	case err == nil:
+		return true, nil
+	case ctx.Err() != nil:
+		return false, ctx.Err()
+	case exitCode(err) == 1:
+		return false, nil
+	}
+	return false, fmt.Errorf("compare %s with %s in %s: %w", short(a), short(b), dir, err)
+}
+
+// uncommitted lists the paths in dir with changes not committed, untracked
+// files included and ignored ones not.
+func uncommitted(ctx context.Context, dir string) ([]string, error) {
+	st, err := git(ctx, dir, "status", "--porcelain=v2", "-z", "--untracked-files=all")
+	if err != nil {
+		return nil, fmt.Errorf("status of %s: %w", dir, err)
+	}
+	var out []string
+	recs := splitZ(st)
+	for i := 0; i < len(recs); i++ {
+		r := recs[i]
+		if r == "" {
+			continue
+		}
+		switch r[0] {
+		case '1':
+			_, p := cutFields(r, 8)
+			out = append(out, p)
+		case '2':
+			_, p := cutFields(r, 9)
+			out = append(out, p)
+			i++ // the old path
+		case 'u':
+			_, p := cutFields(r, 10)
+			out = append(out, p)
+		case '?':
+			out = append(out, r[2:])
+		}
+	}
+	return out, nil
+}
+
+// DirtyError is CheckRemovable's refusal: the work a deletion would lose.
+type DirtyError struct {
+	// Dir is the clone, Repo the source repository's root.
+	Dir, Repo string
+	// Uncommitted lists files with changes not committed in the clone.
+	Uncommitted []string
+	// Unmerged lists the subjects of commits in the clone that no branch,
+	// tag or other ref of the source repository has.
+	Unmerged []string
+}
+
+func (e *DirtyError) Error() string {
+	var parts []string
+	if n := len(e.Uncommitted); n > 0 {
+		parts = append(parts, fmt.Sprintf("%s not committed (%s)", plural(n, "file", "files"), list(e.Uncommitted, ", ")))
+	}
+	if n := len(e.Unmerged); n > 0 {
+		parts = append(parts, fmt.Sprintf("%s not merged into %s (%s)", plural(n, "commit", "commits"), e.Repo, list(quoteAll(e.Unmerged), ", ")))
+	}
+	return fmt.Sprintf("the session has work that would be lost: %s: merge it first, or use --force to delete anyway", strings.Join(parts, " and "))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func list(xs []string, sep string) string {
+	const show = 5
+	if len(xs) <= show {
+		return strings.Join(xs, sep)
+	}
+	return strings.Join(xs[:show], sep) + fmt.Sprintf("%sand %d more", sep, len(xs)-show)
+}
+
+func quoteAll(xs []string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = fmt.Sprintf("%q", x)
+	}
+	return out
+}
+
+// CheckRemovable says whether deleting the clone dir would lose work: it
+// returns nil, or a *DirtyError listing uncommitted files and commits
+// that exist in no ref of the source repository (so a branch merged into
+// anything there, or merged with Merge, counts as saved, and so does one
+// the agent pushed to the remote). A clone that is gone has nothing to
+// lose.
+func CheckRemovable(ctx context.Context, source Repo, dir, branch string) error {
+	if source.Root == "" || dir == "" {
+		return errors.New("check the clone: no repository or clone given")
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git")); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	unc, err := uncommitted(ctx, dir)
+	if err != nil {
+		return fmt.Errorf("%w: the clone may be damaged; use --force to delete it anyway", err)
+	}
+	unm, err := unmergedCommits(ctx, source.Root, dir, branch)
+	if err != nil {
+		return fmt.Errorf("%w: use --force to delete it anyway", err)
+	}
+	if len(unc) == 0 && len(unm) == 0 {
+		return nil
+	}
+	return &DirtyError{Dir: dir, Repo: source.Root, Uncommitted: unc, Unmerged: unm}
+}
+
+// unmergedCommits returns the subjects of the commits made in dir (on
+// branch, any other local branch, or a detached HEAD) that no ref of root
+// reaches, newest first.
+func unmergedCommits(ctx context.Context, root, dir, branch string) ([]string, error) {
+	// The clone's remote-tracking refs are the source as it was at clone
+	// time, so what is not on them is what the session made.
+	args := []string{"log", "-z", "--format=%H%x1f%s", "HEAD", "--branches"}
+	if branch != "" {
+		if _, err := git(ctx, dir, "rev-parse", "-q", "--verify", "refs/heads/"+branch); err == nil {
+			args = append(args, "refs/heads/"+branch)
+		}
+	}
+	args = append(args, "--not", "--remotes", "--")
+	out, err := git(ctx, dir, args...)
+	if err != nil {
+		if _, herr := git(ctx, dir, "rev-parse", "-q", "--verify", "HEAD"); herr != nil {
+			// A HEAD on an unborn branch: drop it and look at branches only.
+			args = slices.DeleteFunc(args, func(a string) bool { return a == "HEAD" })
+			out, err = git(ctx, dir, args...)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list the session's commits in %s: %w", dir, err)
+		}
+	}
+	type cand struct{ hash, subject string }
+	var cands []cand
+	for _, rec := range splitZ(out) {
+		h, s, _ := strings.Cut(strings.TrimLeft(rec, "\n"), "\x1f")
+		cands = append(cands, cand{h, s})
+	}
+	if len(cands) == 0 {
+		return nil, nil
+	}
+
+	// Which of them the source has at all...
+	var q strings.Builder
+	for _, c := range cands {
+		q.WriteString(c.hash + "\n")
+	}
+	out, err = gitInput(ctx, root, strings.NewReader(q.String()), "cat-file", "--batch-check=%(objectname) %(objecttype)")
+	if err != nil {
+		return nil, fmt.Errorf("look up the session's commits in %s: %w", root, err)
+	}
+	have := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		if h, t, _ := strings.Cut(line, " "); t == "commit" {
+			have[h] = true
+		}
+	}
+	// ...and which of those no ref there reaches.
+	var present []string
+	for _, c := range cands {
+		if have[c.hash] {
+			present = append(present, c.hash)
+		}
+	}
+	unreached := map[string]bool{}
+	if len(present) > 0 {
+		out, err = gitInput(ctx, root, strings.NewReader(strings.Join(present, "\n")+"\n"), "rev-list", "--stdin", "--not", "--all")
+		if err != nil {
+			return nil, fmt.Errorf("check the session's commits against %s: %w", root, err)
+		}
+		for _, h := range strings.Fields(out) {
+			unreached[h] = true
+		}
+	}
+	var subjects []string
+	for _, c := range cands {
+		if !have[c.hash] || unreached[c.hash] {
+			subjects = append(subjects, c.subject)
+		}
+	}
+	return subjects, nil
+}

@@ -1,0 +1,108 @@
+package workspace
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestStatus(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := newRepo(t, "")
+	dir, base := cloneT(t, root, "sandbar/s")
+
+	ch, err := Status(ctx, dir, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch.Porcelain != "" || ch.DiffStat != "" || len(ch.Files) != 0 || ch.Ahead != 0 {
+		t.Fatalf("fresh clone: %+v", ch)
+	}
+
+	commitT(t, dir, "committed ü.txt", "committed\n", "add a file")
+	writeFile(t, filepath.Join(dir, "src", "main.go"), "package main\n\nfunc main() { println() }\n")
+	if err := os.Remove(filepath.Join(dir, "README.md")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "new dir", "ñew.txt"), "new\n")
+	writeFile(t, filepath.Join(dir, "tab\tand \"quote\".txt"), "odd name\n")
+	writeFile(t, filepath.Join(dir, "staged.txt"), "staged\n")
+	writeFile(t, filepath.Join(dir, "ignored.log"), "ignored\n")
+	gitT(t, dir, "add", "staged.txt")
+	gitT(t, dir, "mv", "dir with space/ünïcode file.txt", "renamed ü.txt")
+
+	ch, err = Status(ctx, dir, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []FileChange{
+		{Path: "README.md", Status: "deleted"},
+		{Path: "committed ü.txt", Status: "added"},
+		{Path: "new dir/ñew.txt", Status: "untracked"},
+		{Path: "renamed ü.txt", Status: "renamed", From: "dir with space/ünïcode file.txt"},
+		{Path: "src/main.go", Status: "modified"},
+		{Path: "staged.txt", Status: "added"},
+		{Path: "tab\tand \"quote\".txt", Status: "untracked"},
+	}
+	if !slices.Equal(ch.Files, want) {
+		t.Errorf("Files\n got %q\nwant %q", ch.Files, want)
+	}
+	if ch.Ahead != 1 {
+		t.Errorf("Ahead = %d, want 1", ch.Ahead)
+	}
+	for _, s := range []string{"src/main.go", "committed ü.txt", "README.md", "files changed"} {
+		if !strings.Contains(ch.DiffStat, s) {
+			t.Errorf("DiffStat lacks %q:\n%s", s, ch.DiffStat)
+		}
+	}
+	// Porcelain reads as git's own text output would.
+	if real := gitT(t, dir, "status", "--porcelain=v2", "--untracked-files=all") + "\n"; ch.Porcelain != real {
+		t.Errorf("Porcelain\n%s\nwant\n%s", ch.Porcelain, real)
+	}
+	if strings.Contains(ch.Porcelain, "ignored.log") {
+		t.Error("ignored file in Porcelain")
+	}
+
+	// "" means HEAD: only what is not committed.
+	ch, err = Status(ctx, dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch.Ahead != 0 || slices.ContainsFunc(ch.Files, func(f FileChange) bool { return f.Path == "committed ü.txt" }) {
+		t.Errorf("Status against HEAD: %+v", ch)
+	}
+}
+
+func TestStatusErrors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := newRepo(t, "")
+	dir, _ := cloneT(t, root, "sandbar/s")
+	if _, err := Status(ctx, dir, "0123456789abcdef0123456789abcdef01234567"); err == nil || !strings.Contains(err.Error(), "is not a commit in") {
+		t.Errorf("unknown base: %v", err)
+	}
+	if _, err := Status(ctx, t.TempDir(), ""); err == nil || !strings.Contains(err.Error(), "is not a git clone") {
+		t.Errorf("not a clone: %v", err)
+	}
+}
+
+func TestParseNameStatus(t *testing.T) {
+	t.Parallel()
+	got := parseNameStatus("M\x00a b\x00R087\x00old\x00new\x00C100\x00x\x00y\x00D\x00gone\x00A\x00ü\x00T\x00link\x00U\x00both\x00")
+	want := []FileChange{
+		{Path: "a b", Status: "modified"},
+		{Path: "new", Status: "renamed", From: "old"},
+		{Path: "y", Status: "added", From: "x"},
+		{Path: "gone", Status: "deleted"},
+		{Path: "ü", Status: "added"},
+		{Path: "link", Status: "modified"},
+		{Path: "both", Status: "unmerged"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}

@@ -1,0 +1,224 @@
+// Package workspace gives a session its own copy of a person's repository
+// and brings the work back: it resolves the folder a person dropped,
+// makes a local clone on a new branch (hardlinked objects, so the cost does
+// not grow with history), copies the ignored files the person lists
+// (.env and the like), reports and watches what changed, and fetches the
+// session's branch back into the repository without touching its working
+// tree, index, HEAD or any other branch.
+//
+// Everything here drives the real git command line; there is no Go git
+// library, so what a session sees is what `git` in a terminal sees. The
+// package does not know about sessions, VMs or the store: the caller
+// chooses the paths and the branch name.
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Errors Resolve wraps, checked with errors.Is.
+var (
+	// ErrNotRepo: the folder is not inside a git work tree (or is a file).
+	ErrNotRepo = errors.New("not a git repository")
+	// ErrBareRepo: the folder is a bare repository, with no working tree.
+	ErrBareRepo = errors.New("bare repository")
+	// ErrEmptyRepo: the repository has no commits to branch from.
+	ErrEmptyRepo = errors.New("repository has no commits")
+	// ErrOldGit: the installed git lacks something this package uses.
+	ErrOldGit = errors.New("git is too old")
+)
+
+// MinGitVersion is the oldest git this package works with
+// (fetch --no-write-fetch-head arrived in 2.29).
+const MinGitVersion = "2.29.0"
+
+// refusal is an error a person reads as is, which still answers errors.Is
+// for the sentinels it stands for.
+type refusal struct {
+	msg   string
+	kinds []error
+}
+
+func refuse(msg string, kinds ...error) error { return &refusal{msg: msg, kinds: kinds} }
+
+func (e *refusal) Error() string   { return e.msg }
+func (e *refusal) Unwrap() []error { return e.kinds }
+
+// Repo is a git work tree as a person gave it to Sandbar.
+type Repo struct {
+	// Root is the top level of the work tree, as git reports it.
+	Root string
+	// Name is Root's last element, for display.
+	Name string
+	// Branch is the checked-out branch, "" when HEAD is detached.
+	Branch string
+	// Head is the commit HEAD points at.
+	Head string
+	// Subdir is the folder that was given, relative to Root; "" when the
+	// folder was Root itself. A caller tells the person the whole
+	// repository was taken.
+	Subdir string
+	// Remote is the URL of the remote "origin", "" if there is none, with
+	// any password or token written into it removed: secrets reach a
+	// session only through its environment.
+	Remote string
+}
+
+// Resolve finds the repository that holds path, which may be any folder
+// inside a work tree. It refuses, with an error that says what to do, a
+// missing path, a file, a folder outside any repository (ErrNotRepo), a
+// bare repository (ErrBareRepo) and one with no commits (ErrEmptyRepo).
+func Resolve(ctx context.Context, path string) (Repo, error) {
+	if path == "" {
+		return Repo{}, refuse("no folder given: drop a repository folder", ErrNotRepo)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return Repo{}, fmt.Errorf("%s: %w", path, err)
+	}
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return Repo{}, refuse(abs+" does not exist: drop a folder that exists", ErrNotRepo, fs.ErrNotExist)
+	case err != nil:
+		return Repo{}, fmt.Errorf("%s cannot be read: %w: check its permissions", abs, err)
+	case !fi.IsDir():
+		return Repo{}, refuse(abs+" is a file, not a folder: drop the repository's folder", ErrNotRepo)
+	}
+
+	out, err := gitLine(ctx, abs, "rev-parse", "--is-bare-repository", "--is-inside-git-dir")
+	if err != nil {
+		if ctx.Err() != nil {
+			return Repo{}, err
+		}
+		msg := gitMessage(err)
+		if strings.Contains(msg, "dubious ownership") {
+			return Repo{}, refuse(fmt.Sprintf("%s belongs to another user and git refuses it: run `git config --global --add safe.directory '%s'` if you trust it", abs, abs), ErrNotRepo)
+		}
+		if errors.Is(err, ErrNoGit) {
+			return Repo{}, err
+		}
+		return Repo{}, refuse(abs+" is not in a git repository: drop a folder that has been `git init`ed", ErrNotRepo)
+	}
+	flags := strings.Split(out, "\n")
+	if len(flags) >= 1 && flags[0] == "true" {
+		return Repo{}, refuse(abs+" is a bare repository: drop a clone with a working tree", ErrBareRepo)
+	}
+	if len(flags) >= 2 && flags[1] == "true" {
+		return Repo{}, refuse(abs+" is inside a repository's .git folder: drop the folder that holds .git", ErrNotRepo)
+	}
+
+	out, err = gitLine(ctx, abs, "rev-parse", "--show-toplevel", "--show-prefix")
+	if err != nil {
+		return Repo{}, refuse(abs+" is not in a git work tree ("+gitMessage(err)+"): drop a folder that has been `git init`ed", ErrNotRepo)
+	}
+	top, prefix, _ := strings.Cut(out, "\n")
+	r := Repo{
+		Root:   filepath.FromSlash(top),
+		Subdir: filepath.FromSlash(strings.TrimSuffix(prefix, "/")),
+	}
+	r.Name = filepath.Base(r.Root)
+
+	r.Head, err = gitLine(ctx, r.Root, "rev-parse", "-q", "--verify", "HEAD^{commit}")
+	if err != nil {
+		if ctx.Err() != nil {
+			return Repo{}, err
+		}
+		return Repo{}, refuse(r.Root+" has no commits yet: commit something first", ErrEmptyRepo)
+	}
+	if b, err := gitLine(ctx, r.Root, "symbolic-ref", "-q", "--short", "HEAD"); err == nil {
+		r.Branch = b
+	} else if ctx.Err() != nil {
+		return Repo{}, err
+	}
+	if u, err := gitLine(ctx, r.Root, "remote", "get-url", "origin"); err == nil {
+		r.Remote = redactURL(u)
+	} else if ctx.Err() != nil {
+		return Repo{}, err
+	}
+	return r, nil
+}
+
+// redactURL drops the password from a URL like
+// https://user:token@host/repo.git; scp-style and local remotes carry none.
+func redactURL(s string) string {
+	if !strings.Contains(s, "://") {
+		return s
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	if _, has := u.User.Password(); !has {
+		return s
+	}
+	u.User = url.User(u.User.Username())
+	return u.String()
+}
+
+// GitIdentity returns user.name and user.email as git would use them for
+// a commit in root (global config when root is ""); each is "" if unset.
+func GitIdentity(ctx context.Context, root string) (name, email string) {
+	name, _ = gitLine(ctx, root, "config", "--get", "user.name")
+	email, _ = gitLine(ctx, root, "config", "--get", "user.email")
+	return name, email
+}
+
+// GitVersion returns the installed git's version ("2.39.5"). The error
+// wraps ErrNoGit when there is no git, and ErrOldGit (with the version
+// still returned) when it is older than MinGitVersion.
+func GitVersion(ctx context.Context) (string, error) {
+	out, err := gitLine(ctx, "", "version")
+	if err != nil {
+		return "", err
+	}
+	// "git version 2.39.5 (Apple Git-154)"
+	f := strings.Fields(strings.TrimPrefix(out, "git version "))
+	if len(f) == 0 {
+		return "", fmt.Errorf("git version printed %q: reinstall git", out)
+	}
+	v := f[0]
+	if versionLess(v, MinGitVersion) {
+		return v, refuse(fmt.Sprintf("git %s is too old: Sandbar needs %s or newer; install a newer git", v, MinGitVersion), ErrOldGit)
+	}
+	return v, nil
+}
+
+// versionLess compares dotted versions numerically ("2.9" < "2.29");
+// anything after the numbers ("2.39.5.windows.1", "2.40.0-rc1") is ignored.
+func versionLess(a, b string) bool {
+	pa, pb := versionParts(a), versionParts(b)
+	for i := range max(len(pa), len(pb)) {
+		var x, y int
+		if i < len(pa) {
+			x = pa[i]
+		}
+		if i < len(pb) {
+			y = pb[i]
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
+}
+
+func versionParts(v string) []int {
+	var out []int
+	for _, p := range strings.Split(v, ".") {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			break
+		}
+		out = append(out, n)
+	}
+	return out
+}
