@@ -26,6 +26,7 @@ import (
 	"sandbar/app/sandbox"
 	"sandbar/guest/image"
 	"sandbar/guest/protocol"
+	"sandbar/tests/keyringtest"
 	"sandbar/vm"
 	"sandbar/vm/qemu"
 )
@@ -77,13 +78,9 @@ func hypervisor(t *testing.T, img *image.Image) *qemu.Hypervisor {
 	return hv
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if hvState != "" {
-		os.RemoveAll(hvState)
-	}
-	os.Exit(code)
-}
+// TestMain runs the package inside a private D-Bus session with a real,
+// unlocked gnome-keyring (see keyringtest), for the end-to-end tests.
+func TestMain(m *testing.M) { keyringtest.Main(m) }
 
 // boot boots a guest and stops it when the test ends.
 func boot(t *testing.T, o sandbox.Options) *sandbox.Sandbox {

@@ -33,6 +33,9 @@ type Env struct {
 	// use ("" for the platform default).
 	Hypervisors *vm.Registry
 	Backend     string
+	// Self is the sandbar binary, started as the engine; default
+	// os.Executable.
+	Self string
 }
 
 // ExitError carries a process exit code out of a command without printing
@@ -63,6 +66,26 @@ func commands() []command {
 		{name: "vm", summary: "boot throwaway VMs from the guest image", sub: []command{
 			{name: "run", summary: "run a command in a throwaway VM: sandbar vm run [flags] -- CMD [ARGS...]", run: vmRun},
 		}},
+		{name: "project", summary: "add and list projects (repositories)", sub: []command{
+			{name: "add", summary: "add repositories: sandbar project add PATH...", run: projectAdd},
+			{name: "ls", summary: "list projects", run: projectList},
+		}},
+		{name: "start", summary: "start an agent session: sandbar start [--repo PATH | PROJECT] [flags]", run: start},
+		{name: "ls", summary: "list sessions", run: list},
+		{name: "logs", summary: "print a session's log: sandbar logs [-f] ID", run: logs},
+		{name: "chat", summary: "send a message to a session's agent: sandbar chat ID TEXT", run: chat},
+		{name: "exec", summary: "run a command in a session's VM: sandbar exec ID -- CMD...", run: execCmd},
+		{name: "stop", summary: "stop a session", run: stop},
+		{name: "restart", summary: "restart a stopped, failed or interrupted session", run: restart},
+		{name: "merge", summary: "bring a session's branch into its repository", run: merge},
+		{name: "rm", summary: "delete sessions", run: remove},
+		{name: "secrets", summary: "keep API keys and tokens in the keyring", sub: []command{
+			{name: "set", summary: "set a secret (value from standard input or a hidden prompt)", run: secretsSet},
+			{name: "ls", summary: "list secret names", run: secretsList},
+			{name: "rm", summary: "delete secrets", run: secretsRemove},
+		}},
+		{name: "doctor", summary: "check this machine can run Sandbar, and say how to fix what is missing", run: doctor},
+		{name: "serve", summary: "run the engine without the GUI (started by other commands as needed)", run: serve},
 		{name: "version", summary: "print the version", run: func(_ context.Context, env *Env, _ []string) error {
 			fmt.Fprintf(env.Stdout, "sandbar %s\n", env.Version)
 			return nil

@@ -61,7 +61,16 @@ func gitEnv() []string {
 // command builds a git command run in dir ("" for no -C) that dies with
 // its context and, on Linux, with this process.
 func command(ctx context.Context, dir string, args ...string) *exec.Cmd {
-	full := []string{"-c", "core.quotepath=off"}
+	// A session's clone is written by the agent inside its VM, so its
+	// .git/config is not trusted: nothing Sandbar runs on the host may
+	// execute what it names. Hooks and the fsmonitor are turned off here;
+	// diffs run with --no-ext-diff --no-textconv (see status.go).
+	full := []string{"-c", "core.quotepath=off", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"}
+	if os.Geteuid() == 0 {
+		// Sandbar running as root gives session clones to the agent's
+		// uid (see app/session), which git would call dubious ownership.
+		full = append(full, "-c", "safe.directory=*")
+	}
 	if dir != "" {
 		full = append(full, "-C", dir)
 	}

@@ -104,8 +104,14 @@ func Merge(ctx context.Context, source Repo, dir, branch string, force bool) (Me
 	}
 	// No tags, no submodules, no FETCH_HEAD and no automatic gc: the
 	// branch is the only thing in the source this writes.
-	_, err = git(ctx, root, "-c", "gc.auto=0", "-c", "maintenance.auto=false",
-		"fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--no-write-fetch-head", dir, spec)
+	fetch := []string{"-c", "gc.auto=0", "-c", "maintenance.auto=false",
+		"fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--no-write-fetch-head"}
+	if os.Geteuid() == 0 {
+		// The local transport clears -c settings for upload-pack; it runs
+		// in the clone, which root gave to the agent's uid.
+		fetch = append(fetch, "--upload-pack=git -c safe.directory=* upload-pack")
+	}
+	_, err = git(ctx, root, append(fetch, dir, spec)...)
 	if err != nil {
 		if ctx.Err() != nil {
 			return MergeResult{}, err

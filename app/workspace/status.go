@@ -61,11 +61,11 @@ func Status(ctx context.Context, dir, base string) (Changes, error) {
 	porcelain, untracked, unmerged := parsePorcelain(st)
 	ch.Porcelain = porcelain
 
-	ch.DiffStat, err = git(ctx, dir, "diff", "--stat", "-M", "--no-color", "--no-ext-diff", base, "--")
+	ch.DiffStat, err = git(ctx, dir, "diff", "--stat", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base, "--")
 	if err != nil {
 		return Changes{}, fmt.Errorf("diff of %s against %s: %w", dir, short(base), err)
 	}
-	ns, err := git(ctx, dir, "diff", "--name-status", "-z", "-M", "--no-ext-diff", base, "--")
+	ns, err := git(ctx, dir, "diff", "--name-status", "-z", "-M", "--no-ext-diff", "--no-textconv", base, "--")
 	if err != nil {
 		return Changes{}, fmt.Errorf("diff of %s against %s: %w", dir, short(base), err)
 	}

@@ -3,7 +3,9 @@ package supervisor
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -225,6 +227,13 @@ func (s *session) stop(c protocol.Command) {
 func checkout(ctx context.Context, u User, env map[string]string, workdir, branch string) error {
 	if strings.HasPrefix(branch, "-") {
 		return fmt.Errorf("branch %q starts with '-': pass a branch name", branch)
+	}
+	// Usually the host cloned onto the branch already: then there is
+	// nothing to do, and git (slow to start under emulation, over the
+	// share) need not run.
+	if head, err := os.ReadFile(filepath.Join(workdir, ".git", "HEAD")); err == nil &&
+		strings.TrimSpace(string(head)) == "ref: refs/heads/"+branch {
+		return nil
 	}
 	path, err := lookPath("git", env["PATH"])
 	if err != nil {

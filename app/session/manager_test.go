@@ -1,0 +1,459 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"sandbar/app/config"
+	"sandbar/app/sandbox"
+	"sandbar/app/store"
+	"sandbar/guest/image"
+	"sandbar/vm"
+	"sandbar/vm/vmtest"
+)
+
+// mapSecrets is the thin keyring stand-in of these unit tests; the
+// end-to-end tests in tests/ use the real keyring.
+type mapSecrets map[string]string
+
+func (m mapSecrets) Names(context.Context) ([]string, error) {
+	var n []string
+	for k := range m {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n, nil
+}
+
+func (m mapSecrets) Env(_ context.Context, names []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, n := range names {
+		out[n] = m[n]
+	}
+	return out, nil
+}
+
+const secretValue = "sk-ant-TEST-abcdef123456"
+
+type fixture struct {
+	m     *Manager
+	st    *store.Store
+	hv    *vmtest.Hypervisor
+	repo  string
+	paths config.Paths
+}
+
+func git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func newFixture(t testing.TB) *fixture {
+	t.Helper()
+	root := t.TempDir()
+	t.Setenv("HOME", filepath.Join(root, "home"))
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(root, "gitconfig"))
+	os.WriteFile(filepath.Join(root, "gitconfig"), []byte("[user]\n\tname = Test User\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n"), 0o644)
+	repo := filepath.Join(root, "repos", "my répo with spaces")
+	os.MkdirAll(repo, 0o755)
+	git(t, repo, "init", "-q")
+	os.WriteFile(filepath.Join(repo, "README.md"), []byte("hello\n"), 0o644)
+	git(t, repo, "add", ".")
+	git(t, repo, "commit", "-qm", "first")
+
+	paths := config.Paths{Home: filepath.Join(root, "sandbar home"), Images: filepath.Join(root, "images"), Downloads: filepath.Join(root, "dl")}
+	os.MkdirAll(paths.Home, 0o755)
+	st, err := store.Open(filepath.Join(paths.Home, "sandbar.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	img := fakeImage(t)
+	hv := &vmtest.Hypervisor{}
+	m, err := New(context.Background(), Config{
+		Paths: paths, Store: st, Hypervisor: hv,
+		Secrets:    mapSecrets{"ANTHROPIC_API_KEY": secretValue, "OTHER": "other-value-42"},
+		Image:      func(context.Context) (*image.Image, error) { return img, nil },
+		HostMemory: 16 << 30, HostCPUs: 4,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		m.Close(ctx)
+	})
+	return &fixture{m: m, st: st, hv: hv, repo: repo, paths: paths}
+}
+
+func fakeImage(t testing.TB) *image.Image {
+	d := t.TempDir()
+	img := &image.Image{Dir: d, Kernel: filepath.Join(d, "kernel"), Initramfs: filepath.Join(d, "initramfs"),
+		RootFS: filepath.Join(d, "rootfs.ext4"), AgentDisk: filepath.Join(d, "agent.ext4")}
+	for _, f := range []string{img.Kernel, img.Initramfs, img.RootFS, img.AgentDisk} {
+		os.WriteFile(f, []byte("x"), 0o644)
+	}
+	return img
+}
+
+func (f *fixture) wait(t *testing.T, id string) store.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := f.m.Wait(ctx, id)
+	if err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	return s
+}
+
+// treeHash hashes every file of a working tree (not .git) and HEAD.
+func treeHash(t *testing.T, dir string) string {
+	h := sha256.New()
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			fmt.Fprintf(h, "%s %x\n", p, sha256.Sum256(b))
+		}
+		return nil
+	})
+	fmt.Fprintf(h, "HEAD %s %s", git(t, dir, "rev-parse", "HEAD"), git(t, dir, "symbolic-ref", "HEAD"))
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+func TestSessionEndToEndInProcess(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	// The user has work in progress: it must survive everything.
+	os.WriteFile(filepath.Join(f.repo, "wip.txt"), []byte("uncommitted\n"), 0o644)
+	os.WriteFile(filepath.Join(f.repo, "README.md"), []byte("hello, edited\n"), 0o644)
+	before := treeHash(t, f.repo)
+
+	events := f.m.Subscribe(ctx, "")
+	agent := `echo "key is $ANTHROPIC_API_KEY"; echo "$OTHER" >&2; echo change > agent.txt; git add agent.txt; git commit -qm "agent work"; echo done`
+	s, err := f.m.Start(ctx, Options{Repo: f.repo, Agent: AgentSpec{Command: "sh", Args: []string{"-c", agent}}, CPUs: 1, MemoryMiB: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State != StateProvisioning || s.Branch != "sandbar/"+s.ID {
+		t.Errorf("started: %+v", s)
+	}
+	s = f.wait(t, s.ID)
+	if s.State != StateStopped || s.ExitCode == nil || *s.ExitCode != 0 {
+		t.Fatalf("final: state %s exit %v reason %q", s.State, s.ExitCode, s.Reason)
+	}
+	for _, k := range []string{"clone", "boot", "ready", "agent"} {
+		if _, ok := s.Timings[k]; !ok {
+			t.Errorf("no %s timing: %v", k, s.Timings)
+		}
+	}
+
+	// Logs: redacted in the store, the log file and the events.
+	lines, err := f.m.Logs(ctx, s.ID, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for _, l := range lines {
+		fmt.Fprintf(&all, "%s %s\n", l.Stream, l.Text)
+	}
+	if !strings.Contains(all.String(), "stdout key is [redacted:ANTHROPIC_API_KEY]") || !strings.Contains(all.String(), "stderr [redacted:OTHER]") {
+		t.Errorf("stored log:\n%s", all.String())
+	}
+	file, _ := os.ReadFile(filepath.Join(f.paths.Session(s.ID), "agent.log"))
+	for _, where := range []string{all.String(), string(file)} {
+		if strings.Contains(where, secretValue) || strings.Contains(where, "other-value-42") {
+			t.Errorf("a secret leaked:\n%s", where)
+		}
+	}
+	sawLog, sawStopped := false, false
+	timeout := time.After(5 * time.Second)
+	for !sawStopped {
+		select {
+		case ev := <-events:
+			if ev.Kind == EventLog && strings.Contains(ev.Log.Text, "[redacted:ANTHROPIC_API_KEY]") {
+				sawLog = true
+			}
+			if ev.Kind == EventLog && strings.Contains(ev.Log.Text, secretValue) {
+				t.Error("a secret reached a subscriber")
+			}
+			if ev.Kind == EventState && ev.State == StateStopped {
+				sawStopped = true
+			}
+		case <-timeout:
+			t.Fatal("no stopped event")
+		}
+	}
+	if !sawLog {
+		t.Error("no redacted log event")
+	}
+
+	// Merge: the branch with the agent's commit; the user's tree untouched.
+	if err := f.m.Remove(ctx, s.ID, false); err == nil {
+		t.Error("remove succeeded with unmerged commits")
+	}
+	res, err := f.m.Merge(ctx, s.ID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := git(t, f.repo, "log", "-1", "--format=%s", s.Branch); got != "agent work" {
+		t.Errorf("merged branch head: %q", got)
+	}
+	if res.Commit == "" {
+		t.Error("merge result has no commit")
+	}
+	if after := treeHash(t, f.repo); after != before {
+		t.Error("the user's working tree changed")
+	}
+	if err := f.m.Remove(ctx, s.ID, false); err != nil {
+		t.Fatalf("remove after merge: %v", err)
+	}
+	if _, err := os.Stat(f.paths.Session(s.ID)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("session dir left: %v", err)
+	}
+	if _, err := f.m.Get(ctx, s.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("get removed: %v", err)
+	}
+}
+
+func TestStopChatExec(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	// A custom agent that echoes its input until told to quit.
+	agent := `trap 'echo got TERM; exit 143' TERM; while read -r line; do echo "heard: $line"; done`
+	s, err := f.m.Start(ctx, Options{Repo: f.repo, Agent: AgentSpec{Command: "sh", Args: []string{"-c", agent}}, MemoryMiB: 512, Prompt: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, f, s.ID, "heard: first")
+	if err := f.m.Chat(ctx, s.ID[:6], "second message"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, f, s.ID, "heard: second message")
+
+	var out bytes.Buffer
+	res, err := f.m.Exec(ctx, s.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", "cat README.md; echo $ANTHROPIC_API_KEY"}}, &out, nil)
+	if err != nil || res.Code != 0 {
+		t.Fatalf("exec: %v %+v", err, res)
+	}
+	if out.String() != "hello\n[redacted:ANTHROPIC_API_KEY]\n" {
+		t.Errorf("exec output %q", out.String())
+	}
+
+	got, err := f.m.Stop(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != StateStopped || got.ExitCode == nil || *got.ExitCode != 143 || got.Reason != "stopped by the user" {
+		t.Errorf("after stop: %s exit %v %q", got.State, got.ExitCode, got.Reason)
+	}
+	if err := f.m.Chat(ctx, s.ID, "late"); !errors.Is(err, ErrState) {
+		t.Errorf("chat after stop: %v", err)
+	}
+	if n := f.hv.Booted()[0].Sys.Poweroffs(); n != 1 {
+		t.Errorf("poweroffs %d", n)
+	}
+
+	// Restart boots again on the same workspace.
+	if _, err := f.m.Restart(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cur, _ := f.m.Get(ctx, s.ID)
+		if cur.State == StateRunning {
+			break
+		}
+		if time.Now().After(deadline) || !Live(cur.State) {
+			t.Fatalf("restart: %s %q", cur.State, cur.Reason)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := f.m.Stop(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t *testing.T, f *fixture, id, text string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		lines, _ := f.m.Logs(context.Background(), id, 0, 10000)
+		for _, l := range lines {
+			if strings.Contains(l.Text, text) {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s, _ := f.m.Get(context.Background(), id)
+	t.Fatalf("no log line %q; session %s %q", text, s.State, s.Reason)
+}
+
+func TestFailedAgentAndBadInputs(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s, err := f.m.Start(ctx, Options{Repo: f.repo, Agent: AgentSpec{Command: "sh", Args: []string{"-c", "echo oops >&2; exit 3"}}, MemoryMiB: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = f.wait(t, s.ID)
+	if s.State != StateFailed || s.ExitCode == nil || *s.ExitCode != 3 || !strings.Contains(s.Reason, "code 3") {
+		t.Errorf("failed agent: %s %v %q", s.State, s.ExitCode, s.Reason)
+	}
+
+	notRepo := t.TempDir()
+	bare := filepath.Join(t.TempDir(), "bare.git")
+	exec.Command("git", "init", "-q", "--bare", bare).Run()
+	before, _ := f.m.List(ctx)
+	for name, o := range map[string]Options{
+		"not a repo":    {Repo: notRepo},
+		"bare":          {Repo: bare},
+		"no project":    {Project: "nope"},
+		"too many cpus": {Repo: f.repo, CPUs: 64},
+		"tiny memory":   {Repo: f.repo, MemoryMiB: 16},
+		"over budget":   {Repo: f.repo, MemoryMiB: 12 << 10},
+	} {
+		if _, err := f.m.Start(ctx, o); err == nil {
+			t.Errorf("%s: started", name)
+		} else if strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error is not one line: %v", name, err)
+		} else {
+			t.Logf("%s: %v", name, err)
+		}
+	}
+	if _, err := f.m.Start(ctx, Options{Repo: f.repo, MemoryMiB: 12 << 10}); !errors.Is(err, ErrBudget) {
+		t.Errorf("budget: %v", err)
+	}
+	after, _ := f.m.List(ctx)
+	if len(after) != len(before) {
+		t.Errorf("a refused start left a session: %d → %d", len(before), len(after))
+	}
+	for _, op := range []func() error{
+		func() error { _, err := f.m.Stop(ctx, "zzzz"); return err },
+		func() error { return f.m.Chat(ctx, "zzzz", "x") },
+		func() error { return f.m.Remove(ctx, "zzzz", false) },
+	} {
+		if err := op(); !errors.Is(err, ErrNotFound) {
+			t.Errorf("unknown id: %v", err)
+		}
+	}
+
+	// Claude Code without credentials is refused before anything starts.
+	m2, err := New(ctx, Config{Paths: f.paths, Store: f.st, Hypervisor: f.hv, Secrets: mapSecrets{},
+		Image: f.m.cfg.Image, HostMemory: 16 << 30, HostCPUs: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m2.Start(ctx, Options{Repo: f.repo}); !errors.Is(err, ErrNoCredentials) {
+		t.Errorf("claude without a key: %v", err)
+	}
+}
+
+func TestRecoverInterrupted(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	p, _, err := f.m.AddProject(ctx, f.repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A session a dead process was running.
+	dead := store.Owner{PID: 999999, Start: 1, Host: f.m.owner.Host}
+	s := store.Session{ID: "deadbeef01", ProjectID: p.ID, Branch: "sandbar/deadbeef01", State: StateRunning, Owner: dead,
+		Agent: store.Agent{Command: "sh", Kind: "custom"}, Limits: store.Limits{CPUs: 1, MemoryMiB: 512, DiskGiB: 1}}
+	if err := f.st.CreateSession(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(f.paths.Session(s.ID), "workspace"), 0o755)
+	m2, err := New(ctx, Config{Paths: f.paths, Store: f.st, Hypervisor: f.hv, Secrets: mapSecrets{}, Image: f.m.cfg.Image, HostMemory: 16 << 30, HostCPUs: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := m2.Get(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != StateInterrupted || !strings.Contains(got.Reason, "restart") {
+		t.Errorf("recovered: %s %q", got.State, got.Reason)
+	}
+	if _, err := os.Stat(filepath.Join(f.paths.Session(s.ID), "workspace")); err != nil {
+		t.Errorf("workspace gone: %v", err)
+	}
+	_ = vm.MiB
+}
+
+func TestManySessionsAndChattyAgent(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	events := f.m.Subscribe(ctx, "")
+	const n, lines = 3, 5000
+	var ids []string
+	for i := 0; i < n; i++ {
+		s, err := f.m.Start(ctx, Options{Repo: f.repo, MemoryMiB: 512,
+			Agent: AgentSpec{Command: "sh", Args: []string{"-c", fmt.Sprintf("seq 1 %d", lines)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+	}
+	for _, id := range ids {
+		if s := f.wait(t, id); s.State != StateStopped {
+			t.Errorf("%s: %s %q", id, s.State, s.Reason)
+		}
+	}
+	counts := map[string]int{}
+	ended := 0
+	timeout := time.After(20 * time.Second)
+	for ended < n {
+		select {
+		case ev := <-events:
+			if ev.Kind == EventLog && ev.Log.Stream == "stdout" {
+				counts[ev.Session]++
+			}
+			if ev.Kind == EventState && ev.State == StateStopped {
+				ended++
+			}
+		case <-timeout:
+			t.Fatalf("events: %v, %d ended", counts, ended)
+		}
+	}
+	for _, id := range ids {
+		if counts[id] != lines {
+			t.Errorf("%s: subscriber got %d lines, want %d", id, counts[id], lines)
+		}
+		stored, _ := f.m.Logs(ctx, id, 0, 100000)
+		out := 0
+		for _, l := range stored {
+			if l.Stream == "stdout" {
+				out++
+			}
+		}
+		if out != lines {
+			t.Errorf("%s: store has %d lines, want %d", id, out, lines)
+		}
+	}
+}

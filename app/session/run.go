@@ -1,0 +1,728 @@
+package session
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"sandbar/app/sandbox"
+	"sandbar/app/secrets"
+	"sandbar/app/store"
+	"sandbar/app/workspace"
+	"sandbar/guest/protocol"
+)
+
+// Files in a session's directory besides the workspace and the VM's.
+const (
+	logFile        = "agent.log"
+	transcriptFile = "transcript.jsonl"
+)
+
+// run is one session's life in this process: from clone (or boot, on a
+// restart) to the VM's power-off.
+type run struct {
+	m        *Manager
+	id       string
+	s        store.Session
+	repo     workspace.Repo
+	env      map[string]string
+	claude   bool
+	idleStop bool
+	restart  bool
+	dir, ws  string
+	log      *slog.Logger
+	red      *secrets.Redactor
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	stopOnce   sync.Once
+	stopReq    chan struct{}
+	stopMu     sync.Mutex
+	stopReason string
+
+	agentStarted chan protocol.Event
+	agentExit    chan protocol.Event
+	startErr     chan string
+
+	mu         sync.Mutex
+	started    bool // the agent started
+	sb         *sandbox.Sandbox
+	joiner     protocol.LineJoiner
+	seq        int64
+	lastActive time.Time
+	activity   string
+	logW       *bufio.Writer
+	logF       *os.File
+	trF        *os.File
+	pending    []store.LogLine
+	flushWake  chan struct{}
+	flushStop  chan struct{}
+	flushDone  chan struct{}
+}
+
+func (m *Manager) newRun(s store.Session, repo workspace.Repo, env map[string]string, idleStop bool) *run {
+	ctx, cancel := context.WithCancel(context.Background())
+	dir := m.cfg.Paths.Session(s.ID)
+	return &run{
+		m: m, id: s.ID, s: s, repo: repo, env: env, claude: s.Agent.Kind == "claude", idleStop: idleStop,
+		dir: dir, ws: filepath.Join(dir, "workspace"),
+		log: m.log.With("session", s.ID), red: secrets.NewRedactor(env),
+		ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		stopReq:      make(chan struct{}),
+		agentStarted: make(chan protocol.Event, 1),
+		agentExit:    make(chan protocol.Event, 1),
+		startErr:     make(chan string, 1),
+		lastActive:   time.Now(),
+		flushWake:    make(chan struct{}, 1),
+		flushStop:    make(chan struct{}),
+		flushDone:    make(chan struct{}),
+	}
+}
+
+// requestStop asks the run to stop, once; the first reason wins.
+func (r *run) requestStop(reason string) {
+	r.stopOnce.Do(func() {
+		r.stopMu.Lock()
+		r.stopReason = reason
+		r.stopMu.Unlock()
+		close(r.stopReq)
+	})
+}
+
+func (r *run) stopRequested() (string, bool) {
+	select {
+	case <-r.stopReq:
+		r.stopMu.Lock()
+		defer r.stopMu.Unlock()
+		return r.stopReason, true
+	default:
+		return "", false
+	}
+}
+
+// kill ends the VM at once.
+func (r *run) kill() {
+	r.cancel()
+	r.mu.Lock()
+	sb := r.sb
+	r.mu.Unlock()
+	if sb != nil {
+		sb.Kill()
+	}
+}
+
+// provisionAndRun clones the workspace, then boots and runs.
+func (r *run) provisionAndRun(ctx context.Context) error {
+	return r.life(ctx, true)
+}
+
+// bootAndRun is a restart: the workspace is there.
+func (r *run) bootAndRun(ctx context.Context) error {
+	return r.life(ctx, false)
+}
+
+func (r *run) life(ctx context.Context, clone bool) error {
+	defer close(r.done)
+	if err := r.openFiles(); err != nil {
+		return r.fail(ctx, err.Error())
+	}
+	defer r.closeFiles()
+	go r.flusher()
+	if clone {
+		if err := r.clone(ctx); err != nil {
+			return r.fail(ctx, err.Error())
+		}
+	}
+	return r.boot(ctx)
+}
+
+// clone makes the workspace.
+func (r *run) clone(ctx context.Context) error {
+	start := time.Now()
+	lastPct := -10
+	info, err := workspace.Clone(ctx, workspace.CloneOptions{
+		Source: r.repo, Dest: r.ws, Branch: r.s.Branch, Base: r.s.Base,
+		Progress: func(p workspace.Progress) {
+			if p.Percent >= lastPct+10 || p.Percent == 100 {
+				lastPct = p.Percent
+				r.m.hub.publish(Event{Session: r.id, Time: time.Now(), Kind: EventState, State: StateProvisioning,
+					Reason: fmt.Sprintf("cloning: %s %d%%", p.Phase, p.Percent)})
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("clone %s: %w", r.repo.Root, err)
+	}
+	os.WriteFile(filepath.Join(r.dir, baseFile), []byte(info.BaseCommit+"\n"), 0o644)
+	if os.Geteuid() == 0 {
+		// Sandbar runs as root (CI, containers): the agent runs as the
+		// unprivileged agent user, which must be able to write its clone.
+		if err := chownTree(r.ws, agentUID, agentUID); err != nil {
+			return fmt.Errorf("give the clone to the agent user: %w", err)
+		}
+	}
+	r.timing(ctx, "clone", time.Since(start))
+	r.systemLine(fmt.Sprintf("cloned %s into %s on branch %s from %s in %s", r.repo.Root, r.ws, r.s.Branch, short(info.BaseCommit), time.Since(start).Round(time.Millisecond)))
+	if len(info.Copied) > 0 {
+		r.systemLine(fmt.Sprintf("copied %d ignored files listed in .sandbarinclude/.worktreeinclude", len(info.Copied)))
+	}
+	return nil
+}
+
+func (r *run) boot(ctx context.Context) error {
+	if reason, stop := r.stopRequested(); stop {
+		return r.finish(ctx, StateStopped, reason, nil)
+	}
+	if _, err := r.m.setState(ctx, r.id, StateBooting, "", "booting the VM", nil); err != nil {
+		return err
+	}
+	img, err := r.m.cfg.Image(ctx)
+	if err != nil {
+		return r.fail(ctx, "guest image: "+err.Error())
+	}
+	sb, err := sandbox.Boot(ctx, r.m.cfg.Hypervisor, img, sandbox.Options{
+		Name: "sandbar-" + r.id, Dir: r.dir,
+		CPUs: r.s.Limits.CPUs, Memory: uint64(r.s.Limits.MemoryMiB) << 20,
+		ScratchSize: int64(r.s.Limits.DiskGiB) << 30,
+		Share:       r.ws, Network: r.s.Limits.Network,
+		ReadyTimeout: r.m.cfg.ReadyTimeout,
+		OnEvent:      r.onEvent,
+		Logger:       r.log,
+	})
+	if err != nil {
+		if reason, stop := r.stopRequested(); stop {
+			return r.finish(ctx, StateStopped, reason, nil)
+		}
+		return r.fail(ctx, "boot the VM: "+err.Error())
+	}
+	r.mu.Lock()
+	r.sb = sb
+	r.mu.Unlock()
+	r.timing(ctx, "boot", sb.Booted)
+	r.timing(ctx, "ready", sb.ReadyAfter-sb.Booted)
+	r.systemLine(fmt.Sprintf("VM ready in %s (%s, %d vCPUs, %d MiB)", sb.ReadyAfter.Round(time.Millisecond), sb.Ready.Kernel, sb.Ready.CPUs, sb.Ready.Memory>>20))
+
+	vmDone := make(chan error, 1)
+	go func() { vmDone <- sb.Wait(context.Background()) }()
+
+	if err := r.startAgent(ctx, vmDone); err != nil {
+		r.shutdown()
+		if reason, stop := r.stopRequested(); stop {
+			return r.finish(ctx, StateStopped, reason, nil)
+		}
+		return r.fail(ctx, err.Error())
+	}
+
+	var watcher *workspace.Watcher
+	if w, err := workspace.Watch(r.ws, r.m.baseCommit(r.s), workspace.WatchOptions{
+		OnChange: func(c workspace.Changes) {
+			r.m.hub.publish(Event{Session: r.id, Time: time.Now(), Kind: EventChanges, Changes: &c})
+		},
+		OnError: func(err error) { r.log.Warn("watch workspace", "err", err) },
+	}); err == nil {
+		watcher = w
+		defer watcher.Close()
+	} else {
+		r.log.Warn("watch workspace", "err", err)
+	}
+	return r.supervise(ctx, vmDone)
+}
+
+// startAgent sends start and waits for agent:started, then gives the
+// agent its prompt.
+func (r *run) startAgent(ctx context.Context, vmDone <-chan error) error {
+	name, email := workspace.GitIdentity(ctx, r.repo.Root)
+	args := r.s.Agent.Args
+	if r.claude && r.restart {
+		args = append(append([]string{}, args...), "--continue")
+	}
+	cmd := protocol.Command{
+		// Workdir left to the guest: its workspace mount.
+		Cmd: protocol.CmdStart, ID: "start", Branch: r.s.Branch,
+		Agent: &protocol.Agent{Command: r.s.Agent.Command, Args: args},
+		Env:   r.env, Time: time.Now().UnixNano(),
+	}
+	if name != "" || email != "" {
+		cmd.Git = &protocol.GitIdentity{Name: name, Email: email}
+	}
+	agentStart := time.Now()
+	if err := r.sb.Client.Send(cmd); err != nil {
+		return fmt.Errorf("start the agent: %w", err)
+	}
+	timer := time.NewTimer(time.Minute)
+	defer timer.Stop()
+	select {
+	case ev := <-r.agentStarted:
+		r.mu.Lock()
+		r.started = true
+		r.mu.Unlock()
+		r.timing(ctx, "agent", time.Since(agentStart))
+		r.systemLine(fmt.Sprintf("agent started: %s %s (pid %d)", r.s.Agent.Command, strings.Join(args, " "), ev.PID))
+	case msg := <-r.startErr:
+		return fmt.Errorf("start the agent: %s", msg)
+	case ev := <-r.agentExit:
+		r.agentExit <- ev // supervise reports it
+		return nil
+	case err := <-vmDone:
+		return fmt.Errorf("the VM stopped before the agent started: %v", err)
+	case <-timer.C:
+		return errors.New("the agent did not start within a minute")
+	case <-r.stopReq:
+		return nil
+	}
+	activity, reason := ActivityWorking, "working"
+	switch {
+	case r.s.Prompt != "" && !r.restart:
+		if err := r.chat(r.s.Prompt); err != nil {
+			return err
+		}
+	case r.claude:
+		activity, reason = ActivityWaiting, "waiting for your message"
+	}
+	r.setActivity(ctx, activity, reason)
+	return nil
+}
+
+// supervise waits for the agent to exit, the VM to die, a stop, a
+// timeout or idleness, and ends the session accordingly.
+func (r *run) supervise(ctx context.Context, vmDone <-chan error) error {
+	var wall <-chan time.Time
+	if d := r.s.Limits.Timeout; d > 0 {
+		t := time.NewTimer(d - time.Since(r.s.Started))
+		defer t.Stop()
+		wall = t.C
+	}
+	var idle <-chan time.Time
+	if r.s.Limits.IdleTimeout > 0 {
+		t := time.NewTicker(min(r.s.Limits.IdleTimeout/4, 15*time.Second))
+		defer t.Stop()
+		idle = t.C
+	}
+	idleFired := false
+	for {
+		select {
+		case ev := <-r.agentExit:
+			return r.agentExited(ctx, ev)
+		case err := <-vmDone:
+			if reason, stop := r.stopRequested(); stop {
+				return r.finish(ctx, StateStopped, reason, nil)
+			}
+			msg := "the VM stopped unexpectedly"
+			if err != nil {
+				msg += ": " + err.Error()
+			}
+			if tail := sandbox.ConsoleTail(filepath.Join(r.dir, sandbox.ConsoleFile), 10); tail != "" {
+				msg += "\nlast console lines:\n" + tail
+			}
+			return r.fail(ctx, msg)
+		case <-r.stopReq:
+			return r.stopAgent(ctx, vmDone)
+		case <-wall:
+			r.requestStop(fmt.Sprintf("timed out after %s", r.s.Limits.Timeout))
+		case <-idle:
+			r.mu.Lock()
+			quiet := time.Since(r.lastActive)
+			r.mu.Unlock()
+			if quiet < r.s.Limits.IdleTimeout {
+				idleFired = false
+				continue
+			}
+			if idleFired {
+				continue
+			}
+			idleFired = true
+			reason := fmt.Sprintf("idle for %s", quiet.Round(time.Second))
+			if r.idleStop {
+				r.requestStop(reason)
+			} else {
+				r.setActivity(ctx, ActivityWaiting, reason)
+			}
+		case <-ctx.Done():
+			r.shutdown()
+			return r.finish(context.Background(), StateStopped, "Sandbar quit", nil)
+		}
+	}
+}
+
+// stopAgent stops the agent (SIGTERM, grace, SIGKILL in the guest), then
+// the VM.
+func (r *run) stopAgent(ctx context.Context, vmDone <-chan error) error {
+	reason, _ := r.stopRequested()
+	r.m.setState(ctx, r.id, StateStopping, "", reason, nil)
+	grace := r.m.cfg.StopGrace
+	var exit *int
+	r.mu.Lock()
+	started := r.started
+	r.mu.Unlock()
+	if !started {
+		select {
+		case ev := <-r.agentExit: // it started and ended at once
+			code := ev.Code
+			exit = &code
+		default:
+		}
+	} else if err := r.sb.Client.Send(protocol.Command{Cmd: protocol.CmdStop, ID: "stop", Grace: grace.Milliseconds()}); err == nil {
+		select {
+		case ev := <-r.agentExit:
+			code := ev.Code
+			exit = &code
+			r.systemLine(fmt.Sprintf("agent exited: %s", describeExit(ev)))
+		case <-time.After(grace + 10*time.Second):
+			r.systemLine("the agent did not exit after SIGKILL; powering the VM off")
+		case <-vmDone:
+		}
+	}
+	r.shutdown()
+	return r.finish(ctx, StateStopped, reason, exit)
+}
+
+// agentExited ends the session after the agent exited on its own.
+func (r *run) agentExited(ctx context.Context, ev protocol.Event) error {
+	code := ev.Code
+	r.systemLine(fmt.Sprintf("agent exited: %s", describeExit(ev)))
+	r.m.setState(ctx, r.id, StateStopping, "", "agent exited; shutting the VM down", &code)
+	r.shutdown()
+	if reason, stop := r.stopRequested(); stop {
+		return r.finish(ctx, StateStopped, reason, &code)
+	}
+	if code == 0 {
+		return r.finish(ctx, StateStopped, "agent finished", &code)
+	}
+	return r.finish(ctx, StateFailed, "agent "+describeExit(ev), &code)
+}
+
+func describeExit(ev protocol.Event) string {
+	if ev.Signal != "" {
+		return fmt.Sprintf("killed by %s (exit %d)", ev.Signal, ev.Code)
+	}
+	return fmt.Sprintf("exited with code %d", ev.Code)
+}
+
+// shutdown stops the VM gracefully, bounded.
+func (r *run) shutdown() {
+	r.mu.Lock()
+	sb := r.sb
+	r.mu.Unlock()
+	if sb == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := sb.Shutdown(ctx); err != nil {
+		r.log.Warn("VM shutdown", "err", err)
+	}
+	r.timing(context.Background(), "shutdown", time.Since(start))
+}
+
+// finish records the final state.
+func (r *run) finish(ctx context.Context, state, reason string, exit *int) error {
+	if ctx.Err() != nil {
+		ctx = context.Background()
+	}
+	r.systemLine(fmt.Sprintf("session %s: %s", state, reason))
+	r.flushNow()
+	_, err := r.m.setState(ctx, r.id, state, "", reason, exit)
+	return err
+}
+
+// fail ends the session as failed with a reason the user can act on.
+func (r *run) fail(ctx context.Context, reason string) error {
+	r.log.Warn("session failed", "reason", reason)
+	return r.finish(ctx, StateFailed, reason, nil)
+}
+
+func (r *run) timing(ctx context.Context, name string, d time.Duration) {
+	if ctx.Err() != nil {
+		ctx = context.Background()
+	}
+	r.m.cfg.Store.UpdateSession(ctx, r.id, func(s *store.Session) error {
+		if s.Timings == nil {
+			s.Timings = map[string]time.Duration{}
+		}
+		s.Timings[name] = d
+		return nil
+	})
+	r.m.cfg.Store.AppendEvent(ctx, r.id, store.Event{Time: time.Now(), Kind: "timing", Detail: fmt.Sprintf("%s %s", name, d.Round(time.Millisecond))})
+}
+
+func (r *run) setActivity(ctx context.Context, activity, reason string) {
+	r.mu.Lock()
+	same := r.activity == activity
+	r.activity = activity
+	r.mu.Unlock()
+	if same && activity == ActivityWorking {
+		return
+	}
+	r.m.setState(ctx, r.id, StateRunning, activity, reason, nil)
+}
+
+// chat writes a message to the agent's input.
+func (r *run) chat(text string) error {
+	r.mu.Lock()
+	sb := r.sb
+	r.lastActive = time.Now()
+	r.mu.Unlock()
+	if sb == nil {
+		return fmt.Errorf("session %s is not running yet: %w", r.id, ErrState)
+	}
+	line := text
+	if r.claude {
+		line = UserMessage(text)
+	}
+	if err := sb.Client.Send(protocol.Command{Cmd: protocol.CmdChat, ID: "chat", Text: line}); err != nil {
+		return err
+	}
+	red := r.red.Redact(text)
+	r.addLine("chat", red)
+	if r.claude {
+		r.addEntry(Entry{Kind: EntryUser, Time: time.Now(), Text: red})
+		r.setActivity(r.ctx, ActivityWorking, "working")
+	}
+	return nil
+}
+
+// exec runs a command in the VM; its output is redacted.
+func (r *run) exec(ctx context.Context, req sandbox.ExecRequest, stdout, stderr io.Writer) (sandbox.ExecResult, error) {
+	r.mu.Lock()
+	sb := r.sb
+	r.mu.Unlock()
+	if sb == nil {
+		return sandbox.ExecResult{}, fmt.Errorf("session %s is not running yet: %w", r.id, ErrState)
+	}
+	r.addLine("exec", "$ "+r.red.Redact(strings.Join(req.Argv, " ")))
+	var outW, errW io.WriteCloser
+	if stdout != nil {
+		outW = r.red.Writer(stdout)
+		stdout = outW
+	}
+	if stderr != nil {
+		errW = r.red.Writer(stderr)
+		stderr = errW
+	}
+	res, err := sb.Client.Exec(ctx, req, stdout, stderr)
+	if outW != nil {
+		outW.Close()
+	}
+	if errW != nil {
+		errW.Close()
+	}
+	return res, err
+}
+
+// onEvent handles the guest's events (on the client's reader goroutine).
+func (r *run) onEvent(ev protocol.Event) {
+	switch ev.Ev {
+	case protocol.EvAgentStdout, protocol.EvAgentStderr:
+		line, ok := r.joiner.Add(ev)
+		if !ok {
+			return
+		}
+		r.mu.Lock()
+		r.lastActive = time.Now()
+		r.mu.Unlock()
+		text := r.red.Redact(string(line))
+		stream := "stdout"
+		if ev.Ev == protocol.EvAgentStderr {
+			stream = "stderr"
+		}
+		r.addLine(stream, text)
+		if r.claude && stream == "stdout" {
+			entries, _ := ParseClaudeLine([]byte(text), ev.Time())
+			for _, e := range entries {
+				r.addEntry(e)
+				if e.Kind == EntryResult {
+					r.setActivity(r.ctx, ActivityWaiting, "waiting for your message: "+e.Summary())
+				}
+			}
+		}
+	case protocol.EvAgentStarted:
+		select {
+		case r.agentStarted <- ev:
+		default:
+		}
+	case protocol.EvAgentExit:
+		select {
+		case r.agentExit <- ev:
+		default:
+		}
+	case protocol.EvStats:
+		st := Stats{CPU: ev.CPU, MemUsed: ev.MemUsed, MemTotal: ev.MemTotal, Procs: ev.Procs}
+		if ev.Disk != nil {
+			st.DiskUsed, st.DiskTotal = ev.Disk.Scratch.Used, ev.Disk.Scratch.Total
+			st.WSUsed, st.WSTotal = ev.Disk.Workspace.Used, ev.Disk.Workspace.Total
+		}
+		r.mu.Lock()
+		sb := r.sb
+		r.mu.Unlock()
+		if sb != nil {
+			if hs, err := sb.Stats(); err == nil {
+				st.HostRSS, st.HostCPUSec = hs.RSS, hs.CPUTime.Seconds()
+			}
+		}
+		r.m.hub.publish(Event{Session: r.id, Time: ev.Time(), Kind: EventStats, Stats: &st})
+	case protocol.EvError:
+		msg := r.red.Redact(ev.Message)
+		if ev.ID == "start" {
+			select {
+			case r.startErr <- msg:
+			default:
+			}
+		}
+		r.systemLine("guest: " + msg)
+	}
+}
+
+// systemLine logs a line of Sandbar's own about the session.
+func (r *run) systemLine(text string) { r.addLine("system", text) }
+
+// addLine records one (already redacted) line: log file, store (batched)
+// and subscribers.
+func (r *run) addLine(stream, text string) {
+	r.mu.Lock()
+	r.seq++
+	l := store.LogLine{Seq: r.seq, Stream: stream, Time: time.Now(), Text: text}
+	if r.logW != nil {
+		fmt.Fprintf(r.logW, "%s %-6s %s\n", l.Time.UTC().Format("2006-01-02T15:04:05.000Z"), stream, text)
+	}
+	r.pending = append(r.pending, l)
+	n := len(r.pending)
+	r.mu.Unlock()
+	if n >= 500 {
+		select {
+		case r.flushWake <- struct{}{}:
+		default:
+		}
+	}
+	r.m.hub.publish(Event{Session: r.id, Time: l.Time, Kind: EventLog, Log: &l})
+}
+
+func (r *run) addEntry(e Entry) {
+	r.mu.Lock()
+	if r.trF != nil {
+		b, _ := json.Marshal(e)
+		r.trF.Write(append(b, '\n'))
+	}
+	r.mu.Unlock()
+	r.m.hub.publish(Event{Session: r.id, Time: e.Time, Kind: EventTranscript, Entry: &e})
+}
+
+// openFiles opens the log and transcript for appending and finds the
+// log's next sequence number.
+func (r *run) openFiles() error {
+	f, err := os.OpenFile(filepath.Join(r.dir, logFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open the agent log: %w", err)
+	}
+	t, err := os.OpenFile(filepath.Join(r.dir, transcriptFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("open the transcript: %w", err)
+	}
+	last, _ := r.m.cfg.Store.LastLogs(r.ctx, r.id, 1)
+	r.mu.Lock()
+	r.logF, r.logW, r.trF = f, bufio.NewWriterSize(f, 64<<10), t
+	if len(last) > 0 && last[0].Seq > r.seq {
+		r.seq = last[0].Seq
+	}
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *run) closeFiles() {
+	close(r.flushStop)
+	<-r.flushDone
+	r.flushNow()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.logW != nil {
+		r.logW.Flush()
+		r.logF.Close()
+		r.trF.Close()
+		r.logW = nil
+		r.trF = nil
+	}
+}
+
+// flusher writes pending lines to the store every 200 ms or 500 lines.
+func (r *run) flusher() {
+	defer close(r.flushDone)
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.flushWake:
+			r.flushNow()
+		case <-r.flushStop:
+			return
+		case <-t.C:
+			r.flushNow()
+		}
+	}
+}
+
+var flushMu sync.Mutex // one writer per process keeps SQLite contention low
+
+func (r *run) flushNow() {
+	r.mu.Lock()
+	batch := r.pending
+	r.pending = nil
+	if r.logW != nil {
+		r.logW.Flush()
+	}
+	r.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	flushMu.Lock()
+	defer flushMu.Unlock()
+	if err := r.m.cfg.Store.AppendLogs(context.Background(), r.id, batch); err != nil {
+		r.log.Warn("store log lines", "err", err, "lines", len(batch))
+	}
+}
+
+// agentUID is the guest's agent user when the workspace's owner is root.
+const agentUID = 1000
+
+// chownTree gives a tree to uid:gid, not following symlinks.
+func chownTree(root string, uid, gid int) error {
+	return filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+}
+
+// readTranscript reads a transcript file.
+func readTranscript(p string) ([]Entry, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer f.Close()
+	var out []Entry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var e Entry
+		if json.Unmarshal(sc.Bytes(), &e) == nil {
+			out = append(out, e)
+		}
+	}
+	return out, sc.Err()
+}
