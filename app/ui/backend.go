@@ -1,0 +1,47 @@
+// Package ui is Sandbar's windows and tray menu, in Fyne. It drives a
+// Backend (the session manager) and never reaches into a VM. It must not
+// import fyne.io/fyne/v2/app: main makes the app and hands it in, so the
+// tests run headless with Fyne's test driver (fyne.io/fyne/v2/test).
+package ui
+
+import (
+	"context"
+	"io"
+
+	"sandbar/app/sandbox"
+	"sandbar/app/session"
+	"sandbar/app/store"
+	"sandbar/app/workspace"
+)
+
+// Backend is what the UI needs of the session manager; *session.Manager
+// implements it. All methods are safe for concurrent use; the UI calls
+// the slow ones (Start's validation, Stop, Merge, Remove, Exec) off the
+// UI goroutine and posts results back with fyne.Do.
+type Backend interface {
+	Subscribe(ctx context.Context, session string) <-chan session.Event
+
+	AddProject(ctx context.Context, path string) (store.Project, string, error)
+	Projects(ctx context.Context) ([]store.Project, error)
+	Project(ctx context.Context, id int64) (store.Project, error)
+	RemoveProject(ctx context.Context, ref string) error
+
+	List(ctx context.Context) ([]store.Session, error)
+	Get(ctx context.Context, id string) (store.Session, error)
+	Start(ctx context.Context, o session.Options) (store.Session, error)
+	Stop(ctx context.Context, id string) (store.Session, error)
+	Restart(ctx context.Context, id string) (store.Session, error)
+	Remove(ctx context.Context, id string, force bool) error
+	Merge(ctx context.Context, id string, force bool) (workspace.MergeResult, error)
+	Chat(ctx context.Context, id, text string) error
+	Exec(ctx context.Context, id string, req sandbox.ExecRequest, stdout, stderr io.Writer) (sandbox.ExecResult, error)
+
+	Logs(ctx context.Context, id string, afterSeq int64, limit int) ([]store.LogLine, error)
+	Transcript(ctx context.Context, id string) ([]session.Entry, error)
+	Changes(ctx context.Context, id string) (workspace.Changes, error)
+
+	Budget(ctx context.Context) (session.Budget, error)
+	HostCPUs() int
+}
+
+var _ Backend = (*session.Manager)(nil)
