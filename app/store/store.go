@@ -1,241 +1,218 @@
-// Package store keeps Sandbar's state in one SQLite file (sandbar.db in
-// the data directory): projects, sessions, their events and a bounded
-// window of their log lines, secret names (never values) and settings.
+// Package store keeps Sandbar's state in one SQLite file (sandbar.db in the
+// data directory): projects, sessions, their events and a bounded window of
+// their log lines, the names of secrets (never their values) and settings.
+// It is not a cache of the VMs: it records what the session manager tells
+// it and hands it back; it never looks at a VM, a clone or the keyring.
 //
 // Several Sandbar processes (the GUI and a CLI) may open the same file at
-// once: the journal is WAL, every connection waits up to 5 s for a lock,
-// and every transaction takes the write lock at its start (BEGIN
-// IMMEDIATE), so two read-modify-write transactions never deadlock.
+// once. The journal is WAL, so readers never wait for the writer; every
+// connection waits up to 5 s for a lock; every write is one short
+// transaction, and every transaction takes the write lock when it begins
+// (BEGIN IMMEDIATE), so two read-modify-write transactions queue instead of
+// deadlocking on a lock upgrade.
 //
 // The schema is versioned with PRAGMA user_version and upgraded at Open by
-// numbered migrations. A file written by a newer Sandbar, or one that is
-// not a readable database, is refused and left exactly as it was.
+// numbered migrations. A file written by a newer Sandbar, or one that is not
+// a readable database, is refused and left as it was.
 package store
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
+	"time"
 
-	_ "github.com/mattn/go-sqlite3" // the SQLite driver
+	"github.com/mattn/go-sqlite3"
 )
 
-// Errors, checked with errors.Is.
+// Errors returned (wrapped) by the store; check them with errors.Is.
 var (
-	ErrNotFound  = errors.New("not found")
-	ErrExists    = errors.New("already exists")
+	// ErrNotFound: no project, session or secret name matches.
+	ErrNotFound = errors.New("not found")
+	// ErrExists: a project with that path, or a session with that id, is
+	// already recorded.
+	ErrExists = errors.New("already exists")
+	// ErrAmbiguous: a session id prefix matches several sessions.
 	ErrAmbiguous = errors.New("ambiguous")
-	ErrTooNew    = errors.New("database written by a newer Sandbar")
-	ErrCorrupt   = errors.New("not a readable Sandbar database")
-	ErrInUse     = errors.New("still in use")
+	// ErrInUse: a project still has sessions and cannot be removed.
+	ErrInUse = errors.New("still in use")
+	// ErrTooNew: the file's schema is newer than this code knows.
+	ErrTooNew = errors.New("written by a newer Sandbar")
+	// ErrCorrupt: the file is not a readable Sandbar database.
+	ErrCorrupt = errors.New("not a readable Sandbar database")
 )
 
-// migration upgrades the schema from version-1 to version.
-type migration struct {
-	version int
-	sql     string
+// storeError is an error whose message reads as a whole sentence while
+// errors.Is still finds its kind (one of the sentinels above) and the
+// underlying cause, if any.
+type storeError struct {
+	msg   string
+	kind  error
+	cause error
 }
 
-// migrations, in order; the last version is the current schema. Never edit
-// one that has shipped: add another.
-var migrations = []migration{
-	{1, `
-CREATE TABLE projects (
-	id             INTEGER PRIMARY KEY,
-	name           TEXT NOT NULL,
-	path           TEXT NOT NULL UNIQUE,
-	default_branch TEXT NOT NULL DEFAULT '',
-	created        INTEGER NOT NULL,
-	last_used      INTEGER NOT NULL
-);
-CREATE TABLE sessions (
-	id         TEXT PRIMARY KEY,
-	project_id INTEGER NOT NULL REFERENCES projects(id) ON DELETE RESTRICT,
-	branch     TEXT NOT NULL,
-	base       TEXT NOT NULL DEFAULT '',
-	prompt     TEXT NOT NULL DEFAULT '',
-	agent      TEXT NOT NULL DEFAULT '{}',
-	limits     TEXT NOT NULL DEFAULT '{}',
-	state      TEXT NOT NULL,
-	reason     TEXT NOT NULL DEFAULT '',
-	exit_code  INTEGER,
-	error      TEXT NOT NULL DEFAULT '',
-	owner      TEXT NOT NULL DEFAULT '{}',
-	created    INTEGER NOT NULL,
-	updated    INTEGER NOT NULL,
-	started    INTEGER NOT NULL DEFAULT 0,
-	ended      INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX sessions_project ON sessions(project_id);
-CREATE TABLE log_lines (
-	session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-	seq        INTEGER NOT NULL,
-	stream     TEXT NOT NULL,
-	time       INTEGER NOT NULL,
-	text       TEXT NOT NULL,
-	PRIMARY KEY (session_id, seq)
-) WITHOUT ROWID;
-CREATE TABLE events (
-	session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-	seq        INTEGER NOT NULL,
-	time       INTEGER NOT NULL,
-	kind       TEXT NOT NULL,
-	detail     TEXT NOT NULL DEFAULT '',
-	PRIMARY KEY (session_id, seq)
-) WITHOUT ROWID;
-CREATE TABLE secret_names (name TEXT PRIMARY KEY);
-CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-`},
-	{2, `
-ALTER TABLE sessions ADD COLUMN activity TEXT NOT NULL DEFAULT '';
-ALTER TABLE sessions ADD COLUMN timings TEXT NOT NULL DEFAULT '{}';
-CREATE INDEX sessions_state ON sessions(state);
-`},
+func (e *storeError) Error() string { return e.msg }
+
+func (e *storeError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{e.kind}
+	}
+	return []error{e.kind, e.cause}
 }
 
-// SchemaVersion is the schema this code writes.
-var SchemaVersion = migrations[len(migrations)-1].version
+// errorf makes an error of the given kind with a formatted message.
+func errorf(kind error, format string, args ...any) error {
+	return &storeError{msg: fmt.Sprintf(format, args...), kind: kind}
+}
 
-// DefaultLogWindow is how many log lines per session the database keeps
-// unless the setting "log_window" says otherwise.
-const DefaultLogWindow = 100000
+// corrupt is the error for a file that is not a readable Sandbar database.
+func corrupt(path, why string, cause error) error {
+	return &storeError{
+		msg:   fmt.Sprintf("%s is not a readable Sandbar database (%s): move it aside and Sandbar starts a fresh one", path, why),
+		kind:  ErrCorrupt,
+		cause: cause,
+	}
+}
 
-// Store is an open database.
+// busyTimeout is how long a connection waits for another's lock, in ms.
+const busyTimeout = 5000
+
+// Store is an open Sandbar database. It is safe for concurrent use, and
+// other processes may have the same file open.
 type Store struct {
 	db   *sql.DB
 	path string
 }
 
-// Open opens (creating if need be) the database at path and upgrades its
-// schema.
+// Open opens the database at path, creating the file and its directory if
+// they are missing, and upgrades its schema to the one this code writes.
+// A file written by a newer Sandbar is refused with ErrTooNew, one that is
+// not a readable database with ErrCorrupt; either way it is left as it was.
 func Open(path string) (*Store, error) {
-	return openAt(path, SchemaVersion)
+	return openAt(path, latestVersion())
 }
 
-// openAt opens and migrates up to version (tests build older databases).
+// openAt opens path and migrates it up to version, no further; tests use
+// it to build databases as older Sandbars left them.
 func openAt(path string, version int) (*Store, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("create the data directory: %w", err)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open the database %s: %w", path, err)
 	}
-	if err := precheck(path); err != nil {
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("create the data directory for %s: %w: check its permissions or set SANDBAR_HOME", abs, err)
+	}
+	ctx := context.Background()
+	if err := retryBusy(ctx, func() error { return check(ctx, abs) }); err != nil {
 		return nil, err
 	}
-	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
-		"?_journal_mode=WAL&_busy_timeout=5000&_foreign_keys=on&_txlock=immediate&_synchronous=NORMAL"
-	db, err := sql.Open("sqlite3", dsn)
+	db, err := sql.Open("sqlite3", dsn(abs))
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, fmt.Errorf("open the database %s: %w", abs, err)
 	}
-	s := &Store{db: db, path: path}
-	if err := s.migrate(version); err != nil {
+	// The first connection switches a new file to WAL.
+	if err := retryBusy(ctx, func() error { return db.PingContext(ctx) }); err != nil {
+		db.Close()
+		return nil, openErr(abs, err)
+	}
+	s := &Store{db: db, path: abs}
+	if err := s.migrate(ctx, version); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// precheck refuses, without writing anything, a file that is not an
-// SQLite database, fails a quick check, or has a newer schema.
-func precheck(path string) error {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
-	}
-	head := make([]byte, 16)
-	n, _ := io.ReadFull(f, head)
-	f.Close()
-	if n == 0 {
-		return nil // an empty file: SQLite treats it as a new database
-	}
-	corrupt := func(why string) error {
-		return fmt.Errorf("%s %w (%s): move it aside and Sandbar starts a fresh one", path, ErrCorrupt, why)
-	}
-	if n < 16 || !bytes.Equal(head, []byte("SQLite format 3\x00")) {
-		return corrupt("it is not an SQLite file")
-	}
-	ro, err := sql.Open("sqlite3", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro&_busy_timeout=5000")
-	if err != nil {
-		return corrupt(err.Error())
-	}
-	defer ro.Close()
-	var v int
-	if err := ro.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
-		return corrupt(err.Error())
-	}
-	if v > SchemaVersion {
-		return fmt.Errorf("%s was written by a newer Sandbar (schema v%d, this one knows v%d): update Sandbar: %w", path, v, SchemaVersion, ErrTooNew)
-	}
-	var check string
-	if err := ro.QueryRow("PRAGMA quick_check").Scan(&check); err != nil {
-		return corrupt(err.Error())
-	}
-	if check != "ok" {
-		return corrupt(check)
-	}
-	return nil
+// fileURI is the SQLite URI of the file at the absolute path abs.
+func fileURI(abs string) string {
+	return "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath()
 }
 
-func (s *Store) migrate(target int) error {
-	ctx := context.Background()
-	var v int
-	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		return fmt.Errorf("%s %w (%v): move it aside and Sandbar starts a fresh one", s.path, ErrCorrupt, err)
-	}
-	for _, m := range migrations {
-		if m.version <= v || m.version > target {
-			continue
-		}
-		tx, err := s.db.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("upgrade %s to schema v%d: %w", s.path, m.version, err)
-		}
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("upgrade %s to schema v%d: %w", s.path, m.version, err)
-		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
-			tx.Rollback()
+// dsn is the go-sqlite3 URI of the database at the absolute path abs. The
+// driver reads the underscored parameters when it opens each connection:
+// WAL journal, the busy timeout, foreign keys on, and BEGIN IMMEDIATE for
+// every transaction. SQLite ignores them, and decodes the escaped path.
+func dsn(abs string) string {
+	return fileURI(abs) + fmt.Sprintf("?_journal_mode=WAL&_busy_timeout=%d&_foreign_keys=on&_txlock=immediate", busyTimeout)
+}
+
+// retryBusy runs fn again while it fails with SQLITE_BUSY, for as long as
+// the busy timeout. SQLite answers BUSY at once, without waiting, where
+// waiting could deadlock: when two processes switch a new file to WAL at
+// the same moment, say.
+func retryBusy(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(busyTimeout * time.Millisecond)
+	for wait := 2 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		err := fn()
+		var se sqlite3.Error
+		if err == nil || !errors.As(err, &se) || se.Code != sqlite3.ErrBusy || time.Now().After(deadline) {
 			return err
 		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("upgrade %s to schema v%d: %w", s.path, m.version, err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
 		}
+	}
+}
+
+// Close closes the database. The last connection to close folds the WAL
+// back into the file.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close the database %s: %w", s.path, err)
 	}
 	return nil
 }
 
-// Path is the database file.
-func (s *Store) Path() string { return s.path }
-
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
-
-// tx runs fn in one (immediate) transaction.
-func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+// tx runs fn in one transaction, which holds the write lock from its start
+// (BEGIN IMMEDIATE, from the DSN). An error from fn rolls it back and is
+// returned as it is; op names the work in the store's own errors.
+func (s *Store) tx(ctx context.Context, op string, fn func(*sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("database: %w", err)
+		return s.fail(op, err)
 	}
+	// Undoes everything unless committed, even if fn panics: a transaction
+	// left open would hold the write lock against every other process.
+	defer tx.Rollback()
 	if err := fn(tx); err != nil {
-		tx.Rollback()
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("database: %w", err)
+		return s.fail(op, err)
 	}
 	return nil
 }
 
-func isUnique(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+// fail wraps an error from SQLite with what the store was doing.
+func (s *Store) fail(op string, err error) error { return failed(op, s.path, err) }
+
+// failed wraps an error from SQLite on the database at path with op, what
+// was being done, and says what to do where a person can act on the cause.
+func failed(op, path string, err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case sqlite3.ErrCorrupt, sqlite3.ErrNotADB:
+			return corrupt(path, op+": "+se.Error(), err)
+		case sqlite3.ErrBusy, sqlite3.ErrLocked:
+			return fmt.Errorf("%s: another Sandbar process held the database for over %d s: try again: %w", op, busyTimeout/1000, err)
+		case sqlite3.ErrFull:
+			return fmt.Errorf("%s: the disk holding %s is full: free some space and try again: %w", op, path, err)
+		case sqlite3.ErrReadonly, sqlite3.ErrPerm, sqlite3.ErrCantOpen:
+			return fmt.Errorf("%s: cannot write %s: check its permissions: %w", op, path, err)
+		}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// constraint reports whether err is the SQLite constraint failure ext.
+func constraint(err error, ext sqlite3.ErrNoExtended) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.ExtendedCode == ext
 }

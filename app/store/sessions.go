@@ -1,0 +1,328 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// Limits are the resources a session's VM gets.
+type Limits struct {
+	CPUs        int           `json:"cpus"`
+	MemoryMiB   int           `json:"memory_mib"`
+	DiskGiB     int           `json:"disk_gib"`
+	Network     bool          `json:"network"`
+	Timeout     time.Duration `json:"timeout,omitempty"`      // whole session; 0: none
+	IdleTimeout time.Duration `json:"idle_timeout,omitempty"` // waiting for input; 0: none
+}
+
+// Agent is what a session runs in its VM.
+type Agent struct {
+	Command string   `json:"command"`
+	Args    []string `json:"args,omitempty"`
+	Kind    string   `json:"kind"` // "claude" or "custom"
+}
+
+// Owner is the process that runs a session's VM. Other processes ask it,
+// through Socket, rather than touching the VM.
+type Owner struct {
+	PID    int    `json:"pid,omitempty"`
+	Start  int64  `json:"start,omitempty"` // the process's start time (from /proc, or 0), to tell a reused PID apart
+	Host   string `json:"host,omitempty"`
+	Socket string `json:"socket,omitempty"`
+}
+
+// Session is one agent session: what it runs, on what, and how it went.
+// State is one of provisioning, booting, running, stopping, stopped,
+// failed, interrupted (the session manager owns the meaning); Activity,
+// while running, is "working", "waiting" or "".
+type Session struct {
+	ID        string
+	ProjectID int64
+	Branch    string
+	Base      string
+	Prompt    string
+	Agent     Agent
+	Limits    Limits
+	State     string
+	Reason    string // why it is in State, for a person
+	Activity  string
+	ExitCode  *int // the agent's, once it exited
+	Error     string
+	Owner     Owner
+	Timings   map[string]time.Duration // "clone", "boot", "ready", "agent"; never nil when read
+	Created   time.Time
+	Updated   time.Time
+	Started   time.Time
+	Ended     time.Time
+}
+
+// SessionFilter narrows Sessions; zero fields match every session.
+type SessionFilter struct {
+	ProjectID int64
+	States    []string // any of these
+}
+
+const sessionCols = "id, project_id, branch, base, prompt, agent, limits, state, activity, reason, exit_code, error, owner, timings, created, updated, started, ended"
+
+func scanSession(sc scanner) (Session, error) {
+	var x Session
+	var agent, limits, owner, timings string
+	var exit sql.NullInt64
+	var created, updated, started, ended int64
+	err := sc.Scan(&x.ID, &x.ProjectID, &x.Branch, &x.Base, &x.Prompt, &agent, &limits, &x.State, &x.Activity, &x.Reason,
+		&exit, &x.Error, &owner, &timings, &created, &updated, &started, &ended)
+	if err != nil {
+		return Session{}, err
+	}
+	ns := map[string]int64{}
+	for _, c := range []struct {
+		name, raw string
+		into      any
+	}{{"agent", agent, &x.Agent}, {"limits", limits, &x.Limits}, {"owner", owner, &x.Owner}, {"timings", timings, &ns}} {
+		if err := json.Unmarshal([]byte(c.raw), c.into); err != nil {
+			return Session{}, fmt.Errorf("session %s: its %s column is unreadable (%v): delete it with `sandbar rm %s`", x.ID, c.name, err, x.ID)
+		}
+	}
+	x.Timings = make(map[string]time.Duration, len(ns))
+	for k, v := range ns {
+		x.Timings[k] = time.Duration(v)
+	}
+	if exit.Valid {
+		c := int(exit.Int64)
+		x.ExitCode = &c
+	}
+	x.Created, x.Updated, x.Started, x.Ended = fromNanos(created), fromNanos(updated), fromNanos(started), fromNanos(ended)
+	return x, nil
+}
+
+// sessionArgs are x's values in sessionCols order.
+func sessionArgs(x Session) ([]any, error) {
+	ns := make(map[string]int64, len(x.Timings))
+	for k, v := range x.Timings {
+		ns[k] = int64(v)
+	}
+	var js [4]string
+	for i, v := range []any{x.Agent, x.Limits, x.Owner, ns} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("session %s: %w", x.ID, err)
+		}
+		js[i] = string(b)
+	}
+	var exit any
+	if x.ExitCode != nil {
+		exit = *x.ExitCode
+	}
+	return []any{x.ID, x.ProjectID, x.Branch, x.Base, x.Prompt, js[0], js[1], x.State, x.Activity, x.Reason,
+		exit, x.Error, js[2], js[3], nanos(x.Created), nanos(x.Updated), nanos(x.Started), nanos(x.Ended)}, nil
+}
+
+// updateSessionSQL writes every column but id.
+func updateSessionSQL() string {
+	cols := strings.Split(sessionCols, ", ")[1:]
+	return "UPDATE sessions SET " + strings.Join(cols, " = ?, ") + " = ? WHERE id = ?"
+}
+
+func noSession(id string) error {
+	return errorf(ErrNotFound, "no session %s: run `sandbar ls` to see the sessions", id)
+}
+
+// CreateSession records a new session; Created and Updated are set to now
+// where zero. Its ID must be new (else ErrExists) and its ProjectID a
+// recorded project (else ErrNotFound).
+func (s *Store) CreateSession(ctx context.Context, x Session) error {
+	if x.ID == "" {
+		return errors.New("create session: it has no id")
+	}
+	now := time.Now()
+	if x.Created.IsZero() {
+		x.Created = now
+	}
+	if x.Updated.IsZero() {
+		x.Updated = now
+	}
+	args, err := sessionArgs(x)
+	if err != nil {
+		return err
+	}
+	op := "record session " + x.ID
+	return s.tx(ctx, op, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "INSERT INTO sessions ("+sessionCols+") VALUES (?"+strings.Repeat(", ?", len(args)-1)+")", args...)
+		switch {
+		case constraint(err, sqlite3.ErrConstraintPrimaryKey), constraint(err, sqlite3.ErrConstraintUnique):
+			return errorf(ErrExists, "session %s already exists: start another one", x.ID)
+		case constraint(err, sqlite3.ErrConstraintForeignKey):
+			return errorf(ErrNotFound, "session %s: no project %d: `sandbar project ls` lists them", x.ID, x.ProjectID)
+		case err != nil:
+			return s.fail(op, err)
+		}
+		return nil
+	})
+}
+
+// Session returns the session with exactly this id, or an error wrapping
+// ErrNotFound.
+func (s *Store) Session(ctx context.Context, id string) (Session, error) {
+	x, err := scanSession(s.db.QueryRowContext(ctx, "SELECT "+sessionCols+" FROM sessions WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Session{}, noSession(id)
+	}
+	if err != nil {
+		return Session{}, s.fail("read session "+id, err)
+	}
+	return x, nil
+}
+
+// minPrefix is the fewest characters of an id FindSession matches as a
+// prefix: fewer would match by accident.
+const minPrefix = 4
+
+// FindSession returns the session whose id is idOrPrefix or, failing that,
+// the one session whose id starts with it (at least 4 characters, compared
+// case-sensitively). Several matches give an error wrapping ErrAmbiguous
+// that lists them; none, one wrapping ErrNotFound.
+func (s *Store) FindSession(ctx context.Context, idOrPrefix string) (Session, error) {
+	ref := strings.TrimSpace(idOrPrefix)
+	if ref == "" {
+		return Session{}, errorf(ErrNotFound, "no session given: name one by its id (run `sandbar ls` to see them)")
+	}
+	x, err := s.Session(ctx, ref)
+	if !errors.Is(err, ErrNotFound) {
+		return x, err
+	}
+	n := utf8.RuneCountInString(ref)
+	if n < minPrefix {
+		return Session{}, errorf(ErrNotFound, "no session %s: give at least %d characters of its id (run `sandbar ls` to see them)", ref, minPrefix)
+	}
+	op := "find session " + ref
+	rows, err := s.db.QueryContext(ctx, "SELECT id FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY created DESC, id", n, ref)
+	if err != nil {
+		return Session{}, s.fail(op, err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return Session{}, s.fail(op, err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return Session{}, s.fail(op, err)
+	}
+	switch len(ids) {
+	case 0:
+		return Session{}, noSession(ref)
+	case 1:
+		return s.Session(ctx, ids[0])
+	}
+	const shown = 8
+	list := strings.Join(ids[:min(len(ids), shown)], ", ")
+	if len(ids) > shown {
+		list += fmt.Sprintf(" and %d more", len(ids)-shown)
+	}
+	return Session{}, errorf(ErrAmbiguous, "%s matches %d sessions (%s): give more of the id", ref, len(ids), list)
+}
+
+// Sessions lists the sessions that match f, newest first.
+func (s *Store) Sessions(ctx context.Context, f SessionFilter) ([]Session, error) {
+	q := "SELECT " + sessionCols + " FROM sessions WHERE 1 = 1"
+	var args []any
+	if f.ProjectID != 0 {
+		q += " AND project_id = ?"
+		args = append(args, f.ProjectID)
+	}
+	if len(f.States) > 0 {
+		q += " AND state IN (?" + strings.Repeat(", ?", len(f.States)-1) + ")"
+		for _, st := range f.States {
+			args = append(args, st)
+		}
+	}
+	rows, err := s.db.QueryContext(ctx, q+" ORDER BY created DESC, id DESC", args...)
+	if err != nil {
+		return nil, s.fail("list sessions", err)
+	}
+	defer rows.Close()
+	var out []Session
+	for rows.Next() {
+		x, err := scanSession(rows)
+		if err != nil {
+			return nil, s.fail("list sessions", err)
+		}
+		out = append(out, x)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("list sessions", err)
+	}
+	return out, nil
+}
+
+// UpdateSession reads the session, lets fn change it and writes it back
+// with Updated set to now, all in one transaction that holds the write
+// lock, so no other process's change slips in between. fn's error aborts
+// the change and is returned as it is. fn runs with the lock held: keep it
+// short, and do not call the store from it. The ID cannot be changed.
+func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*Session) error) (Session, error) {
+	var out Session
+	op := "update session " + id
+	err := s.tx(ctx, op, func(tx *sql.Tx) error {
+		x, err := scanSession(tx.QueryRowContext(ctx, "SELECT "+sessionCols+" FROM sessions WHERE id = ?", id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return noSession(id)
+		}
+		if err != nil {
+			return s.fail(op, err)
+		}
+		if err := fn(&x); err != nil {
+			return err
+		}
+		x.ID = id
+		x.Updated = time.Now()
+		args, err := sessionArgs(x)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, updateSessionSQL(), append(args[1:], id)...)
+		if constraint(err, sqlite3.ErrConstraintForeignKey) {
+			return errorf(ErrNotFound, "session %s: no project %d: `sandbar project ls` lists them", id, x.ProjectID)
+		}
+		if err != nil {
+			return s.fail(op, err)
+		}
+		// Read it back, so the caller gets exactly what Session will.
+		out, err = scanSession(tx.QueryRowContext(ctx, "SELECT "+sessionCols+" FROM sessions WHERE id = ?", id))
+		if err != nil {
+			return s.fail(op, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return Session{}, err
+	}
+	return out, nil
+}
+
+// DeleteSession deletes the session with its log lines and events.
+func (s *Store) DeleteSession(ctx context.Context, id string) error {
+	op := "delete session " + id
+	return s.tx(ctx, op, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "DELETE FROM sessions WHERE id = ?", id)
+		if err != nil {
+			return s.fail(op, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return noSession(id)
+		}
+		return nil
+	})
+}
