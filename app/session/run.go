@@ -481,14 +481,16 @@ func (r *run) chat(text string) error {
 	if r.claude {
 		line = UserMessage(text)
 	}
-	if err := sb.Client.Send(protocol.Command{Cmd: protocol.CmdChat, ID: "chat", Text: line}); err != nil {
-		return err
-	}
+	// Recorded before it is sent, so the agent's answer always follows it.
 	red := r.red.Redact(text)
 	r.addLine("chat", red)
 	if r.claude {
 		r.addEntry(Entry{Kind: EntryUser, Time: time.Now(), Text: red})
 		r.setActivity(r.ctx, ActivityWorking, "working")
+	}
+	if err := sb.Client.Send(protocol.Command{Cmd: protocol.CmdChat, ID: "chat", Text: line}); err != nil {
+		r.systemLine("the message did not reach the agent: " + err.Error())
+		return err
 	}
 	return nil
 }

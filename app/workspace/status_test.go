@@ -106,3 +106,32 @@ func TestParseNameStatus(t *testing.T) {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
+
+// TestUntrustedCloneRunsNothing: the agent controls the clone's
+// .git/config and .gitattributes; Sandbar's own git commands on the host
+// must not run a filter, hook or fsmonitor it names.
+func TestUntrustedCloneRunsNothing(t *testing.T) {
+	dir := t.TempDir()
+	gitT(t, dir, "init", "-q")
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\n"), 0o644)
+	gitT(t, dir, "add", ".")
+	gitT(t, dir, "-c", "user.name=A", "-c", "user.email=a@example.com", "commit", "-qm", "base")
+	base := gitT(t, dir, "rev-parse", "HEAD")
+	pwned := filepath.Join(t.TempDir(), "pwned")
+	os.WriteFile(filepath.Join(dir, ".gitattributes"), []byte("*.txt filter=evil\n*.md filter=evil.two\n"), 0o644)
+	gitT(t, dir, "config", "filter.evil.clean", "sh -c 'touch "+pwned+"; cat'")
+	gitT(t, dir, "config", "filter.evil.two.process", "sh -c 'touch "+pwned+"'")
+	gitT(t, dir, "config", "core.fsmonitor", "sh -c 'touch "+pwned+"'")
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\ntwo\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.md"), []byte("x\n"), 0o644)
+	ch, err := Status(context.Background(), dir, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.Files) == 0 {
+		t.Error("no changes seen")
+	}
+	if _, err := os.Stat(pwned); err == nil {
+		t.Fatal("a command named by the clone's config ran on the host")
+	}
+}
