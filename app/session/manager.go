@@ -180,6 +180,10 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	return m, nil
 }
 
+// SessionDir is the directory session id owns (its workspace, logs and
+// disks), for the windows that show or open its files.
+func (m *Manager) SessionDir(id string) string { return m.cfg.Paths.Session(id) }
+
 // Owner is this process as the store records VM owners.
 func (m *Manager) Owner() store.Owner { return m.owner }
 
@@ -581,6 +585,15 @@ func (m *Manager) Restart(ctx context.Context, ref string) (store.Session, error
 	s, err := m.cfg.Store.FindSession(ctx, ref)
 	if err != nil {
 		return s, err
+	}
+	if r := m.running(s.ID); r != nil && !Live(s.State) {
+		// Its end is recorded; the run is finishing its last writes.
+		select {
+		case <-r.done:
+		case <-time.After(10 * time.Second):
+		case <-ctx.Done():
+			return s, ctx.Err()
+		}
 	}
 	if r := m.running(s.ID); r != nil || (Live(s.State) && ownerAlive(s.Owner)) {
 		return s, fmt.Errorf("session %s is %s: stop it first: %w", s.ID, s.State, ErrState)
