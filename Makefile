@@ -13,7 +13,7 @@ GUEST_SRC := $(shell find guest -name '*.go' -not -name '*_test.go' 2>/dev/null)
 IMAGE_DIR  = $(shell bin/sandbar image path)
 TEST_FLAGS ?= -race -count=1 -timeout 40m
 
-.PHONY: build run test test-short bench image lint clean deps go-deps init
+.PHONY: build run test test-short bench image lint clean deps go-deps init package
 
 deps: ## install missing system packages (Debian/Ubuntu: apt; macOS: nothing needed)
 	@scripts/install-deps.sh
@@ -40,6 +40,24 @@ image: build ## build the guest image (cached; rebuilds only when inputs change)
 run: deps image ## run Sandbar
 	@echo "==> starting sandbar"
 	@bin/sandbar
+
+# The fyne CLI that builds the macOS bundle, at the release that matches
+# the fyne.io/fyne/v2 in go.mod; installed into bin/tools when missing.
+FYNE_TOOLS := v1.7.4
+FYNE       := bin/tools/fyne
+
+package: build ## Linux: dist/sandbar-VERSION-linux-ARCH.tar.gz; macOS: dist/Sandbar.app, signed
+	@if [ "$(GOOS)" = darwin ]; then \
+		if [ ! -x $(FYNE) ]; then \
+			echo "==> installing the fyne CLI $(FYNE_TOOLS) into bin/tools"; \
+			GOBIN="$(CURDIR)/bin/tools" $(GO) install fyne.io/tools/cmd/fyne@$(FYNE_TOOLS); \
+		fi; \
+		echo "==> packaging Sandbar.app $(VERSION)"; \
+		PATH="$(CURDIR)/bin/tools:$$PATH" GOFLAGS="-ldflags=-X=main.version=$(VERSION)" packaging/package-macos.sh dist; \
+	else \
+		echo "==> packaging sandbar $(VERSION) for linux/$(GOARCH)"; \
+		packaging/package-linux.sh bin/sandbar "$(VERSION)" $(GOARCH) dist; \
+	fi
 
 lint: ## gofmt, go vet, darwin type-check
 	@echo "==> gofmt"

@@ -1,10 +1,10 @@
 // Command sandbar runs coding agents in lightweight Linux VMs, one per
 // session, each on its own local clone of a repository.
 //
-// With no arguments it will start the menu-bar app; with arguments it is
-// the command line (`sandbar help`). main only wires: it reads the
-// environment into a config value, builds the real parts and hands them to
-// the CLI.
+// With no arguments (or `sandbar gui`) it is the menu-bar app; with
+// arguments it is the command line (`sandbar help`). main only wires: it
+// reads the environment into a config value, builds the real parts and
+// hands them to the GUI (main_gui.go) or the CLI.
 package main
 
 import (
@@ -59,7 +59,12 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	err = cli.Run(ctx, env, os.Args[1:])
+	args := os.Args[1:]
+	if len(args) == 0 || len(args) == 1 && args[0] == "gui" {
+		err = runGUI(ctx, env)
+	} else {
+		err = cli.Run(ctx, env, args)
+	}
 	var exit cli.ExitError
 	var usage cli.UsageError
 	switch {

@@ -14,6 +14,9 @@
 //     bundle ID of FyneApp.toml, the copyright), merged in with plutil
 //     before the bundle is signed.
 //   - sandbar.desktop: the Linux desktop entry.
+//   - package-linux.sh BINARY VERSION ARCH [DIR]: the Linux tarball (the
+//     binary, desktop entry, icon and README, laid out like a prefix);
+//     `make package` runs it on Linux, package-macos.sh on macOS.
 //
 // It is not a build system: the Makefile calls these scripts.
 package packaging

@@ -6,8 +6,9 @@
 # comes last because editing Info.plist afterwards would break the seal.
 #
 # Usage: packaging/package-macos.sh [OUTPUT_DIR]   (default: dist)
-# Needs: macOS, Xcode command line tools, and the fyne CLI on PATH
-# (go install fyne.io/tools/cmd/fyne@latest).
+# Needs: macOS, Xcode command line tools, and the fyne CLI on PATH, at
+# the release matching fyne.io/fyne/v2 in go.mod (`make package` installs
+# fyne.io/tools/cmd/fyne@v1.7.4 into bin/tools and runs this script).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -21,7 +22,7 @@ if [[ "$(uname -s)" != Darwin ]]; then
 fi
 for tool in fyne plutil codesign; do
 	if ! command -v "$tool" >/dev/null; then
-		echo "package-macos.sh: $tool is not on PATH: install the Xcode command line tools (xcode-select --install) and the fyne CLI (go install fyne.io/tools/cmd/fyne@latest)" >&2
+		echo "package-macos.sh: $tool is not on PATH: install the Xcode command line tools (xcode-select --install) and the fyne CLI (make package installs it, or: go install fyne.io/tools/cmd/fyne@v1.7.4)" >&2
 		exit 1
 	fi
 done

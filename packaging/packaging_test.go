@@ -1,10 +1,13 @@
 package packaging
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/xml"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -151,7 +154,7 @@ func TestDesktopEntry(t *testing.T) {
 	}
 }
 
-var scripts = []string{"codesign.sh", "go-test-exec.sh", "package-macos.sh"}
+var scripts = []string{"codesign.sh", "go-test-exec.sh", "package-macos.sh", "package-linux.sh"}
 
 func TestScriptsParse(t *testing.T) {
 	for _, s := range scripts {
@@ -206,5 +209,80 @@ func TestScriptsOffMacOS(t *testing.T) {
 	}
 	if err := exec.Command("./go-test-exec.sh").Run(); err == nil {
 		t.Error("go-test-exec.sh without a binary succeeded")
+	}
+}
+
+// The Linux tarball holds the binary, the desktop entry, the icon and the
+// README under one folder laid out like a prefix, owned by root, and is
+// the same bytes when built twice.
+func TestPackageLinux(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the tarball is the Linux package")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "sandbar")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho sandbar\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	build := func(out string) []byte {
+		cmd := exec.Command("./package-linux.sh", bin, "1.2.3-4-gabc", "amd64", out)
+		cmd.Env = append(os.Environ(), "SOURCE_DATE_EPOCH=1700000000")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("package-linux.sh: %v\n%s", err, b)
+		}
+		data, err := os.ReadFile(filepath.Join(out, "sandbar-1.2.3-4-gabc-linux-amd64.tar.gz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	data := build(filepath.Join(dir, "a"))
+	if again := build(filepath.Join(dir, "b")); !bytes.Equal(data, again) {
+		t.Error("two builds of the same inputs differ")
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	files := map[string]*tar.Header{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Uid != 0 || h.Gid != 0 {
+			t.Errorf("%s is owned by %d:%d, want root", h.Name, h.Uid, h.Gid)
+		}
+		if h.Typeflag == tar.TypeReg {
+			files[h.Name] = h
+		}
+	}
+	top := "sandbar-1.2.3-4-gabc-linux-amd64/"
+	want := map[string]int64{
+		top + "bin/sandbar":                                  0o755,
+		top + "share/applications/sandbar.desktop":           0o644,
+		top + "share/icons/hicolor/256x256/apps/sandbar.png": 0o644,
+		top + "README.md":                                    0o644,
+	}
+	for name, mode := range want {
+		h, ok := files[name]
+		if !ok {
+			t.Errorf("the tarball has no %s", name)
+			continue
+		}
+		if h.Mode&0o777 != mode {
+			t.Errorf("%s has mode %o, want %o", name, h.Mode&0o777, mode)
+		}
+	}
+	if len(files) != len(want) {
+		t.Errorf("the tarball holds %d files, want %d: %v", len(files), len(want), files)
+	}
+
+	if err := exec.Command("./package-linux.sh", filepath.Join(dir, "missing"), "1", "amd64", dir).Run(); err == nil {
+		t.Error("package-linux.sh packaged a binary that does not exist")
 	}
 }

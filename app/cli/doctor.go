@@ -22,16 +22,19 @@ import (
 	"sandbar/guest/image"
 )
 
-// checkResult is the verdict of one doctor check. OK false means Sandbar
+// CheckResult is the verdict of one doctor check. OK false means Sandbar
 // cannot work until it is fixed; Warn means it works, but worse than it
 // could. Fix, when set, says what to do, in words a user can act on.
-type checkResult struct {
+type CheckResult struct {
 	Name   string `json:"name"`
 	OK     bool   `json:"ok"`
 	Warn   bool   `json:"warn"`
 	Detail string `json:"detail"`
 	Fix    string `json:"fix"`
 }
+
+// checkResult is the name the checks below use for CheckResult.
+type checkResult = CheckResult
 
 func okResult(name, detail string) checkResult {
 	return checkResult{Name: name, OK: true, Detail: detail}
@@ -87,13 +90,7 @@ func doctor(ctx context.Context, env *Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	checks := []func() checkResult{
-		func() checkResult { return checkHypervisor(ctx, env) },
-		func() checkResult { return checkImage(env.Paths.Images) },
-		func() checkResult { return checkKeyring(ctx, runtime.GOOS, keyringProbeTimeout) },
-		func() checkResult { return checkStorage(env.Paths) },
-		func() checkResult { return checkGit(ctx) },
-	}
+	checks := doctorChecks(ctx, env)
 	results := make([]checkResult, 0, len(checks))
 	for _, check := range checks {
 		r := check()
@@ -121,6 +118,30 @@ func doctor(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	return nil
+}
+
+// doctorChecks are doctor's checks, in the order they are shown.
+func doctorChecks(ctx context.Context, env *Env) []func() checkResult {
+	return []func() checkResult{
+		func() checkResult { return checkHypervisor(ctx, env) },
+		func() checkResult { return checkImage(env.Paths.Images) },
+		func() checkResult { return checkKeyring(ctx, runtime.GOOS, keyringProbeTimeout) },
+		func() checkResult { return checkStorage(env.Paths) },
+		func() checkResult { return checkGit(ctx) },
+	}
+}
+
+// DoctorChecks runs `sandbar doctor`'s checks (hypervisor, guest image,
+// keyring, storage, git) one after the other and returns their verdicts,
+// for the app's first-run checklist. The hypervisor's may take a trial
+// boot and the keyring's up to 5 seconds, so call it off the UI thread.
+func DoctorChecks(ctx context.Context, env *Env) []CheckResult {
+	checks := doctorChecks(ctx, env)
+	results := make([]CheckResult, 0, len(checks))
+	for _, check := range checks {
+		results = append(results, check())
+	}
+	return results
 }
 
 // printCheck writes one check as a line, and its fix indented below it.

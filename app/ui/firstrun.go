@@ -1,0 +1,177 @@
+package ui
+
+import (
+	"context"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// firstRunWindow welcomes a person: doctor's checks as a checklist with
+// their fixes, the guest image build when there is no image, then a drop
+// zone for the first repository.
+type firstRunWindow struct {
+	u      *UI
+	win    fyne.Window
+	banner *banner
+	ub     unbinder
+
+	checking  *fyne.Container // shown while the checks run
+	checklist *fyne.Container
+	recheck   *widget.Button
+	imageBox  *fyne.Container // shown when no image is built
+	build     *widget.Button
+	open      *widget.Button
+
+	checks []Check
+}
+
+func newFirstRunWindow(u *UI) *firstRunWindow {
+	w := &firstRunWindow{u: u, win: u.App.NewWindow("Welcome to Sandbar"), banner: newBanner()}
+
+	title := widget.NewLabelWithStyle("Welcome to Sandbar", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	title.SizeName = theme.SizeNameHeadingText
+	intro := note("Sandbar runs each coding agent in its own small VM, on its own clone of your repository. First, a look at what this machine has:")
+
+	activity := widget.NewActivity()
+	activity.Start()
+	w.checking = container.NewHBox(activity, widget.NewLabel("Checking this machine…"))
+	w.checklist = container.NewVBox()
+	w.recheck = widget.NewButtonWithIcon("Check again", theme.ViewRefreshIcon(), w.runChecks)
+
+	b := u.image
+	w.build = widget.NewButtonWithIcon("Build the guest image", theme.DownloadIcon(), b.start)
+	w.build.Importance = widget.HighImportance
+	if u.Settings == nil {
+		w.build.Disable()
+	}
+	w.imageBox = container.NewVBox(widget.NewSeparator(), heading("Guest image"),
+		note("Sessions boot a small Debian guest built on this machine (about a minute; downloads ~250 MB once, then works offline)."),
+		container.NewHBox(w.build), imageProgress(b, &w.ub))
+	w.imageBox.Hide()
+	w.ub.listen(b.missing, func() {
+		if missing, _ := b.missing.Get(); missing {
+			w.imageBox.Show()
+		} else if running, _ := b.running.Get(); !running {
+			w.imageBox.Hide()
+		}
+	})
+	wasRunning := false
+	w.ub.listen(b.running, func() {
+		running, _ := b.running.Get()
+		if running {
+			w.build.Disable()
+		} else if u.Settings != nil {
+			w.build.Enable()
+		}
+		if wasRunning && !running {
+			w.runChecks() // the image check's verdict changed
+		}
+		wasRunning = running
+	})
+
+	drop := dropZone("Drop a repository folder here", "It becomes a project: then press Start on it to run an agent.")
+	w.open = widget.NewButtonWithIcon("Open Sandbar", theme.HomeIcon(), func() {
+		u.ShowMain()
+		w.win.Close()
+	})
+	w.open.Importance = widget.HighImportance
+
+	checks := container.NewVBox(w.checking, w.checklist, container.NewHBox(layout.NewSpacer(), w.recheck))
+	content := container.NewVBox(title, intro, checks, w.imageBox, widget.NewSeparator(), drop,
+		container.NewHBox(layout.NewSpacer(), w.open))
+	w.win.SetContent(container.NewBorder(w.banner.box, nil, nil, nil, container.NewVScroll(container.NewPadded(content))))
+	w.win.Resize(fyne.NewSize(640, 620))
+	w.win.SetOnDropped(w.dropped)
+	w.win.SetOnClosed(func() {
+		w.ub.release()
+		if u.firstRunWin == w {
+			u.firstRunWin = nil
+		}
+	})
+	b.refresh()
+	w.runChecks()
+	return w
+}
+
+// runChecks runs doctor's checks off the UI goroutine.
+func (w *firstRunWindow) runChecks() {
+	s := w.u.Settings
+	if s == nil {
+		w.showChecks(nil)
+		return
+	}
+	w.checking.Show()
+	w.recheck.Disable()
+	w.u.background(func(ctx context.Context) {
+		checks := s.DoctorChecks(ctx)
+		w.u.post(func() { w.showChecks(checks) })
+	})
+}
+
+// showChecks lays out the checklist: a mark, the check's name and what
+// it found, and the fix where there is one.
+func (w *firstRunWindow) showChecks(checks []Check) {
+	w.checks = checks
+	w.checking.Hide()
+	w.recheck.Enable()
+	var rows []fyne.CanvasObject
+	for _, c := range checks {
+		mark := widget.NewLabelWithStyle(checkMark(c), fyne.TextAlignCenter, fyne.TextStyle{Bold: true})
+		switch {
+		case !c.OK:
+			mark.Importance = widget.DangerImportance
+		case c.Warn:
+			mark.Importance = widget.WarningImportance
+		default:
+			mark.Importance = widget.SuccessImportance
+		}
+		segs := []widget.RichTextSegment{
+			&widget.TextSegment{Text: c.Name, Style: widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}}},
+			&widget.TextSegment{Text: c.Detail, Style: widget.RichTextStyleParagraph},
+		}
+		if c.Fix != "" && (!c.OK || c.Warn) {
+			fix := widget.RichTextStyleParagraph
+			fix.ColorName = theme.ColorNamePlaceHolder
+			segs = append(segs, &widget.TextSegment{Text: "Fix: " + c.Fix, Style: fix})
+		}
+		text := widget.NewRichText(segs...)
+		text.Wrapping = fyne.TextWrapWord
+		markBox := container.NewGridWrap(fyne.NewSquareSize(theme.IconInlineSize()+theme.Padding()), mark)
+		rows = append(rows, container.NewBorder(nil, nil, container.NewVBox(markBox), nil, text))
+	}
+	if len(checks) == 0 {
+		rows = append(rows, note("No checks are available here; run `sandbar doctor` in a terminal."))
+	}
+	w.checklist.Objects = rows
+	w.checklist.Refresh()
+}
+
+// checkMark is a check's mark in the list: ✓, ! or ✗.
+func checkMark(c Check) string {
+	switch {
+	case !c.OK:
+		return "✗"
+	case c.Warn:
+		return "!"
+	}
+	return "✓"
+}
+
+// dropped adds each dropped folder as a project; after the first one,
+// Open Sandbar is the way on.
+func (w *firstRunWindow) dropped(_ fyne.Position, uris []fyne.URI) {
+	w.u.addProjects(uris, func(r addResult) {
+		msg := r.message()
+		if len(r.added) > 0 {
+			msg += "\nPress Open Sandbar to start a session on it."
+			if w.u.mainWin != nil {
+				w.u.mainWin.reload()
+			}
+		}
+		w.banner.show(r.kind(), msg)
+	})
+}

@@ -1,0 +1,222 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+
+	"sandbar/app/session/sessiontest"
+	"sandbar/app/store"
+)
+
+// appQueue stands in for fyne.Do in the tests of the Sandbar, New
+// Session, Settings and first-run windows: goroutines post to it and the
+// test goroutine, the UI goroutine here, runs what they posted while it
+// waits. So widgets are touched by one goroutine, as in the app, and
+// -race checks that.
+type appQueue struct {
+	mu    sync.Mutex
+	fns   []func()
+	posts int
+	wake  chan struct{}
+}
+
+func newAppQueue() *appQueue { return &appQueue{wake: make(chan struct{}, 1)} }
+
+func (q *appQueue) post(f func()) {
+	q.mu.Lock()
+	q.fns = append(q.fns, f)
+	q.posts++
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// drain runs what was posted, and what that posts, until nothing is left.
+func (q *appQueue) drain() {
+	for {
+		q.mu.Lock()
+		fns := q.fns
+		q.fns = nil
+		q.mu.Unlock()
+		if len(fns) == 0 {
+			return
+		}
+		for _, f := range fns {
+			f()
+		}
+	}
+}
+
+// appHarness is one test's Sandbar UI over a real session.Manager (real
+// SQLite, git and guest supervisor; only the VM is in-process) and real
+// Prefs over the same store. Only the keyring is a map (fakeSecrets): the
+// real one is tested in app/secrets and tests/keyringtest.
+type appHarness struct {
+	env     *sessiontest.Env
+	u       *UI
+	q       *appQueue
+	prefs   *Prefs
+	secrets *fakeSecrets
+}
+
+func newAppHarness(t *testing.T) *appHarness {
+	t.Helper()
+	a := test.NewTempApp(t)
+	env := sessiontest.New(t)
+	sec := &fakeSecrets{values: map[string]string{}}
+	prefs := &Prefs{Store: env.Store, Secrets: sec, Paths: env.Paths,
+		AutostartDir: filepath.Join(t.TempDir(), "autostart"), Executable: "/opt/Sandbar Apps/sandbar"}
+	h := &appHarness{env: env, q: newAppQueue(), prefs: prefs, secrets: sec}
+	h.u = New(a, env.Manager, prefs)
+	h.u.post = h.q.post
+	t.Cleanup(func() {
+		// Closing a window takes it out of the slice AllWindows returns.
+		for _, w := range slices.Clone(a.Driver().AllWindows()) {
+			w.Close()
+		}
+		h.u.Close()
+	})
+	return h
+}
+
+// waitFor runs the UI until cond holds, or fails the test after d saying
+// what did not happen.
+func (h *appHarness) waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	poll := time.NewTicker(10 * time.Millisecond) // for conditions outside the UI
+	defer poll.Stop()
+	for {
+		h.q.drain()
+		if cond() {
+			return
+		}
+		select {
+		case <-h.q.wake:
+		case <-poll.C:
+		case <-deadline.C:
+			h.q.drain()
+			if cond() {
+				return
+			}
+			t.Fatalf("after %s: %s did not happen", d, what)
+		}
+	}
+}
+
+// mainWindow opens the Sandbar window and waits for its first load.
+func (h *appHarness) mainWindow(t *testing.T) *mainWindow {
+	t.Helper()
+	h.u.ShowMain()
+	mw := h.u.mainWin
+	h.waitFor(t, 5*time.Second, "the Sandbar window's first load", func() bool { return mw.loaded })
+	return mw
+}
+
+// addProject adds a repository as a project through the backend.
+func (h *appHarness) addProject(t *testing.T, name string) store.Project {
+	t.Helper()
+	p, _, err := h.env.Manager.AddProject(context.Background(), h.env.Repo(t, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// texts are the texts of every label, button and entry drawn in o.
+func texts(o fyne.CanvasObject) []string {
+	var out []string
+	for _, x := range test.LaidOutObjects(o) {
+		if !x.Visible() {
+			continue
+		}
+		switch w := x.(type) {
+		case *widget.Label:
+			out = append(out, w.Text)
+		case *widget.Button:
+			out = append(out, w.Text)
+		case *widget.Entry:
+			out = append(out, w.Text)
+		case *widget.RichText:
+			out = append(out, w.String())
+		}
+	}
+	return out
+}
+
+// shows reports whether some text drawn in w contains s.
+func shows(w fyne.Window, s string) bool {
+	return slices.ContainsFunc(texts(w.Canvas().Content()), func(x string) bool { return strings.Contains(x, s) })
+}
+
+// overlayButton finds the button labelled text in the window's topmost
+// overlay (a dialog).
+func overlayButton(t *testing.T, w fyne.Window, text string) *widget.Button {
+	t.Helper()
+	top := w.Canvas().Overlays().Top()
+	if top == nil {
+		t.Fatalf("no dialog is shown (looking for %q)", text)
+	}
+	for _, x := range test.LaidOutObjects(top) {
+		if b, ok := x.(*widget.Button); ok && b.Text == text {
+			return b
+		}
+	}
+	t.Fatalf("the dialog has no %q button; it shows %q", text, texts(top))
+	return nil
+}
+
+// fakeSecrets is a map standing in for the OS keyring in UI tests only.
+type fakeSecrets struct {
+	mu     sync.Mutex
+	values map[string]string
+}
+
+func (f *fakeSecrets) Names(context.Context) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var n []string
+	for k := range f.values {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n, nil
+}
+
+func (f *fakeSecrets) Set(_ context.Context, name, value string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.values[name] = value
+	return nil
+}
+
+func (f *fakeSecrets) Delete(_ context.Context, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.values[name]; !ok {
+		return errors.New("no secret " + name)
+	}
+	delete(f.values, name)
+	return nil
+}
+
+func (f *fakeSecrets) get(name string) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, ok := f.values[name]
+	return v, ok
+}

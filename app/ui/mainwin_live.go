@@ -1,0 +1,411 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"sandbar/app/session"
+	"sandbar/app/store"
+)
+
+const (
+	// uiFrame is the shortest time between two updates of a window from
+	// the backend's events: at most 30 a second, however busy the
+	// sessions are.
+	uiFrame = time.Second / 30
+	// resyncEvery is how often the window rereads projects and sessions
+	// from the store, for what no event reports (a project added by the
+	// CLI, a session another Sandbar runs).
+	resyncEvery = 5 * time.Second
+)
+
+// sessionRow is one session as the window shows it.
+type sessionRow struct {
+	s     store.Session
+	stats *session.Stats
+	cells sessionCells // what its row shows now
+}
+
+// sessionCells are the texts of a session's row; a row is redrawn only
+// when they change.
+type sessionCells struct {
+	project, branch, detail string
+	state                   string
+	stateImp                widget.Importance
+	uptime, cpu, mem        string
+}
+
+var sessionColumns = columns{3.2, 1.9, 1, 0.8, 1.6}
+
+func sessionHeader() fyne.CanvasObject {
+	h := func(s string) fyne.CanvasObject {
+		l := widget.NewLabelWithStyle(s, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+		l.SizeName = theme.SizeNameCaptionText
+		return l
+	}
+	return container.New(sessionColumns, h("Project · branch"), h("State"), h("Uptime"), h("CPU"), h("Memory"))
+}
+
+// cellsFor renders a session's row at now.
+func cellsFor(s store.Session, st *session.Stats, project string, now time.Time) sessionCells {
+	c := sessionCells{project: project, branch: s.Branch, detail: s.Reason, state: s.State,
+		uptime: "—", cpu: "—", mem: "—"}
+	if c.project == "" {
+		c.project = fmt.Sprintf("project %d", s.ProjectID)
+	}
+	switch s.State {
+	case session.StateRunning:
+		c.stateImp = widget.SuccessImportance
+		switch s.Activity {
+		case session.ActivityWaiting:
+			c.state, c.stateImp = "waiting for input", widget.WarningImportance
+		case session.ActivityWorking:
+			c.state = "running · working"
+		}
+	case session.StateFailed:
+		c.stateImp = widget.DangerImportance
+	case session.StateInterrupted:
+		c.stateImp = widget.WarningImportance
+	case session.StateStopped:
+		c.stateImp = widget.LowImportance
+		if s.ExitCode != nil {
+			c.state = fmt.Sprintf("stopped · exit %d", *s.ExitCode)
+		}
+	default:
+		c.stateImp = widget.MediumImportance
+	}
+	if !s.Started.IsZero() {
+		switch {
+		case session.Live(s.State):
+			c.uptime = humanDuration(now.Sub(s.Started))
+		case !s.Ended.IsZero():
+			c.uptime = humanDuration(s.Ended.Sub(s.Started))
+		}
+	}
+	if st != nil && session.Live(s.State) {
+		c.cpu = fmt.Sprintf("%.0f%%", st.CPU)
+		if st.MemTotal > 0 {
+			c.mem = fmt.Sprintf("%s / %s", humanBytes(int64(st.MemUsed)), humanBytes(int64(st.MemTotal)))
+		} else {
+			c.mem = humanBytes(int64(st.MemUsed))
+		}
+	}
+	return c
+}
+
+// sessionItem is one session's row.
+type sessionItem struct {
+	widget.BaseWidget
+	project, detail, state, uptime, cpu, mem *widget.Label
+	content                                  fyne.CanvasObject
+	shown                                    sessionCells
+	id                                       string
+}
+
+func newSessionItem() *sessionItem {
+	it := &sessionItem{project: widget.NewLabel(""), detail: widget.NewLabel(""), state: widget.NewLabel(""),
+		uptime: widget.NewLabel(""), cpu: widget.NewLabel(""), mem: widget.NewLabel("")}
+	for _, l := range []*widget.Label{it.project, it.detail, it.state, it.uptime, it.cpu, it.mem} {
+		l.Truncation = fyne.TextTruncateEllipsis
+	}
+	it.project.TextStyle.Bold = true
+	it.detail.SizeName = theme.SizeNameCaptionText
+	it.detail.Importance = widget.LowImportance
+	it.content = container.New(sessionColumns, container.NewVBox(it.project, it.detail),
+		vcenter(it.state), vcenter(it.uptime), vcenter(it.cpu), vcenter(it.mem))
+	it.ExtendBaseWidget(it)
+	return it
+}
+
+// set shows c for session id; it reports false, and touches nothing,
+// when the row shows that already. The list asks every visible row to
+// update whenever one changes, so this keeps the others as they are.
+func (it *sessionItem) set(id string, c sessionCells) bool {
+	if id == it.id && c == it.shown {
+		return false
+	}
+	it.id, it.shown = id, c
+	it.project.SetText(c.project + " · " + c.branch)
+	it.detail.SetText(c.detail)
+	it.state.Importance = c.stateImp
+	it.state.SetText(c.state)
+	it.uptime.SetText(c.uptime)
+	it.cpu.SetText(c.cpu)
+	it.mem.SetText(c.mem)
+	return true
+}
+
+// CreateRenderer implements fyne.Widget.
+func (it *sessionItem) CreateRenderer() fyne.WidgetRenderer {
+	return widget.NewSimpleRenderer(it.content)
+}
+
+// mainUpdate is one batch of changes for the window, gathered off the UI
+// goroutine from the backend's events.
+type mainUpdate struct {
+	// projects and sessions, when all is set, are everything there is.
+	all      bool
+	projects []store.Project
+	sessions []store.Session
+	changed  []store.Session // sessions whose record changed
+	stats    map[string]session.Stats
+	removed  []string
+	tick     bool // uptimes moved on
+}
+
+// pending gathers events between two window updates.
+type pending struct {
+	states  map[string]bool
+	stats   map[string]session.Stats
+	removed map[string]bool
+	tick    bool
+	resync  bool
+}
+
+func newPending() *pending {
+	return &pending{states: map[string]bool{}, stats: map[string]session.Stats{}, removed: map[string]bool{}}
+}
+
+func (p *pending) empty() bool {
+	return len(p.states) == 0 && len(p.stats) == 0 && len(p.removed) == 0 && !p.tick && !p.resync
+}
+
+// add notes ev; it reports whether the window needs an update for it
+// (log lines, transcripts and file changes are the session window's).
+func (p *pending) add(ev session.Event) bool {
+	switch ev.Kind {
+	case session.EventState:
+		p.states[ev.Session] = true
+	case session.EventStats:
+		if ev.Stats != nil {
+			p.stats[ev.Session] = *ev.Stats
+		}
+	case session.EventRemoved:
+		p.removed[ev.Session] = true
+		delete(p.states, ev.Session)
+		delete(p.stats, ev.Session)
+	default:
+		return false
+	}
+	return true
+}
+
+// take turns what was gathered into an update, reading the records of
+// sessions whose state changed, and starts gathering anew.
+func (p *pending) take(ctx context.Context, b Backend) mainUpdate {
+	up := mainUpdate{tick: p.tick, stats: p.stats}
+	if p.resync {
+		ps, perr := b.Projects(ctx)
+		ss, serr := b.List(ctx)
+		if perr == nil && serr == nil {
+			up.all, up.projects, up.sessions = true, ps, ss
+		}
+	}
+	for id := range p.states {
+		s, err := b.Get(ctx, id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			up.removed = append(up.removed, id)
+		case err == nil:
+			up.changed = append(up.changed, s)
+		}
+	}
+	for id := range p.removed {
+		up.removed = append(up.removed, id)
+	}
+	*p = *newPending()
+	return up
+}
+
+// follow feeds the window from the backend until ctx ends: events are
+// gathered and applied at most once per uiFrame; uptimes move on each
+// second and everything is reread from the store every resyncEvery.
+func (mw *mainWindow) follow(ctx context.Context) {
+	u := mw.u
+	events := u.Backend.Subscribe(ctx, "")
+	p := newPending()
+	p.resync = true
+	flush := time.NewTimer(0)
+	armed := true
+	arm := func() {
+		if !armed {
+			flush.Reset(uiFrame)
+			armed = true
+		}
+	}
+	second := time.NewTicker(time.Second)
+	defer second.Stop()
+	lastSync := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			flush.Stop()
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			if p.add(ev) {
+				arm()
+			}
+		case now := <-second.C:
+			p.tick = true
+			if now.Sub(lastSync) >= resyncEvery {
+				p.resync, lastSync = true, now
+			}
+			arm()
+		case <-mw.reloadC:
+			p.resync = true
+			arm()
+		case <-flush.C:
+			armed = false
+			if p.empty() {
+				continue
+			}
+			up := p.take(ctx, u.Backend)
+			if ctx.Err() != nil {
+				return
+			}
+			u.post(func() { mw.apply(up, time.Now()) })
+		}
+	}
+}
+
+// reload asks follow to reread projects and sessions now.
+func (mw *mainWindow) reload() {
+	select {
+	case mw.reloadC <- struct{}{}:
+	default:
+	}
+}
+
+// apply brings the window up to date with up. Rows whose texts did not
+// change are not redrawn.
+func (mw *mainWindow) apply(up mainUpdate, now time.Time) {
+	reshaped := false // rows came or went
+	if up.all {
+		mw.setProjects(up.projects)
+		keep := map[string]bool{}
+		for _, s := range up.sessions {
+			keep[s.ID] = true
+		}
+		for id := range mw.byID {
+			if !keep[id] {
+				up.removed = append(up.removed, id)
+			}
+		}
+		up.changed = append(up.sessions, up.changed...)
+	}
+	for _, id := range up.removed {
+		if _, ok := mw.byID[id]; ok {
+			delete(mw.byID, id)
+			mw.sessions = slices.DeleteFunc(mw.sessions, func(r *sessionRow) bool { return r.s.ID == id })
+			reshaped = true
+		}
+	}
+	dirty := map[*sessionRow]bool{}
+	for _, s := range up.changed {
+		r, ok := mw.byID[s.ID]
+		if !ok {
+			r = &sessionRow{}
+			mw.byID[s.ID] = r
+			mw.sessions = append(mw.sessions, r)
+			reshaped = true
+		}
+		if !session.Live(s.State) {
+			r.stats = nil
+		}
+		r.s = s
+		dirty[r] = true
+	}
+	for id, st := range up.stats {
+		if r, ok := mw.byID[id]; ok && session.Live(r.s.State) {
+			st := st
+			r.stats = &st
+			dirty[r] = true
+		}
+	}
+	if up.tick {
+		for _, r := range mw.sessions {
+			if session.Live(r.s.State) {
+				dirty[r] = true
+			}
+		}
+	}
+	if reshaped {
+		slices.SortStableFunc(mw.sessions, func(a, b *sessionRow) int { return b.s.Created.Compare(a.s.Created) })
+	}
+	names := map[int64]string{}
+	for _, p := range mw.projects {
+		names[p.ID] = p.Name
+	}
+	redraw := reshaped
+	for _, r := range mw.sessions {
+		if !dirty[r] && !reshaped {
+			continue
+		}
+		if c := cellsFor(r.s, r.stats, names[r.s.ProjectID], now); c != r.cells {
+			r.cells, redraw = c, true
+		}
+	}
+	// One refresh: the list asks every visible row to update for any
+	// refresh, and rows whose texts did not change ignore it
+	// (sessionItem.set).
+	if redraw {
+		mw.sessionList.Refresh()
+	}
+	mw.updateCounts()
+	mw.loaded = true
+	mw.showState()
+}
+
+// setProjects replaces the projects; rows that did not change ignore
+// the refresh (projectItem.set).
+func (mw *mainWindow) setProjects(ps []store.Project) {
+	if slices.Equal(ps, mw.projects) {
+		return
+	}
+	mw.projects = ps
+	mw.projectList.Refresh()
+}
+
+// updateCounts recounts sessions per project, and refreshes the project
+// rows when a count changed.
+func (mw *mainWindow) updateCounts() {
+	counts := map[int64]int{}
+	for _, r := range mw.sessions {
+		counts[r.s.ProjectID]++
+	}
+	if !maps.Equal(counts, mw.counts) {
+		mw.counts = counts
+		mw.projectList.Refresh()
+	}
+}
+
+// showState switches between the drop zone and the lists.
+func (mw *mainWindow) showState() {
+	if !mw.loaded {
+		return
+	}
+	if len(mw.projects) == 0 && len(mw.sessions) == 0 {
+		mw.body.Hide()
+		mw.empty.Show()
+		return
+	}
+	mw.empty.Hide()
+	mw.body.Show()
+	if len(mw.sessions) == 0 {
+		mw.noSessions.Show()
+	} else {
+		mw.noSessions.Hide()
+	}
+}

@@ -1,0 +1,436 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"sandbar/app/session"
+	"sandbar/app/store"
+	"sandbar/vm"
+)
+
+const (
+	agentClaude = "Claude Code"
+	agentCustom = "Custom command"
+	maxDiskGiB  = 1024
+)
+
+// newSessionWindow is the New Session dialog: project, base branch,
+// prompt, agent and limits, checked as they are typed; Start hands them
+// to the backend off the UI goroutine.
+type newSessionWindow struct {
+	u   *UI
+	win fyne.Window
+
+	projects    []store.Project
+	project     *widget.Select
+	projectPath *widget.Label
+	base        *widget.Entry
+	baseEdited  bool
+	settingBase bool
+	prompt      *widget.Entry
+	agent       *widget.RadioGroup
+	command     *widget.Entry
+	cpus        *widget.Slider
+	cpusLabel   *widget.Label
+	memory      *widget.Entry
+	memoryHint  *widget.Label
+	disk        *widget.Entry
+	network     *widget.Check
+	timeout     *widget.Entry
+	problems    *widget.Label
+	status      *widget.Label
+	start       *widget.Button
+
+	loaded      bool
+	budget      session.Budget
+	budgetErr   error
+	hostCPUs    int
+	wantProject int64
+	starting    bool
+}
+
+// newSessionDefaults is what the window loads when it opens.
+type newSessionDefaults struct {
+	projects  []store.Project
+	budget    session.Budget
+	budgetErr error
+	cpus      int
+	memoryMiB int
+	diskGiB   int
+	agent     string // default agent command; "": Claude Code
+}
+
+func newNewSessionWindow(u *UI) *newSessionWindow {
+	w := &newSessionWindow{u: u, win: u.App.NewWindow("New Session"), hostCPUs: max(u.Backend.HostCPUs(), 1)}
+
+	w.project = widget.NewSelect(nil, func(string) { w.projectChanged() })
+	w.project.PlaceHolder = "Loading projects…"
+	w.projectPath = widget.NewLabel("")
+	w.projectPath.Importance = widget.LowImportance
+	w.projectPath.SizeName = theme.SizeNameCaptionText
+	w.projectPath.Truncation = fyne.TextTruncateEllipsis
+
+	w.base = widget.NewEntry()
+	w.base.OnChanged = func(string) {
+		if !w.settingBase {
+			w.baseEdited = true
+		}
+		w.validate()
+	}
+	w.prompt = widget.NewMultiLineEntry()
+	w.prompt.SetPlaceHolder("What should the agent do? e.g. make the tests pass")
+	w.prompt.Wrapping = fyne.TextWrapWord
+	w.prompt.SetMinRowsVisible(4)
+
+	w.command = widget.NewEntry()
+	w.command.SetPlaceHolder("a shell command, run in /workspace: e.g. make test")
+	w.command.OnChanged = func(string) { w.validate() }
+	w.agent = widget.NewRadioGroup([]string{agentClaude, agentCustom}, func(string) { w.agentChanged() })
+	w.agent.Horizontal = true
+	w.agent.Required = true
+
+	w.cpus = widget.NewSlider(1, float64(w.hostCPUs))
+	w.cpus.Step = 1
+	w.cpusLabel = widget.NewLabel(fmt.Sprintf("%d of %d", w.hostCPUs, w.hostCPUs))
+	w.cpus.OnChanged = func(float64) { w.validate() }
+	if w.hostCPUs == 1 {
+		w.cpus.Disable()
+	}
+	w.memory = widget.NewEntry()
+	w.memory.OnChanged = func(string) { w.validate() }
+	w.memoryHint = widget.NewLabel("MiB")
+	w.disk = widget.NewEntry()
+	w.disk.OnChanged = func(string) { w.validate() }
+	w.network = widget.NewCheck("Network access", nil)
+	w.network.SetChecked(true)
+	w.timeout = widget.NewEntry()
+	w.timeout.SetPlaceHolder("none")
+	w.timeout.OnChanged = func(string) { w.validate() }
+
+	w.problems = widget.NewLabel("")
+	w.problems.Importance = widget.DangerImportance
+	w.problems.Wrapping = fyne.TextWrapWord
+	w.status = widget.NewLabel("")
+	w.status.Wrapping = fyne.TextWrapWord
+	w.status.Hide()
+
+	w.start = widget.NewButtonWithIcon("Start", theme.MediaPlayIcon(), w.submit)
+	w.start.Importance = widget.HighImportance
+	w.start.Disable()
+	cancel := widget.NewButton("Cancel", func() { w.win.Close() })
+
+	small := func(o fyne.CanvasObject) fyne.CanvasObject {
+		return container.NewGridWrap(fyne.NewSize(110, o.MinSize().Height), o)
+	}
+	limits := container.New(layout.NewFormLayout(),
+		widget.NewLabel("vCPUs"), container.NewBorder(nil, nil, nil, w.cpusLabel, w.cpus),
+		widget.NewLabel("Memory"), container.NewHBox(small(w.memory), w.memoryHint),
+		widget.NewLabel("Disk"), container.NewHBox(small(w.disk), widget.NewLabel("GiB scratch (sparse: takes only what is written)")),
+		widget.NewLabel("Timeout"), container.NewHBox(small(w.timeout), widget.NewLabel("e.g. 45m or 2h; empty for none")),
+		widget.NewLabel(""), w.network,
+	)
+	form := container.New(layout.NewFormLayout(),
+		widget.NewLabel("Project"), container.NewVBox(w.project, w.projectPath),
+		widget.NewLabel("Base branch"), w.base,
+		widget.NewLabel("Prompt"), w.prompt,
+		widget.NewLabel("Agent"), container.NewVBox(w.agent, w.command),
+	)
+	buttons := container.NewHBox(layout.NewSpacer(), cancel, w.start)
+	content := container.NewVBox(form, widget.NewSeparator(), heading("Limits"), limits, w.problems, w.status, buttons)
+	w.win.SetContent(container.NewPadded(content))
+	w.win.Resize(fyne.NewSize(620, content.MinSize().Height+2*theme.Padding()))
+	w.win.SetOnClosed(func() {
+		if u.newSessWin == w {
+			u.newSessWin = nil
+		}
+	})
+	w.load()
+	return w
+}
+
+// load reads the projects, the memory budget and the default limits off
+// the UI goroutine, then fills the window.
+func (w *newSessionWindow) load() {
+	u := w.u
+	u.background(func(ctx context.Context) {
+		var d newSessionDefaults
+		d.projects, _ = u.Backend.Projects(ctx)
+		d.budget, d.budgetErr = u.Backend.Budget(ctx)
+		d.cpus, d.memoryMiB, d.diskGiB = session.DefaultCPUs, session.DefaultMemoryMiB, session.DefaultDiskGiB
+		if s := u.Settings; s != nil {
+			d.cpus = intSetting(ctx, s, KeyDefaultCPUs, d.cpus)
+			d.memoryMiB = intSetting(ctx, s, KeyDefaultMemoryMiB, d.memoryMiB)
+			d.diskGiB = intSetting(ctx, s, KeyDefaultDiskGiB, d.diskGiB)
+			if v, ok, _ := s.Setting(ctx, KeyDefaultAgent); ok {
+				d.agent = strings.TrimSpace(v)
+			}
+		}
+		u.post(func() { w.fill(d) })
+	})
+}
+
+// intSetting reads a positive integer setting, or def.
+func intSetting(ctx context.Context, s SettingsBackend, key string, def int) int {
+	v, ok, err := s.Setting(ctx, key)
+	if err != nil || !ok {
+		return def
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n <= 0 {
+		return def
+	}
+	return n
+}
+
+func (w *newSessionWindow) fill(d newSessionDefaults) {
+	w.projects = d.projects
+	w.budget, w.budgetErr = d.budget, d.budgetErr
+	var names []string
+	for _, p := range d.projects {
+		names = append(names, w.projectLabel(p))
+	}
+	w.project.SetOptions(names)
+	w.project.PlaceHolder = "Choose a project"
+	if len(names) == 0 {
+		w.project.PlaceHolder = "No projects yet"
+	}
+	w.cpus.SetValue(float64(min(max(d.cpus, 1), w.hostCPUs)))
+	w.memory.SetText(strconv.Itoa(d.memoryMiB))
+	w.disk.SetText(strconv.Itoa(d.diskGiB))
+	if d.agent != "" {
+		w.command.SetText(d.agent)
+		w.agent.SetSelected(agentCustom)
+	} else {
+		w.agent.SetSelected(agentClaude)
+	}
+	w.loaded = true
+	if !w.pick(w.wantProject) {
+		w.pick(0)
+	}
+	w.agentChanged()
+	w.validate()
+}
+
+// projectLabel names a project in the select; names that repeat get
+// their path.
+func (w *newSessionWindow) projectLabel(p store.Project) string {
+	n := 0
+	for _, q := range w.projects {
+		if q.Name == p.Name {
+			n++
+		}
+	}
+	if n > 1 {
+		return p.Name + " (" + p.Path + ")"
+	}
+	return p.Name
+}
+
+// selectProject selects the project with id (0: the most recently used,
+// which the backend lists first). A project added since the window
+// opened makes it read the projects again.
+func (w *newSessionWindow) selectProject(id int64) {
+	if !w.loaded {
+		w.wantProject = id
+		return
+	}
+	if !w.pick(id) {
+		w.loaded, w.wantProject = false, id
+		w.load()
+	}
+}
+
+// pick selects the project with id (0: the first); false if there is
+// none such.
+func (w *newSessionWindow) pick(id int64) bool {
+	for i, p := range w.projects {
+		if p.ID == id || id == 0 {
+			w.project.SetSelectedIndex(i)
+			return true
+		}
+	}
+	return id == 0
+}
+
+func (w *newSessionWindow) selected() (store.Project, bool) {
+	i := w.project.SelectedIndex()
+	if i < 0 || i >= len(w.projects) {
+		return store.Project{}, false
+	}
+	return w.projects[i], true
+}
+
+func (w *newSessionWindow) projectChanged() {
+	p, ok := w.selected()
+	if !ok {
+		w.projectPath.SetText("")
+		w.validate()
+		return
+	}
+	w.projectPath.SetText(p.Path)
+	if !w.baseEdited {
+		w.settingBase = true
+		w.base.SetText(p.DefaultBranch)
+		w.settingBase = false
+	}
+	w.validate()
+}
+
+func (w *newSessionWindow) agentChanged() {
+	if w.agent.Selected == agentCustom {
+		w.command.Show()
+	} else {
+		w.command.Hide()
+	}
+	w.validate()
+}
+
+// limits reads the limits as typed, with what is wrong with them.
+func (w *newSessionWindow) limits() (o session.Options, problems []string) {
+	o.CPUs = int(w.cpus.Value)
+	if o.CPUs < 1 || o.CPUs > w.hostCPUs {
+		problems = append(problems, fmt.Sprintf("vCPUs: give 1 to %d.", w.hostCPUs))
+	}
+	minMiB := int(vm.MinMemory / vm.MiB)
+	free := int(w.budget.Free() / vm.MiB)
+	mem, err := strconv.Atoi(strings.TrimSpace(w.memory.Text))
+	switch {
+	case err != nil:
+		problems = append(problems, "Memory: type a whole number of MiB, e.g. 2048.")
+	case mem < minMiB:
+		problems = append(problems, fmt.Sprintf("Memory: give at least %d MiB.", minMiB))
+	case w.budgetErr == nil && mem > free:
+		problems = append(problems, fmt.Sprintf("Memory: %d MiB is more than the %d MiB free for sessions: ask for less, or stop a session.", mem, free))
+	}
+	o.MemoryMiB = mem
+	disk, err := strconv.Atoi(strings.TrimSpace(w.disk.Text))
+	if err != nil || disk < 1 || disk > maxDiskGiB {
+		problems = append(problems, fmt.Sprintf("Disk: type a whole number of GiB from 1 to %d.", maxDiskGiB))
+	}
+	o.DiskGiB = disk
+	t, err := parseTimeout(w.timeout.Text)
+	if err != nil {
+		problems = append(problems, "Timeout: "+err.Error())
+	}
+	o.Timeout = t
+	o.NoNetwork = !w.network.Checked
+	return o, problems
+}
+
+// parseTimeout reads a timeout: empty for none, a Go duration (45m,
+// 1h30m) or a bare number of minutes.
+func parseTimeout(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 0 {
+			return 0, fmt.Errorf("%q is negative: give a length such as 45m or 2h, or leave it empty", s)
+		}
+		return time.Duration(n) * time.Minute, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not a length of time: type one such as 45m or 2h, or leave it empty", s)
+	}
+	return d, nil
+}
+
+// options reads the whole form; problems lists what stops a start.
+func (w *newSessionWindow) options() (session.Options, []string) {
+	var problems []string
+	p, ok := w.selected()
+	switch {
+	case !w.loaded:
+		problems = append(problems, "Loading…")
+	case len(w.projects) == 0:
+		problems = append(problems, "Add a project first: drop its folder on the Sandbar window.")
+	case !ok:
+		problems = append(problems, "Choose a project.")
+	}
+	o, lp := w.limits()
+	problems = append(problems, lp...)
+	o.Project = strconv.FormatInt(p.ID, 10)
+	o.Base = strings.TrimSpace(w.base.Text)
+	o.Prompt = strings.TrimSpace(w.prompt.Text)
+	switch w.agent.Selected {
+	case agentCustom:
+		cmd := strings.TrimSpace(w.command.Text)
+		if cmd == "" {
+			problems = append(problems, "Agent: type the command to run, or choose Claude Code.")
+		}
+		o.Agent = session.AgentSpec{Command: "sh", Args: []string{"-c", cmd}}
+	default:
+		// Named, so a default agent in the settings does not replace it.
+		o.Agent = session.AgentSpec{Command: "claude"}
+	}
+	return o, problems
+}
+
+// validate shows what is wrong and enables Start only when nothing is.
+func (w *newSessionWindow) validate() {
+	w.cpusLabel.SetText(fmt.Sprintf("%d of %d", int(w.cpus.Value), w.hostCPUs))
+	if w.budgetErr != nil {
+		w.memoryHint.SetText("MiB (the memory budget is unknown: " + w.budgetErr.Error() + ")")
+	} else if w.loaded {
+		w.memoryHint.SetText(fmt.Sprintf("MiB, of %d MiB free (%.0f%% of %s for sessions)",
+			w.budget.Free()/vm.MiB, w.budget.Share*100, humanBytes(int64(w.budget.Host))))
+	}
+	_, problems := w.options()
+	if w.loaded {
+		w.problems.SetText(strings.Join(problems, "\n"))
+	}
+	if len(problems) > 0 || w.starting {
+		w.start.Disable()
+	} else {
+		w.start.Enable()
+	}
+}
+
+// submit starts the session off the UI goroutine; the backend's error,
+// if any, is shown under the form and nothing is lost of what was typed.
+func (w *newSessionWindow) submit() {
+	o, problems := w.options()
+	if len(problems) > 0 || w.starting {
+		return
+	}
+	w.starting = true
+	w.start.Disable()
+	w.status.Importance = widget.MediumImportance
+	w.status.SetText("Starting…")
+	w.status.Show()
+	u := w.u
+	u.background(func(ctx context.Context) {
+		s, err := u.Backend.Start(ctx, o)
+		var b session.Budget
+		var berr error
+		if err != nil {
+			b, berr = u.Backend.Budget(ctx)
+		}
+		u.post(func() {
+			w.starting = false
+			if err != nil {
+				w.status.Importance = widget.DangerImportance
+				w.status.SetText(sentence(err.Error()))
+				w.budget, w.budgetErr = b, berr
+				w.validate()
+				return
+			}
+			w.win.Close()
+			if u.OpenSession != nil {
+				u.OpenSession(s.ID)
+			}
+		})
+	})
+}

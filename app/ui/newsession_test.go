@@ -1,0 +1,165 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+
+	"sandbar/app/session"
+	"sandbar/app/session/sessiontest"
+	"sandbar/vm"
+)
+
+// newSession opens New Session for project id and waits for its load.
+func (h *appHarness) newSession(t *testing.T, id int64) *newSessionWindow {
+	t.Helper()
+	h.u.ShowNewSession(id)
+	w := h.u.newSessWin
+	h.waitFor(t, 5*time.Second, "New Session's first load", func() bool { return w.loaded })
+	return w
+}
+
+// retype replaces an entry's text the way a person does.
+func retype(e interface {
+	fyne.Focusable
+	SetText(string)
+}, s string) {
+	e.SetText("")
+	test.Type(e, s)
+}
+
+func TestNewSessionValidates(t *testing.T) {
+	h := newAppHarness(t)
+	p := h.addProject(t, "checked")
+	w := h.newSession(t, p.ID)
+
+	if got, _ := w.selected(); got.ID != p.ID || w.base.Text != "main" {
+		t.Fatalf("project %v, base %q; want %s on main", got.Name, w.base.Text, p.Name)
+	}
+	if w.start.Disabled() || w.problems.Text != "" {
+		t.Fatalf("defaults are refused: %q", w.problems.Text)
+	}
+	if w.cpusLabel.Text != "2 of 4" || !strings.Contains(w.memoryHint.Text, "of 9830 MiB free") {
+		t.Errorf("capacity shown as %q and %q, want 2 of 4 and 9830 MiB free (60%% of 16 GiB)", w.cpusLabel.Text, w.memoryHint.Text)
+	}
+
+	tests := []struct {
+		name string
+		set  func()
+		want string
+	}{
+		{"memory above the budget", func() { retype(w.memory, "20000") }, "more than the 9830 MiB free"},
+		{"memory not a number", func() { retype(w.memory, "2 GB") }, "Memory: type a whole number"},
+		{"memory too small", func() { retype(w.memory, "100") }, "at least 256 MiB"},
+		{"disk too big", func() { retype(w.disk, "5000") }, "Disk: type a whole number of GiB from 1 to 1024"},
+		{"bad timeout", func() { retype(w.timeout, "soon") }, `Timeout: "soon" is not a length of time`},
+		{"empty custom command", func() { w.agent.SetSelected(agentCustom); retype(w.command, "  ") }, "type the command to run"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.set()
+			if !w.start.Disabled() || !strings.Contains(w.problems.Text, tt.want) {
+				t.Errorf("Start enabled %v, problems %q; want Start disabled and %q", !w.start.Disabled(), w.problems.Text, tt.want)
+			}
+			test.Tap(w.start)
+			if w.starting {
+				t.Error("a tap on the disabled Start started a session")
+			}
+			// Put it right again.
+			retype(w.memory, "1024")
+			retype(w.disk, "4")
+			retype(w.timeout, "90m")
+			w.agent.SetSelected(agentClaude)
+			if w.start.Disabled() {
+				t.Fatalf("still refused after fixing: %q", w.problems.Text)
+			}
+		})
+	}
+	o, problems := w.options()
+	if len(problems) > 0 || o.Timeout != 90*time.Minute || o.MemoryMiB != 1024 || o.DiskGiB != 4 || o.CPUs != 2 || o.Agent.Command != "claude" {
+		t.Errorf("options = %+v, %q", o, problems)
+	}
+	for in, want := range map[string]time.Duration{"": 0, "45": 45 * time.Minute, "1h30m": 90 * time.Minute} {
+		if d, err := parseTimeout(in); err != nil || d != want {
+			t.Errorf("parseTimeout(%q) = %v, %v; want %v", in, d, err, want)
+		}
+	}
+}
+
+func TestNewSessionStartsCustomAgent(t *testing.T) {
+	h := newAppHarness(t)
+	p := h.addProject(t, "started here")
+	mw := h.mainWindow(t)
+	var opened []string
+	h.u.OpenSession = func(id string) { opened = append(opened, id) }
+	w := h.newSession(t, p.ID)
+
+	w.agent.SetSelected(agentCustom)
+	test.Type(w.command, "echo hello from the agent")
+	test.Type(w.prompt, "say hello")
+	retype(w.memory, "512")
+	w.network.SetChecked(false)
+	if w.start.Disabled() {
+		t.Fatalf("Start is disabled: %q", w.problems.Text)
+	}
+	test.Tap(w.start)
+	h.waitFor(t, 10*time.Second, "the New Session window closed and the session opened", func() bool {
+		return h.u.newSessWin == nil && len(opened) == 1
+	})
+	s, err := h.env.Manager.Get(context.Background(), opened[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ProjectID != p.ID || s.Prompt != "say hello" || s.Limits.MemoryMiB != 512 || s.Limits.Network ||
+		s.Agent.Kind != "custom" || fmt.Sprint(s.Agent.Args) != "[-c echo hello from the agent]" {
+		t.Errorf("started %+v", s)
+	}
+	h.waitFor(t, 20*time.Second, "the session listed and stopped", func() bool {
+		r := mw.byID[s.ID]
+		return r != nil && strings.HasPrefix(r.cells.state, "stopped") && shows(mw.win, "stopped · exit 0")
+	})
+}
+
+func TestNewSessionShowsBackendErrors(t *testing.T) {
+	h := newAppHarness(t)
+	p := h.addProject(t, "refused")
+	w := h.newSession(t, p.ID)
+	// The repository goes away after the window opened: the backend's
+	// error is shown inline and the form is kept.
+	if err := h.env.Manager.RemoveProject(context.Background(), p.Name); err != nil {
+		t.Fatal(err)
+	}
+	test.Type(w.prompt, "keep me")
+	test.Tap(w.start)
+	h.waitFor(t, 10*time.Second, "the backend's error shown", func() bool {
+		return !w.starting && strings.Contains(w.status.Text, "No project")
+	})
+	if h.u.newSessWin != w || w.prompt.Text != "keep me" || w.start.Disabled() {
+		t.Errorf("after a refused start: window open %v, prompt %q, Start disabled %v", h.u.newSessWin == w, w.prompt.Text, w.start.Disabled())
+	}
+}
+
+func TestNewSessionBudgetFollowsRunningSessions(t *testing.T) {
+	h := newAppHarness(t)
+	p := h.addProject(t, "budget")
+	ctx := context.Background()
+	s, err := h.env.Manager.Start(ctx, session.Options{Project: p.Name, MemoryMiB: 8192, Agent: sessiontest.Shell("sleep 60")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.env.WaitState(t, s.ID, session.StateRunning, 20*time.Second)
+	w := h.newSession(t, p.ID)
+	free := w.budget.Free() / vm.MiB
+	if free != 9830-8192 {
+		t.Fatalf("free = %d MiB, want %d", free, 9830-8192)
+	}
+	retype(w.memory, "2048")
+	if !w.start.Disabled() || !strings.Contains(w.problems.Text, fmt.Sprintf("more than the %d MiB free", free)) {
+		t.Errorf("2048 MiB with %d free: Start disabled %v, problems %q", free, w.start.Disabled(), w.problems.Text)
+	}
+}

@@ -1,0 +1,451 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"image/color"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"sandbar/app/session"
+	"sandbar/app/store"
+)
+
+// SessionDirer is what a Backend may also do: say where a session's
+// files are (*session.Manager does). The session window needs it for
+// diffs and to open the workspace; without it those are unavailable.
+type SessionDirer interface {
+	SessionDir(id string) string
+}
+
+// Tab names of the session window.
+const (
+	tabTranscript = "Transcript"
+	tabLog        = "Log"
+	tabChanges    = "Changes"
+	tabExec       = "Exec"
+	tabResources  = "Resources"
+)
+
+// ShowSession opens the window of session id, or brings it forward when
+// it is open already.
+func (u *UI) ShowSession(id string) { u.showSession(id) }
+
+// sessionWindowTitle names a session's window; it is unique, since the
+// branch holds the session's id.
+func sessionWindowTitle(project, branch string) string {
+	return project + " · " + branch
+}
+
+func (u *UI) showSession(id string) *sessionWindow {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	s, err := u.Backend.Get(ctx, id)
+	var p store.Project
+	if err == nil {
+		p, err = u.Backend.Project(ctx, s.ProjectID)
+	}
+	cancel()
+	if err != nil {
+		w := u.App.NewWindow("Sandbar session")
+		msg := widget.NewLabel(fmt.Sprintf("Session %s cannot be shown: %v", id, err))
+		msg.Wrapping = fyne.TextWrapWord
+		w.SetContent(container.NewPadded(msg))
+		w.Resize(fyne.NewSize(420, 140))
+		w.Show()
+		return nil
+	}
+	title := sessionWindowTitle(p.Name, s.Branch)
+	for _, w := range u.App.Driver().AllWindows() {
+		if w.Title() == title {
+			w.Show()
+			w.RequestFocus()
+			return nil
+		}
+	}
+	w := buildSessionWindow(u, s, p)
+	w.win.Show()
+	w.start()
+	return w
+}
+
+// sessionWindow is one session's window. Its fields belong to the UI
+// goroutine; its goroutines (events, uptime, actions, exec) end when the
+// window closes.
+type sessionWindow struct {
+	u       *UI
+	id      string
+	win     fyne.Window
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	sess    store.Session
+	project store.Project
+	dir     string // the session's directory; "" when the backend does not say
+	closed  bool
+	// post runs a function on the UI goroutine (the UI's post).
+	post func(func())
+	// launcher starts an opener's command (tests replace it);
+	// startDetached when nil.
+	launcher func(*exec.Cmd) error
+
+	name    *widget.Label
+	dot     *canvas.Circle
+	state   *widget.Label
+	uptime  *widget.Label
+	stop    *widget.Button
+	restart *widget.Button
+	merge   *widget.Button
+	del     *widget.Button
+	openers []*openerButton
+	openMsg *widget.Label
+	notice  *noticeBar
+
+	tabs       *container.AppTabs
+	logs       *LogView
+	transcript *TranscriptView
+	changes    *changesPanel
+	exec       *execConsole
+	res        *resourcePanel
+
+	chat     *widget.Entry
+	chatSend *widget.Button
+	chatNote *widget.Label
+	chatBusy bool
+	stopping bool // a Stop is in flight
+}
+
+func buildSessionWindow(u *UI, s store.Session, p store.Project) *sessionWindow {
+	w := &sessionWindow{u: u, id: s.ID, sess: s, project: p, post: u.post}
+	if w.post == nil {
+		w.post = fyne.Do
+	}
+	parent := u.ctx
+	if parent == nil {
+		parent = context.Background()
+	}
+	w.ctx, w.cancel = context.WithCancel(parent)
+	if d, ok := u.Backend.(SessionDirer); ok {
+		w.dir = d.SessionDir(s.ID)
+	}
+	w.win = u.App.NewWindow(sessionWindowTitle(p.Name, s.Branch))
+
+	// Header.
+	w.name = widget.NewLabelWithStyle(p.Name+" · "+s.Branch, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	w.name.SizeName = theme.SizeNameSubHeadingText
+	w.name.Truncation = fyne.TextTruncateEllipsis
+	w.dot = canvas.NewCircle(color.Transparent)
+	w.state = widget.NewLabel("")
+	w.uptime = widget.NewLabel("")
+	w.uptime.Importance = widget.LowImportance
+	w.stop = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), w.doStop)
+	w.restart = widget.NewButtonWithIcon("Restart", theme.MediaReplayIcon(), w.doRestart)
+	w.merge = widget.NewButtonWithIcon("Merge into repo", theme.MailForwardIcon(), func() { w.doMerge(false) })
+	w.merge.Importance = widget.HighImportance
+	w.del = widget.NewButtonWithIcon("Delete", theme.DeleteIcon(), func() { w.doDelete(false) })
+	w.del.Importance = widget.DangerImportance
+	w.notice = newNoticeBar()
+
+	dotBox := container.NewGridWrap(fyne.NewSquareSize(theme.Size(theme.SizeNameText)*0.8), w.dot)
+	stateLine := container.NewHBox(container.NewCenter(dotBox), w.state, w.uptime)
+	actions := container.NewHBox(w.stop, w.restart, w.merge, w.del)
+	head := container.NewBorder(nil, nil, nil, container.NewCenter(actions), container.NewVBox(w.name, stateLine))
+
+	w.openMsg = widget.NewLabel("")
+	w.openMsg.Importance = widget.LowImportance
+	w.openMsg.Truncation = fyne.TextTruncateEllipsis
+	openRow := container.NewHBox(widget.NewLabel("Workspace:"))
+	for _, o := range workspaceOpeners(w.workspace(), os.Getenv, lookPath) {
+		b := newOpenerButton(w, o)
+		w.openers = append(w.openers, b)
+		openRow.Add(b.btn)
+	}
+	w.showOpenNote()
+
+	// Tabs.
+	hint := "see agent.log"
+	if w.dir != "" {
+		hint = "see " + filepath.Join(w.dir, "agent.log")
+	}
+	w.logs = NewLogView(DefaultLogCapacity, hint)
+	w.logs.post = w.post
+	w.transcript = NewTranscriptView()
+	if s.Agent.Kind != "claude" {
+		w.transcript.SetEmptyText("This session runs a custom agent (" + s.Agent.Command + "), which keeps no transcript: its output is in the Log tab.")
+	} else {
+		w.transcript.SetEmptyText("No transcript yet: the agent's messages and tool calls show here as it works.")
+	}
+	w.changes = newChangesPanel(w)
+	w.exec = newExecConsole(w)
+	w.res = newResourcePanel()
+	w.res.setSession(s)
+	w.tabs = container.NewAppTabs(
+		container.NewTabItemWithIcon(tabTranscript, theme.DocumentIcon(), w.transcript),
+		container.NewTabItemWithIcon(tabLog, theme.ListIcon(), w.logs),
+		container.NewTabItemWithIcon(tabChanges, theme.DocumentCreateIcon(), w.changes.content),
+		container.NewTabItemWithIcon(tabExec, theme.ComputerIcon(), w.exec.content),
+		container.NewTabItemWithIcon(tabResources, theme.InfoIcon(), w.res.content),
+	)
+	if s.Agent.Kind != "claude" {
+		w.tabs.SelectIndex(1)
+	}
+
+	// Chat.
+	w.chat = widget.NewEntry()
+	w.chat.SetPlaceHolder("Message the agent (Enter sends)")
+	w.chat.OnSubmitted = func(string) { w.sendChat() }
+	w.chatSend = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), w.sendChat)
+	w.chatNote = widget.NewLabel("")
+	w.chatNote.Wrapping = fyne.TextWrapWord
+	w.chatNote.Hide()
+	chatRow := container.NewBorder(nil, w.chatNote, nil, w.chatSend, w.chat)
+
+	top := container.NewVBox(head, openRow, w.openMsg, w.notice.box)
+	w.win.SetContent(container.NewBorder(top, chatRow, nil, nil, w.tabs))
+	w.win.Resize(fyne.NewSize(980, 720))
+	w.win.SetOnClosed(w.close)
+	w.applySession(s)
+	return w
+}
+
+// workspace is the session's clone, "" when unknown.
+func (w *sessionWindow) workspace() string {
+	if w.dir == "" {
+		return ""
+	}
+	return filepath.Join(w.dir, "workspace")
+}
+
+// start runs the window's goroutines: events, then the uptime clock.
+func (w *sessionWindow) start() {
+	w.spawn(w.events)
+	w.spawn(w.clock)
+}
+
+// close ends the window's goroutines: each returns promptly once the
+// context is cancelled. It does not wait for them, as it may run in a
+// callback that one of them posted; wait does (and so does UI.Close).
+func (w *sessionWindow) close() {
+	if w.closed {
+		return
+	}
+	w.closed = true
+	w.cancel()
+	w.logs.Close()
+	w.exec.close()
+}
+
+// wait returns when the window's goroutines have ended.
+func (w *sessionWindow) wait() { w.wg.Wait() }
+
+// spawn runs fn off the UI goroutine, owned by the window (and by the
+// UI, whose Close waits for it).
+func (w *sessionWindow) spawn(fn func(ctx context.Context)) {
+	if w.closed || w.ctx.Err() != nil { // the window or the UI closed
+		return
+	}
+	w.u.wg.Add(1)
+	w.wg.Add(1)
+	go func() {
+		defer w.u.wg.Done()
+		defer w.wg.Done()
+		fn(w.ctx)
+	}()
+}
+
+// ui runs fn on the UI goroutine unless the window has closed by then.
+func (w *sessionWindow) ui(fn func()) {
+	w.post(func() {
+		if !w.closed {
+			fn()
+		}
+	})
+}
+
+// events loads what the session has so far, then follows its events.
+func (w *sessionWindow) events(ctx context.Context) {
+	ch := w.u.Backend.Subscribe(ctx, w.id)
+	subscribed := time.Now()
+	// What happened before the subscription: the state now, the stored
+	// log, the transcript and the changes.
+	if s, err := w.u.Backend.Get(ctx, w.id); err == nil {
+		w.ui(func() { w.applySession(s) })
+	}
+	feed := &logFeed{w: w}
+	feed.load(ctx)
+	entries, err := w.u.Backend.Transcript(ctx, w.id)
+	seen := map[string]bool{}
+	for _, e := range entries {
+		if !e.Time.Before(subscribed.Add(-time.Second)) {
+			seen[entryKey(e)] = true
+		}
+	}
+	if err == nil && len(entries) > 0 {
+		w.ui(func() { w.transcript.SetEntries(entries) })
+	}
+	w.changes.reload(ctx)
+
+	catchUp := time.NewTimer(logCatchUpEvery)
+	defer catchUp.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-catchUp.C:
+			if !feed.catchUp(ctx) {
+				catchUp.Reset(logCatchUpEvery)
+			}
+		case ev, ok := <-ch:
+			if !ok {
+				return
+			}
+			switch ev.Kind {
+			case session.EventLog:
+				if ev.Log != nil {
+					feed.live(*ev.Log)
+				}
+			case session.EventTranscript:
+				if ev.Entry == nil {
+					continue
+				}
+				if len(seen) > 0 && seen[entryKey(*ev.Entry)] {
+					delete(seen, entryKey(*ev.Entry))
+					continue
+				}
+				e := *ev.Entry
+				w.ui(func() { w.transcript.Add(e) })
+			case session.EventState:
+				s, err := w.u.Backend.Get(ctx, w.id)
+				if err != nil {
+					continue
+				}
+				w.ui(func() { w.applySession(s) })
+			case session.EventStats:
+				if ev.Stats != nil {
+					st, at := *ev.Stats, ev.Time
+					w.ui(func() { w.res.addStats(at, st) })
+				}
+			case session.EventChanges:
+				if ev.Changes != nil {
+					c := *ev.Changes
+					w.ui(func() { w.changes.set(c) })
+				}
+			case session.EventRemoved:
+				w.ui(w.removed)
+			}
+		}
+	}
+}
+
+// entryKey identifies a transcript entry, to drop live events that the
+// transcript read at start already had.
+func entryKey(e session.Entry) string {
+	return fmt.Sprintf("%s|%d|%s|%d", e.Kind, e.Time.UnixNano(), e.ToolID, len(e.Text))
+}
+
+// clock keeps the uptime current.
+func (w *sessionWindow) clock(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			w.ui(w.showUptime)
+		}
+	}
+}
+
+// applySession shows the session's state, actions, limits and timings.
+func (w *sessionWindow) applySession(s store.Session) {
+	if s.State != w.sess.State && s.State != session.StateProvisioning {
+		// The watcher reports changes from the agent's start on; what
+		// came before (the clone, a restart) is read now.
+		w.spawn(w.changes.reload)
+		w.showOpenNote()
+	}
+	w.sess = s
+	w.dot.FillColor = stateDotColor(s.State, s.Activity)
+	w.dot.Refresh()
+	text := stateWords(s.State, s.Activity)
+	reason := s.Reason
+	if s.Activity == session.ActivityWaiting {
+		reason = strings.TrimLeft(strings.TrimPrefix(reason, "waiting for your message"), ": ")
+	}
+	if reason != "" && reason != s.Activity {
+		text += " — " + reason
+	}
+	w.state.SetText(clipRunes(text, 160))
+	w.showUptime()
+
+	live := session.Live(s.State)
+	setEnabled(w.stop, live && s.State != session.StateStopping)
+	// A stop is done when Stop returns, a moment after the state says
+	// stopped: restarting before would be refused.
+	setEnabled(w.restart, !live && !w.stopping)
+	setEnabled(w.merge, s.State != session.StateProvisioning)
+	w.res.setSession(s)
+	w.exec.setRunning(s.State == session.StateRunning)
+
+	switch {
+	case s.State == session.StateRunning:
+		w.chat.Enable()
+		if !w.chatBusy {
+			w.chatSend.Enable()
+		}
+		if w.chatNote.Importance == widget.LowImportance {
+			w.chatNote.Hide()
+		}
+	default:
+		w.chat.Disable()
+		w.chatSend.Disable()
+		why := "Chat opens once the agent runs."
+		if !live {
+			why = "The session is " + s.State + ": restart it to talk to the agent."
+		}
+		w.chatNote.Importance = widget.LowImportance
+		w.chatNote.SetText(why)
+		w.chatNote.Show()
+	}
+}
+
+func (w *sessionWindow) showUptime() {
+	s := w.sess
+	if s.Started.IsZero() {
+		w.uptime.SetText("")
+		return
+	}
+	var txt string
+	switch {
+	case session.Live(s.State):
+		txt = "up " + humanDuration(time.Since(s.Started))
+	case !s.Ended.IsZero() && s.Ended.After(s.Started):
+		txt = "ran " + humanDuration(s.Ended.Sub(s.Started))
+	}
+	if w.uptime.Text != txt {
+		w.uptime.SetText(txt)
+	}
+}
+
+// removed is the session being deleted (here or elsewhere).
+func (w *sessionWindow) removed() {
+	w.notice.show(widget.WarningImportance, "This session was deleted.")
+	for _, b := range []*widget.Button{w.stop, w.restart, w.merge, w.del, w.chatSend} {
+		b.Disable()
+	}
+	w.chat.Disable()
+	for _, o := range w.openers {
+		o.btn.Disable()
+	}
+	w.exec.setRunning(false)
+}

@@ -1,0 +1,271 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"sandbar/app/workspace"
+)
+
+// changesPanel is the session window's Changes tab: the files that
+// differ from the session's base, and the diff of the one selected.
+type changesPanel struct {
+	w        *sessionWindow
+	summary  *widget.Label
+	files    []workspace.FileChange
+	list     *widget.List
+	title    *widget.Label
+	diff     *widget.TextGrid
+	selected string // path of the selected file
+	selID    widget.ListItemID
+	gen      int // numbers diff loads, so a late one does not overwrite a newer
+	content  fyne.CanvasObject
+}
+
+func newChangesPanel(w *sessionWindow) *changesPanel {
+	c := &changesPanel{w: w, summary: widget.NewLabel("Reading the workspace…"), title: widget.NewLabel("Select a file to see its diff.")}
+	c.summary.Wrapping = fyne.TextWrapWord
+	c.title.TextStyle.Bold = true
+	c.title.Truncation = fyne.TextTruncateEllipsis
+	c.diff = widget.NewTextGrid()
+	c.list = widget.NewList(
+		func() int { return len(c.files) },
+		func() fyne.CanvasObject {
+			status := widget.NewLabel("M")
+			status.TextStyle.Monospace = true
+			path := widget.NewLabel("")
+			path.Truncation = fyne.TextTruncateEllipsis
+			return container.NewBorder(nil, nil, status, nil, path)
+		},
+		func(id widget.ListItemID, o fyne.CanvasObject) {
+			if id >= len(c.files) {
+				return
+			}
+			f := c.files[id]
+			box := o.(*fyne.Container)
+			path := box.Objects[0].(*widget.Label)
+			status := box.Objects[1].(*widget.Label)
+			letter, imp := statusLetter(f.Status)
+			status.Importance = imp
+			status.SetText(letter)
+			name := f.Path
+			if f.From != "" {
+				name = f.From + " → " + f.Path
+			}
+			path.SetText(name)
+		})
+	c.selID = -1
+	c.list.OnSelected = func(id widget.ListItemID) {
+		if id < len(c.files) {
+			c.selID = id
+			c.selectFile(c.files[id], false)
+		}
+	}
+	split := container.NewHSplit(c.list, container.NewBorder(c.title, nil, nil, nil, c.diff))
+	split.Offset = 0.3
+	c.content = container.NewBorder(c.summary, nil, nil, nil, split)
+	return c
+}
+
+// statusLetter is a file status as git's letter and a colour.
+func statusLetter(s string) (string, widget.Importance) {
+	switch s {
+	case "added":
+		return "A", widget.SuccessImportance
+	case "deleted":
+		return "D", widget.DangerImportance
+	case "renamed":
+		return "R", widget.HighImportance
+	case "untracked":
+		return "?", widget.SuccessImportance
+	case "unmerged":
+		return "U", widget.WarningImportance
+	}
+	return "M", widget.WarningImportance
+}
+
+// reload reads the changes from the backend; it runs off the UI
+// goroutine.
+func (c *changesPanel) reload(ctx context.Context) {
+	ch, err := c.w.u.Backend.Changes(ctx, c.w.id)
+	if ctx.Err() != nil {
+		return
+	}
+	c.w.ui(func() {
+		if err != nil {
+			c.summary.SetText("Cannot read the workspace's changes: " + err.Error())
+			return
+		}
+		c.set(ch)
+	})
+}
+
+// set shows ch, keeping the selected file (and refreshing its diff, as
+// it may have changed).
+func (c *changesPanel) set(ch workspace.Changes) {
+	c.files = ch.Files
+	c.summary.SetText(changesSummary(ch))
+	c.list.Refresh()
+	if c.selected == "" {
+		return
+	}
+	for i, f := range c.files {
+		if f.Path == c.selected {
+			if i != c.selID {
+				c.list.Select(i) // OnSelected loads its diff
+			} else {
+				c.selectFile(f, true)
+			}
+			return
+		}
+	}
+	c.list.UnselectAll()
+	c.selected, c.selID = "", -1
+	c.title.SetText("Select a file to see its diff.")
+	c.diff.SetText("")
+}
+
+// changesSummary is the line above the files: how many, and git's total.
+func changesSummary(ch workspace.Changes) string {
+	if len(ch.Files) == 0 && ch.Ahead == 0 {
+		return "No changes since the session started."
+	}
+	parts := []string{fmt.Sprintf("%d %s changed", len(ch.Files), pluralWord(len(ch.Files), "file", "files"))}
+	if ch.Ahead > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s on the branch", ch.Ahead, pluralWord(ch.Ahead, "commit", "commits")))
+	}
+	if ins, del, ok := diffStatCounts(ch.DiffStat); ok {
+		parts = append(parts, fmt.Sprintf("+%d −%d lines in tracked files", ins, del))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// diffStatCounts reads the insertions and deletions from the last line
+// of git diff --stat ("3 files changed, 10 insertions(+), 2 deletions(-)").
+func diffStatCounts(stat string) (ins, del int, ok bool) {
+	stat = strings.TrimSpace(stat)
+	if stat == "" {
+		return 0, 0, false
+	}
+	last := stat[strings.LastIndexByte(stat, '\n')+1:]
+	for _, part := range strings.Split(last, ",") {
+		var n int
+		var what string
+		if _, err := fmt.Sscan(strings.TrimSpace(part), &n, &what); err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(what, "insertion"):
+			ins, ok = n, true
+		case strings.HasPrefix(what, "deletion"):
+			del, ok = n, true
+		}
+	}
+	return ins, del, ok
+}
+
+// selectFile loads f's diff off the UI goroutine; a reload keeps the
+// diff shown until the new one is there.
+func (c *changesPanel) selectFile(f workspace.FileChange, reload bool) {
+	if !reload {
+		c.title.SetText(f.Path)
+		c.diff.SetText("Loading…")
+	}
+	c.selected = f.Path
+	c.gen++
+	gen := c.gen
+	ws := c.w.workspace()
+	if ws == "" {
+		c.diff.SetText("Diffs need the session's folder, which this Sandbar backend does not give.")
+		return
+	}
+	base := c.base()
+	c.w.spawn(func(ctx context.Context) {
+		text, err := fileDiff(ctx, ws, base, f)
+		if ctx.Err() != nil {
+			return
+		}
+		c.w.ui(func() {
+			if gen != c.gen {
+				return
+			}
+			if err != nil {
+				c.diff.SetText("Cannot show the diff: " + err.Error())
+				return
+			}
+			c.showDiff(text)
+		})
+	})
+}
+
+// base is the commit the session's branch started from.
+func (c *changesPanel) base() string {
+	if c.w.dir != "" {
+		if b, err := os.ReadFile(filepath.Join(c.w.dir, "base-commit")); err == nil {
+			if s := strings.TrimSpace(string(b)); s != "" {
+				return s
+			}
+		}
+	}
+	if c.w.sess.Base != "" {
+		return c.w.sess.Base
+	}
+	return "HEAD"
+}
+
+// showDiff fills the diff view, one coloured row per line.
+func (c *changesPanel) showDiff(text string) {
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	cut := 0
+	if len(lines) > diffMaxLines {
+		cut = len(lines) - diffMaxLines
+		lines = lines[:diffMaxLines]
+	}
+	add := &widget.CustomTextGridStyle{FGColor: theme.Color(theme.ColorNameSuccess)}
+	del := &widget.CustomTextGridStyle{FGColor: theme.Color(theme.ColorNameError)}
+	hunk := &widget.CustomTextGridStyle{FGColor: theme.Color(theme.ColorNamePrimary)}
+	meta := &widget.CustomTextGridStyle{FGColor: theme.Color(theme.ColorNamePlaceHolder), TextStyle: fyne.TextStyle{Bold: true}}
+	rows := make([]widget.TextGridRow, 0, len(lines)+1)
+	for _, l := range lines {
+		l = strings.ReplaceAll(l, "\t", "    ")
+		cells := make([]widget.TextGridCell, 0, len(l))
+		for _, r := range l {
+			cells = append(cells, widget.TextGridCell{Rune: r})
+		}
+		row := widget.TextGridRow{Cells: cells}
+		switch {
+		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+			row.Style = meta
+		case strings.HasPrefix(l, "+"):
+			row.Style = add
+		case strings.HasPrefix(l, "-"):
+			row.Style = del
+		case strings.HasPrefix(l, "@@"):
+			row.Style = hunk
+		case strings.HasPrefix(l, "\\"):
+			row.Style = meta
+		}
+		rows = append(rows, row)
+	}
+	if cut > 0 {
+		note := fmt.Sprintf("… %d more lines: open the workspace in your editor to see them all", cut)
+		cells := make([]widget.TextGridCell, 0, len(note))
+		for _, r := range note {
+			cells = append(cells, widget.TextGridCell{Rune: r})
+		}
+		rows = append(rows, widget.TextGridRow{Cells: cells, Style: meta})
+	}
+	c.diff.Rows = rows
+	c.diff.Refresh()
+}
+
+// diffText is the diff shown, as text.
+func (c *changesPanel) diffText() string { return c.diff.Text() }

@@ -1,0 +1,45 @@
+package ui
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+
+	"fyne.io/fyne/v2/theme"
+)
+
+// workspaceOpeners lists the ways to open dir on macOS: Finder, Terminal,
+// and an editor ($VISUAL, else Visual Studio Code).
+func workspaceOpeners(dir string, getenv func(string) string, look func(string) (string, error)) []opener {
+	files := opener{label: "Finder", icon: theme.FolderOpenIcon(), dir: dir, argv: []string{"open", dir}}
+	term := opener{label: "Terminal", icon: theme.ComputerIcon(), dir: dir, argv: []string{"open", "-a", "Terminal", dir}}
+	ed := opener{label: "Editor", icon: theme.DocumentCreateIcon(), dir: dir}
+	switch {
+	case getenv("VISUAL") != "":
+		ed.argv = editorArgv(getenv("VISUAL"), dir)
+	case hasApp(getenv("HOME"), "Visual Studio Code.app"):
+		ed.argv = []string{"open", "-a", "Visual Studio Code", dir}
+	default:
+		if _, err := look("code"); err == nil {
+			ed.argv = []string{"code", dir}
+		} else {
+			ed.missing = "install Visual Studio Code, or set $VISUAL"
+		}
+	}
+	return []opener{files, term, ed}
+}
+
+// hasApp reports whether the app bundle is in /Applications or
+// ~/Applications.
+func hasApp(home, bundle string) bool {
+	for _, d := range []string{"/Applications", filepath.Join(home, "Applications")} {
+		if _, err := os.Stat(filepath.Join(d, bundle)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// detach starts cmd in a session of its own.
+func detach(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} }

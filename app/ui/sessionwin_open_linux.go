@@ -1,0 +1,53 @@
+package ui
+
+import (
+	"os/exec"
+	"syscall"
+
+	"fyne.io/fyne/v2/theme"
+)
+
+// linuxTerminals are tried in order; x-terminal-emulator is Debian's choice
+// of the person's terminal. Each opens in its working directory.
+var linuxTerminals = []string{"x-terminal-emulator", "gnome-terminal", "konsole", "xfce4-terminal", "kitty", "alacritty", "xterm"}
+
+// workspaceOpeners lists the ways to open dir on Linux: the file manager
+// (xdg-open), a terminal, and an editor ($VISUAL, else $EDITOR in a
+// terminal, else VS Code's code).
+func workspaceOpeners(dir string, getenv func(string) string, look func(string) (string, error)) []opener {
+	files := opener{label: "Files", icon: theme.FolderOpenIcon(), dir: dir}
+	if _, err := look("xdg-open"); err == nil {
+		files.argv = []string{"xdg-open", dir}
+	} else {
+		files.missing = "xdg-open is not installed (it comes with xdg-utils)"
+	}
+
+	term := opener{label: "Terminal", icon: theme.ComputerIcon(), dir: dir}
+	for _, t := range linuxTerminals {
+		if _, err := look(t); err == nil {
+			term.argv = []string{t}
+			break
+		}
+	}
+	if term.argv == nil {
+		term.missing = "no terminal found (x-terminal-emulator, gnome-terminal, konsole, xterm…)"
+	}
+
+	ed := opener{label: "Editor", icon: theme.DocumentCreateIcon(), dir: dir}
+	switch {
+	case getenv("VISUAL") != "":
+		ed.argv = editorArgv(getenv("VISUAL"), dir)
+	case getenv("EDITOR") != "" && term.argv != nil:
+		ed.argv = append([]string{term.argv[0], "-e"}, editorArgv(getenv("EDITOR"), dir)...)
+	default:
+		if _, err := look("code"); err == nil {
+			ed.argv = []string{"code", dir}
+		} else {
+			ed.missing = "set $VISUAL or $EDITOR, or install VS Code (code)"
+		}
+	}
+	return []opener{files, term, ed}
+}
+
+// detach starts cmd in a session of its own.
+func detach(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} }

@@ -1,0 +1,21 @@
+//go:build !linux && !darwin
+
+package ui
+
+import (
+	"os/exec"
+
+	"fyne.io/fyne/v2/theme"
+)
+
+// workspaceOpeners has nothing to offer where Sandbar does not run.
+func workspaceOpeners(dir string, getenv func(string) string, look func(string) (string, error)) []opener {
+	why := "not available on this system"
+	return []opener{
+		{label: "Files", icon: theme.FolderOpenIcon(), dir: dir, missing: why},
+		{label: "Terminal", icon: theme.ComputerIcon(), dir: dir, missing: why},
+		{label: "Editor", icon: theme.DocumentCreateIcon(), dir: dir, missing: why},
+	}
+}
+
+func detach(*exec.Cmd) {}

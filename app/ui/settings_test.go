@@ -1,0 +1,257 @@
+package ui
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2/test"
+
+	"sandbar/app/session"
+	"sandbar/app/session/sessiontest"
+	"sandbar/guest/image"
+)
+
+// settings opens Settings and waits for its first load.
+func (h *appHarness) settings(t *testing.T) *settingsWindow {
+	t.Helper()
+	h.u.ShowSettings()
+	w := h.u.settingsWin
+	h.waitFor(t, 5*time.Second, "Settings' first load", func() bool { return w.cpus.Text != "" })
+	return w
+}
+
+func TestSettingsDefaultLimitsReachTheBackend(t *testing.T) {
+	h := newAppHarness(t)
+	w := h.settings(t)
+	if w.cpus.Text != "2" || w.memory.Text != "2048" || w.disk.Text != "8" || w.budget.Text != "60" || w.agentCmd.Text != "" {
+		t.Fatalf("defaults shown: %q %q %q %q %q", w.cpus.Text, w.memory.Text, w.disk.Text, w.budget.Text, w.agentCmd.Text)
+	}
+	retype(w.cpus, "9")
+	if !w.defaultsSave.Disabled() || !strings.Contains(w.defaultsStatus.Text, "vCPUs: type a whole number from 1 to 4") {
+		t.Errorf("9 vCPUs of 4: Save disabled %v, status %q", w.defaultsSave.Disabled(), w.defaultsStatus.Text)
+	}
+	retype(w.cpus, "1")
+	retype(w.memory, "768")
+	retype(w.disk, "3")
+	retype(w.budget, "50")
+	test.Type(w.agentCmd, "echo from the default agent")
+	test.Tap(w.defaultsSave)
+	h.waitFor(t, 5*time.Second, "the defaults saved", func() bool { return strings.HasPrefix(w.defaultsStatus.Text, "Saved") })
+
+	ctx := context.Background()
+	p := h.addProject(t, "defaults")
+	s, err := h.env.Manager.Start(ctx, session.Options{Project: p.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := s.Limits; l.CPUs != 1 || l.MemoryMiB != 768 || l.DiskGiB != 3 || s.Agent.Kind != "custom" {
+		t.Errorf("a session started with no limits got %+v, agent %+v; want the saved defaults", l, s.Agent)
+	}
+	b, err := h.env.Manager.Budget(ctx)
+	if err != nil || b.Share != 0.5 {
+		t.Errorf("budget share %v, %v; want 0.5", b.Share, err)
+	}
+	h.env.WaitState(t, s.ID, session.StateStopped, 20*time.Second)
+
+	// New Session starts from the saved defaults.
+	ns := h.newSession(t, p.ID)
+	if ns.cpus.Value != 1 || ns.memory.Text != "768" || ns.disk.Text != "3" || ns.agent.Selected != agentCustom || ns.command.Text != "echo from the default agent" {
+		t.Errorf("New Session shows %v vCPUs, %q MiB, %q GiB, %q %q", ns.cpus.Value, ns.memory.Text, ns.disk.Text, ns.agent.Selected, ns.command.Text)
+	}
+}
+
+// TestSettingsSecrets runs against fakeSecrets, a map: the real keyring
+// is tested in app/secrets and tests/keyringtest.
+func TestSettingsSecrets(t *testing.T) {
+	h := newAppHarness(t)
+	h.secrets.values["GITHUB_TOKEN"] = "ghp_old"
+	w := h.settings(t)
+	h.waitFor(t, 5*time.Second, "the secret names listed", func() bool { return len(w.secretNames) == 1 })
+
+	test.Type(w.secretName, "2BAD")
+	test.Type(w.secretValue, "x")
+	if !w.secretSave.Disabled() || !strings.Contains(w.secretStatus.Text, "letters, digits and _") {
+		t.Errorf("a bad name: Save disabled %v, status %q", w.secretSave.Disabled(), w.secretStatus.Text)
+	}
+	const value = "sk-ant-settings-test-value-0123456789"
+	retype(w.secretName, "ANTHROPIC_API_KEY")
+	retype(w.secretValue, value)
+	test.Tap(w.secretSave)
+	h.waitFor(t, 5*time.Second, "the new secret listed", func() bool {
+		return len(w.secretNames) == 2 && shows(w.win, "ANTHROPIC_API_KEY") && strings.HasPrefix(w.secretStatus.Text, "Saved")
+	})
+	if v, _ := h.secrets.get("ANTHROPIC_API_KEY"); v != value {
+		t.Errorf("keyring holds %q", v)
+	}
+	if w.secretValue.Text != "" || shows(w.win, value) || shows(w.win, "ghp_old") {
+		t.Error("a secret value is still on screen after saving")
+	}
+
+	// Replace: the name is filled in, the old value never shown.
+	w.replaceSecret("GITHUB_TOKEN")
+	if w.secretName.Text != "GITHUB_TOKEN" || w.secretValue.Text != "" {
+		t.Errorf("replace filled %q / %q", w.secretName.Text, w.secretValue.Text)
+	}
+	test.Type(w.secretValue, "ghp_new")
+	test.Tap(w.secretSave)
+	h.waitFor(t, 5*time.Second, "the secret replaced", func() bool { return strings.HasPrefix(w.secretStatus.Text, "Replaced GITHUB_TOKEN") })
+	if v, _ := h.secrets.get("GITHUB_TOKEN"); v != "ghp_new" {
+		t.Errorf("GITHUB_TOKEN = %q", v)
+	}
+
+	// Delete asks first; cancel keeps it, Delete removes it.
+	w.confirmDeleteSecret("GITHUB_TOKEN")
+	test.Tap(overlayButton(t, w.win, "Cancel"))
+	w.confirmDeleteSecret("GITHUB_TOKEN")
+	test.Tap(overlayButton(t, w.win, "Delete"))
+	h.waitFor(t, 5*time.Second, "the secret deleted", func() bool {
+		return len(w.secretNames) == 1 && w.secretNames[0] == "ANTHROPIC_API_KEY" && w.secretStatus.Text == "Deleted GITHUB_TOKEN."
+	})
+	if _, ok := h.secrets.get("GITHUB_TOKEN"); ok {
+		t.Error("GITHUB_TOKEN is still in the keyring")
+	}
+}
+
+func TestSettingsStorageCleanup(t *testing.T) {
+	h := newAppHarness(t)
+	p := h.addProject(t, "storage")
+	ctx := context.Background()
+	start := func(script string) string {
+		s, err := h.env.Manager.Start(ctx, session.Options{Project: p.Name, MemoryMiB: 512, Agent: sessiontest.Shell(script)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.env.WaitState(t, s.ID, session.StateStopped, 20*time.Second)
+		return s.ID
+	}
+	// Files in .git are no work of the session's: this one may go.
+	clean := start("head -c 300000 /dev/urandom > .git/big.bin")
+	dirty := start("echo work > work.txt && git add work.txt && git commit -qm 'agent work'")
+	w := h.settings(t)
+	h.waitFor(t, 5*time.Second, "two sessions in the storage list", func() bool { return len(w.storage) == 2 && !w.cleanup.Disabled() })
+	if w.storage[0].id != clean || w.storage[0].bytes < 300000 {
+		t.Errorf("biggest first: %+v", w.storage)
+	}
+	w.confirmCleanup()
+	test.Tap(overlayButton(t, w.win, "Delete"))
+	h.waitFor(t, 20*time.Second, "the clean-up reported", func() bool { return strings.HasPrefix(w.storageStatus.Text, "Deleted 1 of 2") })
+	if !strings.Contains(w.storageStatus.Text, "Kept "+dirty[:8]+": unmerged work") {
+		t.Errorf("status = %q, want the dirty session kept", w.storageStatus.Text)
+	}
+	if _, err := h.env.Manager.Get(ctx, clean); err == nil {
+		t.Error("the clean session is still there")
+	}
+	if _, err := h.env.Manager.Get(ctx, dirty); err != nil {
+		t.Errorf("the session with unmerged work was deleted: %v", err)
+	}
+	h.waitFor(t, 5*time.Second, "the storage list reread", func() bool { return len(w.storage) == 1 })
+}
+
+func TestSettingsLaunchAtLogin(t *testing.T) {
+	h := newAppHarness(t)
+	w := h.settings(t)
+	h.waitFor(t, 5*time.Second, "launch at login read", func() bool { return w.loginLoaded })
+	on, settable, err := h.prefs.LaunchAtLogin()
+	if on || !settable || err != nil || w.login.Checked || w.login.Disabled() {
+		t.Fatalf("initially: on %v settable %v err %v; check %v disabled %v", on, settable, err, w.login.Checked, w.login.Disabled())
+	}
+	test.Tap(w.login)
+	entry := filepath.Join(h.prefs.AutostartDir, "sandbar.desktop")
+	h.waitFor(t, 5*time.Second, "the autostart entry written", func() bool { _, err := os.Stat(entry); return err == nil })
+	b, _ := os.ReadFile(entry)
+	if !strings.Contains(string(b), "Exec=\"/opt/Sandbar Apps/sandbar\"\n") || !strings.Contains(string(b), "Type=Application") {
+		t.Errorf("autostart entry:\n%s", b)
+	}
+	test.Tap(w.login)
+	h.waitFor(t, 5*time.Second, "the autostart entry removed", func() bool { _, err := os.Stat(entry); return os.IsNotExist(err) })
+	if got := desktopExec(`/a "b" $c\d`); got != `"/a \\"b\\" \\$c\\\\d"` {
+		t.Errorf("desktopExec = %s", got)
+	}
+}
+
+func TestSettingsImageRebuild(t *testing.T) {
+	h := newAppHarness(t)
+	release := make(chan struct{})
+	h.prefs.Build = func(ctx context.Context, f func(image.Progress)) (*image.Image, error) {
+		f(image.Progress{Stage: "index"})
+		f(image.Progress{Stage: "download", Count: 5, Of: 10})
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		f(image.Progress{Stage: "done"})
+		return nil, nil
+	}
+	w := h.settings(t)
+	w.tabs.SelectIndex(2)
+	b := h.u.image
+	h.waitFor(t, 5*time.Second, "the image status", func() bool { s, _ := b.status.Get(); return strings.HasPrefix(s, "No guest image") })
+	test.Tap(w.rebuild)
+	h.waitFor(t, 5*time.Second, "download progress shown", func() bool {
+		s, _ := b.stage.Get()
+		f, _ := b.progress.Get()
+		return s == "Downloading packages (5 of 10)…" && f > 0.3 && f < 0.4 && w.rebuild.Disabled() && w.cancelBuild.Visible()
+	})
+	if !shows(w.win, "Downloading packages (5 of 10)…") {
+		t.Error("the stage is not on screen")
+	}
+	test.Tap(w.cancelBuild)
+	h.waitFor(t, 5*time.Second, "the build cancelled", func() bool { s, _ := b.stage.Get(); return s == "Build cancelled." && !w.rebuild.Disabled() })
+	test.Tap(w.rebuild)
+	close(release)
+	h.waitFor(t, 5*time.Second, "the build finished", func() bool { s, _ := b.stage.Get(); f, _ := b.progress.Get(); return s == "Image ready." && f == 1 })
+}
+
+func TestImageStage(t *testing.T) {
+	last := -1.0
+	for _, p := range []image.Progress{{Stage: "index"}, {Stage: "download", Of: 40}, {Stage: "download", Count: 20, Of: 40},
+		{Stage: "download", Count: 40, Of: 40}, {Stage: "rootfs"}, {Stage: "kernel"}, {Stage: "initramfs"}, {Stage: "agent"}, {Stage: "done"}} {
+		s, f := ImageStage(p)
+		if f <= last || s == "" {
+			t.Errorf("%+v: %q %v does not move on from %v", p, s, f, last)
+		}
+		last = f
+	}
+	if last != 1 {
+		t.Errorf("done is %v, want 1", last)
+	}
+}
+
+func TestSessionDiskUsage(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "aaaa")
+	os.MkdirAll(filepath.Join(a, "workspace"), 0o755)
+	// A sparse 1 GiB scratch disk with 64 KiB written.
+	f, err := os.Create(filepath.Join(a, "scratch.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(1 << 30)
+	f.WriteAt(make([]byte, 64<<10), 1<<20)
+	f.Close()
+	// A hard link shared with the repository frees nothing.
+	shared := filepath.Join(dir, "repo-object")
+	os.WriteFile(shared, make([]byte, 1<<20), 0o644)
+	os.Link(shared, filepath.Join(a, "workspace", "object"))
+	os.MkdirAll(filepath.Join(dir, "bbbb"), 0o755)
+	os.WriteFile(filepath.Join(dir, "stray-file"), []byte("x"), 0o644)
+
+	got, err := sessionDiskUsage(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	syscall.Stat(filepath.Join(a, "scratch.img"), &st)
+	if len(got) != 2 || got["aaaa"] < 64<<10 || got["aaaa"] > 1<<20 {
+		t.Errorf("usage = %v (scratch takes %d bytes), want aaaa about 64 KiB plus folders, and bbbb", got, st.Blocks*512)
+	}
+	if none, err := sessionDiskUsage(context.Background(), filepath.Join(dir, "none")); err != nil || len(none) != 0 {
+		t.Errorf("no sessions folder: %v, %v", none, err)
+	}
+}

@@ -1,0 +1,348 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"sandbar/app/session"
+	"sandbar/vm"
+)
+
+// settingsWindow is Settings: secrets, default limits and agent, the
+// guest image, storage and launch at login, one tab each.
+type settingsWindow struct {
+	u    *UI
+	win  fyne.Window
+	tabs *container.AppTabs
+	ub   unbinder
+
+	// Secrets.
+	secretNames  []string
+	secretList   *widget.List
+	secretName   *widget.SelectEntry
+	secretValue  *widget.Entry
+	secretSave   *widget.Button
+	secretStatus *widget.Label
+
+	// Defaults.
+	cpus, memory, disk, budget *widget.Entry
+	agentCmd                   *widget.Entry
+	defaultsSave               *widget.Button
+	defaultsStatus             *widget.Label
+
+	// Guest image.
+	rebuild, cancelBuild *widget.Button
+
+	// Storage.
+	storage       []storageRow
+	storageList   *widget.List
+	storageTotal  *widget.Label
+	cleanup       *widget.Button
+	storageStatus *widget.Label
+
+	// General.
+	login       *widget.Check
+	loginStatus *widget.Label
+	settingUp   bool // the check is being set from the backend, not by a person
+	loginLoaded bool
+}
+
+// storageRow is one session folder and what it takes on disk.
+type storageRow struct {
+	id, label, state string
+	bytes            int64
+}
+
+func newSettingsWindow(u *UI) *settingsWindow {
+	w := &settingsWindow{u: u, win: u.App.NewWindow("Sandbar Settings")}
+	w.tabs = container.NewAppTabs(
+		container.NewTabItemWithIcon("Secrets", theme.AccountIcon(), w.secretsTab()),
+		container.NewTabItemWithIcon("Defaults", theme.DocumentIcon(), w.defaultsTab()),
+		container.NewTabItemWithIcon("Guest Image", theme.ComputerIcon(), w.imageTab()),
+		container.NewTabItemWithIcon("Storage", theme.StorageIcon(), w.storageTab()),
+		container.NewTabItemWithIcon("General", theme.SettingsIcon(), w.generalTab()),
+	)
+	w.win.SetContent(w.tabs)
+	w.win.Resize(fyne.NewSize(640, 460))
+	w.win.SetOnClosed(func() {
+		w.ub.release()
+		if u.settingsWin == w {
+			u.settingsWin = nil
+		}
+	})
+	w.loadSecrets()
+	w.loadDefaults()
+	u.image.refresh()
+	w.loadStorage()
+	w.loadLogin()
+	return w
+}
+
+// note is a small explanatory line.
+func note(text string) *widget.Label {
+	l := widget.NewLabel(text)
+	l.Wrapping = fyne.TextWrapWord
+	l.Importance = widget.LowImportance
+	return l
+}
+
+// statusLabel is an inline result line, hidden while empty.
+func statusLabel() *widget.Label {
+	l := widget.NewLabel("")
+	l.Wrapping = fyne.TextWrapWord
+	l.Hide()
+	return l
+}
+
+func setStatus(l *widget.Label, imp widget.Importance, text string) {
+	l.Importance = imp
+	l.SetText(text)
+	if text == "" {
+		l.Hide()
+	} else {
+		l.Show()
+	}
+}
+
+// --- Defaults ---
+
+func (w *settingsWindow) defaultsTab() fyne.CanvasObject {
+	num := func() *widget.Entry {
+		e := widget.NewEntry()
+		e.OnChanged = func(string) { w.validateDefaults() }
+		return e
+	}
+	w.cpus, w.memory, w.disk, w.budget = num(), num(), num(), num()
+	w.agentCmd = widget.NewEntry()
+	w.agentCmd.SetPlaceHolder("empty: Claude Code")
+	w.agentCmd.OnChanged = func(string) { w.validateDefaults() }
+	w.defaultsSave = widget.NewButtonWithIcon("Save", theme.DocumentSaveIcon(), w.saveDefaults)
+	w.defaultsSave.Importance = widget.HighImportance
+	w.defaultsStatus = statusLabel()
+	host := w.u.Backend.HostCPUs()
+	small := func(o fyne.CanvasObject) fyne.CanvasObject {
+		return container.NewGridWrap(fyne.NewSize(110, o.MinSize().Height), o)
+	}
+	form := container.New(layout.NewFormLayout(),
+		widget.NewLabel("vCPUs"), container.NewHBox(small(w.cpus), widget.NewLabel(fmt.Sprintf("of %d", host))),
+		widget.NewLabel("Memory"), container.NewHBox(small(w.memory), widget.NewLabel("MiB")),
+		widget.NewLabel("Disk"), container.NewHBox(small(w.disk), widget.NewLabel("GiB")),
+		widget.NewLabel("Memory budget"), container.NewHBox(small(w.budget), widget.NewLabel("% of this machine's memory for all sessions together")),
+		widget.NewLabel("Default agent"), w.agentCmd,
+	)
+	return container.NewVBox(note("What a new session gets unless you change it in New Session, and what `sandbar start` uses."),
+		form, note("The default agent is a shell command run in the session's /workspace; leave it empty for Claude Code."),
+		container.NewHBox(layout.NewSpacer(), w.defaultsSave), w.defaultsStatus)
+}
+
+func (w *settingsWindow) loadDefaults() {
+	s := w.u.Settings
+	if s == nil {
+		w.defaultsSave.Disable()
+		return
+	}
+	w.u.background(func(ctx context.Context) {
+		cpus := intSetting(ctx, s, KeyDefaultCPUs, session.DefaultCPUs)
+		mem := intSetting(ctx, s, KeyDefaultMemoryMiB, session.DefaultMemoryMiB)
+		disk := intSetting(ctx, s, KeyDefaultDiskGiB, session.DefaultDiskGiB)
+		share := session.DefaultBudget
+		if v, ok, _ := s.Setting(ctx, KeyMemoryBudget); ok {
+			if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && f > 0 && f <= 1 {
+				share = f
+			}
+		}
+		agent, _, _ := s.Setting(ctx, KeyDefaultAgent)
+		w.u.post(func() {
+			w.cpus.SetText(strconv.Itoa(cpus))
+			w.memory.SetText(strconv.Itoa(mem))
+			w.disk.SetText(strconv.Itoa(disk))
+			w.budget.SetText(strconv.FormatFloat(math.Round(share*1000)/10, 'f', -1, 64))
+			w.agentCmd.SetText(agent)
+			setStatus(w.defaultsStatus, widget.MediumImportance, "")
+			w.validateDefaults()
+		})
+	})
+}
+
+// defaults reads the Defaults tab as settings, with what is wrong.
+func (w *settingsWindow) defaults() (map[string]string, []string) {
+	var problems []string
+	out := map[string]string{}
+	host := w.u.Backend.HostCPUs()
+	intField := func(key, label string, e *widget.Entry, lo, hi int) {
+		n, err := strconv.Atoi(strings.TrimSpace(e.Text))
+		if err != nil || n < lo || n > hi {
+			problems = append(problems, fmt.Sprintf("%s: type a whole number from %d to %d.", label, lo, hi))
+			return
+		}
+		out[key] = strconv.Itoa(n)
+	}
+	intField(KeyDefaultCPUs, "vCPUs", w.cpus, 1, max(host, 1))
+	intField(KeyDefaultMemoryMiB, "Memory", w.memory, int(vm.MinMemory/vm.MiB), 1<<20)
+	intField(KeyDefaultDiskGiB, "Disk", w.disk, 1, maxDiskGiB)
+	pct, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(w.budget.Text), "%"), 64)
+	if err != nil || pct < 5 || pct > 100 {
+		problems = append(problems, "Memory budget: type a percentage from 5 to 100.")
+	} else {
+		out[KeyMemoryBudget] = strconv.FormatFloat(pct/100, 'f', -1, 64)
+	}
+	out[KeyDefaultAgent] = strings.TrimSpace(w.agentCmd.Text)
+	return out, problems
+}
+
+func (w *settingsWindow) validateDefaults() {
+	_, problems := w.defaults()
+	if len(problems) > 0 {
+		setStatus(w.defaultsStatus, widget.DangerImportance, strings.Join(problems, "\n"))
+		w.defaultsSave.Disable()
+		return
+	}
+	if w.defaultsStatus.Importance == widget.DangerImportance {
+		setStatus(w.defaultsStatus, widget.MediumImportance, "")
+	}
+	if w.u.Settings != nil {
+		w.defaultsSave.Enable()
+	}
+}
+
+func (w *settingsWindow) saveDefaults() {
+	values, problems := w.defaults()
+	if len(problems) > 0 || w.u.Settings == nil {
+		return
+	}
+	w.defaultsSave.Disable()
+	w.u.background(func(ctx context.Context) {
+		keys := make([]string, 0, len(values))
+		for k := range values {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var err error
+		for _, k := range keys {
+			if err = w.u.Settings.SetSetting(ctx, k, values[k]); err != nil {
+				break
+			}
+		}
+		w.u.post(func() {
+			w.defaultsSave.Enable()
+			if err != nil {
+				setStatus(w.defaultsStatus, widget.DangerImportance, sentence(err.Error()))
+				return
+			}
+			setStatus(w.defaultsStatus, widget.SuccessImportance, "Saved: new sessions use these.")
+		})
+	})
+}
+
+// --- Guest image ---
+
+func (w *settingsWindow) imageTab() fyne.CanvasObject {
+	b := w.u.image
+	status := w.ub.label(b.status)
+	status.Wrapping = fyne.TextWrapWord
+	w.rebuild = widget.NewButtonWithIcon("Rebuild", theme.ViewRefreshIcon(), b.start)
+	w.cancelBuild = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), b.stopBuild)
+	w.cancelBuild.Hide()
+	if w.u.Settings == nil {
+		w.rebuild.Disable()
+	}
+	w.ub.listen(b.running, func() {
+		if running, _ := b.running.Get(); running {
+			w.rebuild.Disable()
+			w.cancelBuild.Show()
+		} else {
+			if w.u.Settings != nil {
+				w.rebuild.Enable()
+			}
+			w.cancelBuild.Hide()
+		}
+	})
+	return container.NewVBox(
+		note("Every session boots the same read-only guest: Debian, its kernel and the agent, built here without root. "+
+			"A rebuild with unchanged inputs is a cache hit; downloads are cached, so it also works offline."),
+		heading("Current image"), status,
+		imageProgress(b, &w.ub), container.NewHBox(layout.NewSpacer(), w.cancelBuild, w.rebuild))
+}
+
+// imageProgress is the build's progress bar, stage and error, bound to
+// the shared build; the buttons beside it follow b.running.
+func imageProgress(b *imageBuild, ub *unbinder) fyne.CanvasObject {
+	bar := widget.NewProgressBarWithData(b.progress)
+	*ub = append(*ub, bar.Unbind)
+	stage := ub.label(b.stage)
+	stage.Wrapping = fyne.TextWrapWord
+	problem := ub.label(b.problem)
+	problem.Wrapping = fyne.TextWrapWord
+	problem.Importance = widget.DangerImportance
+	box := container.NewVBox(bar, stage)
+	box.Hide()
+	ub.listen(b.running, func() {
+		if running, _ := b.running.Get(); running {
+			box.Show()
+		} else if s, _ := b.stage.Get(); s == "" {
+			box.Hide()
+		}
+	})
+	return container.NewVBox(box, problem)
+}
+
+// --- General ---
+
+func (w *settingsWindow) generalTab() fyne.CanvasObject {
+	w.login = widget.NewCheck("Open Sandbar at login", func(on bool) {
+		if !w.settingUp {
+			w.setLogin(on)
+		}
+	})
+	w.login.Disable() // until the backend says how it is
+	w.loginStatus = statusLabel()
+	return container.NewVBox(w.login, note(launchAtLoginNote), w.loginStatus)
+}
+
+func (w *settingsWindow) loadLogin() {
+	s := w.u.Settings
+	if s == nil {
+		return
+	}
+	w.u.background(func(context.Context) {
+		on, settable, err := s.LaunchAtLogin()
+		w.u.post(func() {
+			w.loginLoaded = true
+			w.settingUp = true
+			w.login.SetChecked(on)
+			w.settingUp = false
+			if settable && err == nil {
+				w.login.Enable()
+			}
+			if err != nil {
+				setStatus(w.loginStatus, widget.DangerImportance, sentence(err.Error()))
+			}
+		})
+	})
+}
+
+func (w *settingsWindow) setLogin(on bool) {
+	w.u.background(func(context.Context) {
+		err := w.u.Settings.SetLaunchAtLogin(on)
+		w.u.post(func() {
+			if err != nil {
+				setStatus(w.loginStatus, widget.DangerImportance, sentence(err.Error()))
+				w.settingUp = true
+				w.login.SetChecked(!on)
+				w.settingUp = false
+				return
+			}
+			setStatus(w.loginStatus, widget.MediumImportance, "")
+		})
+	})
+}

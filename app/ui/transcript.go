@@ -1,0 +1,310 @@
+package ui
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"sandbar/app/session"
+)
+
+const (
+	// transcriptMaxRows bounds the rows a TranscriptView holds; the
+	// oldest go first (the whole transcript stays in transcript.jsonl).
+	transcriptMaxRows = 2000
+	// transcriptMaxText bounds the text of one tool input or result shown.
+	transcriptMaxText = 8000
+)
+
+// TranscriptView shows a Claude Code session's transcript: the person's
+// messages, the assistant's text, tool calls folded with their results,
+// and each turn's cost and duration. It is touched on the UI goroutine
+// only.
+type TranscriptView struct {
+	widget.BaseWidget
+
+	box     *fyne.Container
+	scroll  *container.Scroll
+	empty   *widget.Label
+	dropped *widget.Label
+	tools   map[string]*toolRow // by tool id, to attach results
+	rows    []transcriptRow
+	gone    int // rows dropped by trim
+	content fyne.CanvasObject
+}
+
+// transcriptRow is one shown entry.
+type transcriptRow struct {
+	kind   session.EntryKind
+	obj    fyne.CanvasObject
+	toolID string
+}
+
+// toolRow is a folded tool call: its title line, and input and result
+// when opened.
+type toolRow struct {
+	acc    *widget.Accordion
+	item   *widget.AccordionItem
+	title  string
+	result *widget.Label
+	done   bool
+}
+
+// NewTranscriptView returns an empty transcript.
+func NewTranscriptView() *TranscriptView {
+	t := &TranscriptView{box: container.NewVBox(), tools: map[string]*toolRow{},
+		empty: widget.NewLabel("No transcript yet."), dropped: widget.NewLabel("")}
+	t.empty.Importance = widget.LowImportance
+	t.empty.Wrapping = fyne.TextWrapWord
+	t.dropped.Importance = widget.LowImportance
+	t.dropped.Hide()
+	t.scroll = container.NewVScroll(t.box)
+	t.content = container.NewBorder(container.NewVBox(t.empty, t.dropped), nil, nil, nil, t.scroll)
+	t.ExtendBaseWidget(t)
+	return t
+}
+
+// CreateRenderer implements fyne.Widget.
+func (t *TranscriptView) CreateRenderer() fyne.WidgetRenderer {
+	return widget.NewSimpleRenderer(t.content)
+}
+
+// SetEmptyText sets what shows while there are no entries.
+func (t *TranscriptView) SetEmptyText(s string) { t.empty.SetText(s) }
+
+// SetEntries replaces the transcript.
+func (t *TranscriptView) SetEntries(es []session.Entry) {
+	t.box.RemoveAll()
+	t.rows = t.rows[:0]
+	t.gone = 0
+	t.dropped.Hide()
+	clear(t.tools)
+	for _, e := range es {
+		t.add(e)
+	}
+	t.trim()
+	t.box.Refresh()
+	t.scroll.ScrollToBottom()
+	t.showEmpty()
+}
+
+// Add appends one entry, following the bottom if it was shown.
+func (t *TranscriptView) Add(e session.Entry) {
+	// The laid-out height, not MinSize: that would measure every row.
+	atBottom := t.scroll.Offset.Y >= t.box.Size().Height-t.scroll.Size().Height-theme.Padding()*4
+	t.add(e)
+	t.trim()
+	if atBottom {
+		t.scroll.ScrollToBottom()
+	}
+	t.showEmpty()
+}
+
+// Len is the number of rows shown (a tool call and its result are one).
+func (t *TranscriptView) Len() int { return len(t.rows) }
+
+func (t *TranscriptView) showEmpty() {
+	if len(t.rows) == 0 {
+		t.empty.Show()
+	} else {
+		t.empty.Hide()
+	}
+}
+
+func (t *TranscriptView) add(e session.Entry) {
+	if e.Kind == session.EntryToolResult {
+		if tr := t.tools[e.ToolID]; tr != nil {
+			tr.setResult(e)
+			return
+		}
+	}
+	obj, tr := transcriptObject(e)
+	if obj == nil {
+		return
+	}
+	row := transcriptRow{kind: e.Kind, obj: obj}
+	if tr != nil && e.ToolID != "" {
+		t.tools[e.ToolID] = tr
+		row.toolID = e.ToolID
+	}
+	t.rows = append(t.rows, row)
+	t.box.Add(obj)
+}
+
+// trim drops the oldest rows beyond transcriptMaxRows.
+func (t *TranscriptView) trim() {
+	over := len(t.rows) - transcriptMaxRows
+	if over <= 0 {
+		return
+	}
+	for _, r := range t.rows[:over] {
+		if r.toolID != "" {
+			delete(t.tools, r.toolID)
+		}
+	}
+	t.rows = append(t.rows[:0], t.rows[over:]...)
+	objs := make([]fyne.CanvasObject, len(t.rows))
+	for i, r := range t.rows {
+		objs[i] = r.obj
+	}
+	t.box.Objects = objs
+	t.box.Refresh()
+	t.gone += over
+	t.dropped.SetText(fmt.Sprintf("%s earlier entries are not shown (the whole transcript is in transcript.jsonl)", formatCount(int64(t.gone))))
+	t.dropped.Show()
+}
+
+// transcriptObject makes the row for e; tool calls also return their
+// toolRow, for the result to come.
+func transcriptObject(e session.Entry) (fyne.CanvasObject, *toolRow) {
+	switch e.Kind {
+	case session.EntryUser:
+		who := widget.NewLabelWithStyle("You · "+e.Time.Format("15:04"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+		who.Importance = widget.HighImportance
+		msg := widget.NewLabel(e.Text)
+		msg.Wrapping = fyne.TextWrapWord
+		return container.NewVBox(who, msg), nil
+	case session.EntryText:
+		md := widget.NewRichTextFromMarkdown(e.Text)
+		md.Wrapping = fyne.TextWrapWord
+		return md, nil
+	case session.EntryThinking:
+		l := widget.NewLabel(clipRunes(e.Text, transcriptMaxText))
+		l.Wrapping = fyne.TextWrapWord
+		l.TextStyle.Italic = true
+		l.Importance = widget.LowImportance
+		acc := widget.NewAccordion(widget.NewAccordionItem("Thinking…", l))
+		return acc, nil
+	case session.EntryToolUse:
+		tr := newToolRow(e)
+		return tr.acc, tr
+	case session.EntryToolResult: // a result whose call we do not have
+		l := widget.NewLabel("← " + clipRunes(e.Text, transcriptMaxText))
+		l.Wrapping = fyne.TextWrapWord
+		if e.IsError {
+			l.Importance = widget.DangerImportance
+		}
+		return l, nil
+	case session.EntryResult:
+		return resultLabel(e), nil
+	case session.EntrySystem:
+		l := widget.NewLabel(e.Text)
+		l.Importance = widget.LowImportance
+		return l, nil
+	}
+	return nil, nil
+}
+
+func newToolRow(e session.Entry) *toolRow {
+	input := widget.NewLabel(prettyJSON(e.Input))
+	input.TextStyle.Monospace = true
+	input.Wrapping = fyne.TextWrapBreak
+	result := widget.NewLabel("Running…")
+	result.TextStyle.Monospace = true
+	result.Wrapping = fyne.TextWrapBreak
+	result.Importance = widget.LowImportance
+	heading := func(s string) *widget.Label {
+		return widget.NewLabelWithStyle(s, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	}
+	tr := &toolRow{title: toolTitle(e), result: result}
+	tr.item = widget.NewAccordionItem("⋯ "+tr.title, container.NewVBox(heading("Input"), input, heading("Result"), result))
+	tr.acc = widget.NewAccordion(tr.item)
+	return tr
+}
+
+func (tr *toolRow) setResult(e session.Entry) {
+	tr.done = true
+	text := strings.TrimRight(e.Text, "\n")
+	if text == "" {
+		text = "(no output)"
+	}
+	tr.result.SetText(clipRunes(text, transcriptMaxText))
+	mark := "✓ "
+	if e.IsError {
+		mark = "✗ "
+		tr.result.Importance = widget.DangerImportance
+	} else {
+		tr.result.Importance = widget.MediumImportance
+	}
+	tr.result.Refresh()
+	tr.item.Title = mark + tr.title
+	tr.acc.Refresh()
+}
+
+// Title is the tool call's folded line.
+func (tr *toolRow) Title() string { return tr.item.Title }
+
+// toolTitle is a tool call on one line: its name and the input that
+// matters most (a command, a path, a pattern), else the compact input.
+func toolTitle(e session.Entry) string {
+	summary := e.Input
+	var in map[string]any
+	if json.Unmarshal([]byte(e.Input), &in) == nil {
+		for _, k := range []string{"command", "file_path", "path", "pattern", "url", "query", "description", "prompt"} {
+			if s, ok := in[k].(string); ok && s != "" {
+				summary = s
+				break
+			}
+		}
+	}
+	summary = strings.Join(strings.Fields(summary), " ")
+	return e.Tool + "  " + clipRunes(summary, 120)
+}
+
+func resultLabel(e session.Entry) *widget.Label {
+	parts := []string{}
+	if e.Turns > 0 {
+		parts = append(parts, fmt.Sprintf("%d turns", e.Turns))
+	}
+	if e.Duration > 0 {
+		parts = append(parts, roundDuration(e.Duration).String())
+	}
+	parts = append(parts, fmt.Sprintf("$%.4f", e.CostUSD))
+	text := "✓ Turn done · " + strings.Join(parts, " · ")
+	l := widget.NewLabel(text)
+	l.TextStyle.Bold = true
+	l.Importance = widget.SuccessImportance
+	if e.IsError {
+		l.SetText("✗ Turn failed · " + strings.Join(parts, " · ") + firstLineOf(e.Text))
+		l.Importance = widget.DangerImportance
+	}
+	return l
+}
+
+func firstLineOf(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return ": " + clipRunes(s, 200)
+}
+
+func prettyJSON(s string) string {
+	var b bytes.Buffer
+	if json.Indent(&b, []byte(s), "", "  ") != nil {
+		return clipRunes(s, transcriptMaxText)
+	}
+	return clipRunes(b.String(), transcriptMaxText)
+}
+
+// clipRunes cuts s to n runes, saying how much was left out.
+func clipRunes(s string, n int) string {
+	if len(s) <= n || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	if n < 40 {
+		return string(r[:n-1]) + "…"
+	}
+	return string(r[:n]) + fmt.Sprintf("… (%d more characters)", len(r)-n)
+}

@@ -1,0 +1,113 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+
+	"sandbar/app/session"
+)
+
+// claudeStream is what `claude -p --output-format stream-json` prints for
+// one turn with a tool call.
+var claudeStream = []string{
+	`{"type":"system","subtype":"init","model":"claude-sonnet-4-5"}`,
+	`{"type":"assistant","message":{"content":[{"type":"text","text":"Let me look at the **files**."}]}}`,
+	`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls -la","description":"List files"}}]}}`,
+	`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"README.md\nmain.go"}]}}`,
+	`{"type":"assistant","message":{"content":[{"type":"text","text":"There are two files."}]}}`,
+	`{"type":"result","subtype":"success","result":"There are two files.","duration_ms":12345,"num_turns":3,"total_cost_usd":0.0123}`,
+}
+
+func parseStream(t *testing.T, lines []string) []session.Entry {
+	t.Helper()
+	var out []session.Entry
+	for _, l := range lines {
+		es, ok := session.ParseClaudeLine([]byte(l), time.Now())
+		if !ok {
+			t.Fatalf("not stream-json: %s", l)
+		}
+		out = append(out, es...)
+	}
+	return out
+}
+
+func TestTranscriptFoldsToolCalls(t *testing.T) {
+	test.NewTempApp(t)
+	v := NewTranscriptView()
+	es := parseStream(t, claudeStream)
+	v.Add(session.Entry{Kind: session.EntryUser, Time: time.Now(), Text: "What is here?"})
+	for _, e := range es {
+		v.Add(e)
+	}
+	// user, system, text, tool (with its result), text, result
+	if v.Len() != 6 {
+		t.Fatalf("%d rows, want 6", v.Len())
+	}
+	tr := v.tools["t1"]
+	if tr == nil {
+		t.Fatal("the tool call has no row")
+	}
+	if got := tr.Title(); got != "✓ Bash  ls -la" {
+		t.Errorf("folded tool call %q", got)
+	}
+	if tr.item.Open {
+		t.Error("a tool call should start folded")
+	}
+	tr.acc.Open(0)
+	if !tr.item.Open || tr.result.Text != "README.md\nmain.go" {
+		t.Errorf("opened tool call shows %q", tr.result.Text)
+	}
+	res := v.rows[len(v.rows)-1].obj.(*widget.Label)
+	for _, want := range []string{"3 turns", "12.3s", "$0.0123"} {
+		if !strings.Contains(res.Text, want) {
+			t.Errorf("result row %q lacks %q", res.Text, want)
+		}
+	}
+	if v.empty.Visible() {
+		t.Error("the empty note shows with entries")
+	}
+
+	// A failing tool result marks the call.
+	v.Add(session.Entry{Kind: session.EntryToolUse, Tool: "Read", ToolID: "t2", Input: `{"file_path":"/nope"}`})
+	v.Add(session.Entry{Kind: session.EntryToolResult, ToolID: "t2", Text: "no such file", IsError: true})
+	if got := v.tools["t2"].Title(); got != "✗ Read  /nope" {
+		t.Errorf("failed tool call %q", got)
+	}
+	if v.tools["t2"].result.Importance != widget.DangerImportance {
+		t.Error("a failed result is not shown as an error")
+	}
+}
+
+func TestTranscriptIsBounded(t *testing.T) {
+	test.NewTempApp(t)
+	v := NewTranscriptView()
+	var es []session.Entry
+	for i := 0; i < transcriptMaxRows+50; i++ {
+		es = append(es, session.Entry{Kind: session.EntrySystem, Text: "x"})
+	}
+	v.SetEntries(es)
+	if v.Len() != transcriptMaxRows || len(v.box.Objects) != transcriptMaxRows {
+		t.Errorf("%d rows (%d objects), bound %d", v.Len(), len(v.box.Objects), transcriptMaxRows)
+	}
+	if !v.dropped.Visible() || !strings.HasPrefix(v.dropped.Text, "50 earlier") {
+		t.Errorf("dropped note %q", v.dropped.Text)
+	}
+}
+
+func TestToolTitle(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`{"command":"go test ./...\n  -run X"}`, "Bash  go test ./... -run X"},
+		{`{"file_path":"/workspace/main.go","old_string":"a"}`, "Bash  /workspace/main.go"},
+		{`{"other":1}`, `Bash  {"other":1}`},
+		{`not json`, "Bash  not json"},
+	}
+	for _, c := range cases {
+		if got := toolTitle(session.Entry{Tool: "Bash", Input: c.in}); got != c.want {
+			t.Errorf("toolTitle(%s) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

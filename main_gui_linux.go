@@ -1,0 +1,25 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+)
+
+// trayHost reports whether the desktop shows tray icons: on Linux, a
+// StatusNotifierWatcher on the session bus (KDE, Xfce, GNOME with the
+// AppIndicator extension...). Without one a tray icon is never seen, and
+// an app kept alive by it, its windows closed, could not be reached.
+func trayHost() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	conn, err := dbus.ConnectSessionBus(dbus.WithContext(ctx))
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	var owned bool
+	err = conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.NameHasOwner", 0, "org.kde.StatusNotifierWatcher").Store(&owned)
+	return err == nil && owned
+}

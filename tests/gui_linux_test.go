@@ -1,0 +1,397 @@
+//go:build linux
+
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+
+	"sandbar/tests/keyringtest"
+)
+
+// The GUI end to end: the real sandbar binary on a real X server (Xvfb),
+// on the private D-Bus session keyringtest runs this package in, where
+// the test plays the desktop: the tray host (a StatusNotifierWatcher that
+// reads the menu over com.canonical.dbusmenu and clicks in it) and the
+// notification server.
+
+// screenshotPath is where the test leaves its screenshot (the README
+// shows a copy, assets/screenshot.png).
+const screenshotPath = "artifacts/screenshot.png"
+
+// xserver is an Xvfb with its framebuffer in a file.
+type xserver struct {
+	display string
+	fb      string // the screen's framebuffer, an xwd dump
+}
+
+// startX starts Xvfb on a free display, stopped when t ends.
+func startX(t *testing.T) *xserver {
+	t.Helper()
+	fbdir := t.TempDir()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var stderr bytes.Buffer
+	cmd := exec.Command("Xvfb", "-displayfd", "3", "-screen", "0", "1600x900x24", "-fbdir", fbdir, "-nolisten", "tcp")
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = 5 * time.Second
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		t.Fatalf("start Xvfb: %v", err)
+	}
+	w.Close()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	// Xvfb writes the display number once it accepts connections.
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(r).ReadString('\n')
+		line <- strings.TrimSpace(s)
+	}()
+	select {
+	case n := <-line:
+		if _, err := strconv.Atoi(n); err != nil {
+			t.Fatalf("Xvfb did not start (display %q): %s", n, stderr.String())
+		}
+		return &xserver{display: ":" + n, fb: filepath.Join(fbdir, "Xvfb_screen0")}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Xvfb did not start within 30 s: %s", stderr.String())
+	}
+	return nil
+}
+
+// waitWindow waits for a visible window whose name matches the regular
+// expression name (xdotool search --sync), failing t after d.
+func (x *xserver) waitWindow(t *testing.T, name string, d time.Duration) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "xdotool", "search", "--sync", "--onlyvisible", "--name", name)
+	cmd.Env = append(os.Environ(), "DISPLAY="+x.display)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("no window named %q appeared within %s (xdotool: %v)", name, d, err)
+	}
+	return strings.Fields(string(out))[0]
+}
+
+// gui is a running sandbar GUI.
+type gui struct {
+	cmd    *exec.Cmd
+	env    []string
+	bin    string
+	log    string // its output
+	exited chan struct{}
+	err    error // how it exited, once exited is closed
+}
+
+func TestGUI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the real app under Xvfb; skipped with -short")
+	}
+	for _, tool := range []string{"Xvfb", "xdotool", "dbus-run-session"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed: install xvfb, xdotool and dbus (scripts/install-deps.sh does)", tool)
+		}
+	}
+	if !keyringtest.InSession() || os.Getenv("DBUS_SESSION_BUS_ADDRESS") == "" {
+		t.Skip("needs the private D-Bus session keyringtest.Main starts (dbus-run-session and gnome-keyring)")
+	}
+	bin := sandbarBin(t)
+
+	// The desktop's side of D-Bus, up before the app so that it finds
+	// them as a desktop's session would have them.
+	bus, err := dbus.ConnectSessionBus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close()
+	tray := startWatcher(t, bus)
+	notes := startNotifications(t, bus)
+
+	x := startX(t)
+	root := t.TempDir()
+	gitconfig := filepath.Join(root, "gitconfig")
+	os.WriteFile(gitconfig, []byte("[user]\n\tname = Test User\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n[safe]\n\tdirectory = *\n"), 0o644)
+	runtimeDir := filepath.Join(root, "run")
+	os.Mkdir(runtimeDir, 0o700)
+	env := append(os.Environ(),
+		"DISPLAY="+x.display,
+		"XDG_RUNTIME_DIR="+runtimeDir,
+		"SANDBAR_HOME="+filepath.Join(root, "sandbar"),
+		"XDG_CONFIG_HOME="+filepath.Join(root, "config"),
+		"XDG_CACHE_HOME="+filepath.Join(root, "cache"),
+		"XDG_DATA_HOME="+filepath.Join(root, "data"),
+		"GIT_CONFIG_GLOBAL="+gitconfig,
+		"GIT_CONFIG_NOSYSTEM=1",
+		"SANDBAR_DEBUG=1",
+	)
+	// Output to a file, not a pipe: a pipe would keep Wait waiting for
+	// any process the app started that still holds it.
+	logPath := filepath.Join(root, "sandbar.log")
+	logF, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logF.Close()
+	g := &gui{env: env, bin: bin, log: logPath, exited: make(chan struct{})}
+	g.cmd = exec.Command(bin)
+	g.cmd.Env = env
+	g.cmd.Stdout, g.cmd.Stderr = logF, logF
+	g.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := g.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		g.err = g.cmd.Wait()
+		close(g.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-g.exited:
+		default:
+			g.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-g.exited:
+			case <-time.After(40 * time.Second):
+				g.cmd.Process.Kill()
+				<-g.exited
+			}
+		}
+		if t.Failed() {
+			out, _ := os.ReadFile(g.log)
+			t.Logf("sandbar's output:\n%s", out)
+		}
+	})
+
+	// 1. The main window appears.
+	x.waitWindow(t, "^Sandbar$", time.Minute)
+
+	// 2. The tray item registers and its menu reads over D-Bus.
+	var item trayItem
+	select {
+	case item = <-tray.items:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no StatusNotifierItem registered with the watcher within 30 s")
+	}
+	menu := g.waitMenu(t, bus, item, "the standard items", func(m menuNode) bool {
+		got := m.labels()
+		for _, want := range []string{"New Session…", "Open Sandbar", "Settings…", "Quit"} {
+			if !slices.Contains(got, want) {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("tray menu: %q", menu.labels())
+	iw, ih, idle, err := trayIcon(bus, item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if iw != 44 || ih != 44 {
+		t.Errorf("the tray icon is %dx%d, want the 44x44 tray icon", iw, ih)
+	}
+
+	// 3. A project added through the CLI (the GUI is the engine) shows
+	// in the menu, live.
+	repo := filepath.Join(root, "repos", "shop front")
+	g.git(t, repo, "init", "-q")
+	os.WriteFile(filepath.Join(repo, "README.md"), []byte("# shop front\n"), 0o644)
+	g.git(t, repo, "add", ".")
+	g.git(t, repo, "commit", "-qm", "first")
+	g.sandbar(t, "project", "add", repo)
+	g.waitMenu(t, bus, item, "the project under Recent Projects", func(m menuNode) bool {
+		_, ok := m.find("shop front")
+		return ok
+	})
+
+	// 4. A session that ends at once brings a notification (needs the
+	// guest image).
+	if os.Getenv("SANDBAR_IMAGE_DIR") == "" {
+		t.Log("SANDBAR_IMAGE_DIR is not set: skipping the session and its notification (run `make test`, which builds the guest image)")
+	} else {
+		out := g.sandbar(t, "start", "--repo", repo, "--agent", "true")
+		t.Logf("started: %s", strings.TrimSpace(out))
+		n := notes.wait(t, "Session finished", 4*time.Minute)
+		if !strings.Contains(n.Body, "shop front") || n.App != "dev.sandbar.app" {
+			t.Errorf("notification %+v: want the project named, from dev.sandbar.app", n)
+		}
+		// The finished session needs the person: the icon says so, and
+		// the menu lists it.
+		g.waitMenu(t, bus, item, "the finished session", func(m menuNode) bool {
+			for _, l := range m.labels() {
+				if strings.HasPrefix(l, "shop front · ") && strings.Contains(l, " · finished · ") {
+					return true
+				}
+			}
+			return false
+		})
+		if _, _, now, err := trayIcon(bus, item); err != nil || bytes.Equal(now, idle) {
+			t.Errorf("the tray icon did not change from idle when the session finished (%v)", err)
+		}
+	}
+
+	// 5. A screenshot: the Sandbar window, and the welcome window beside
+	// it (its checklist is what a first run looks at).
+	x.arrange(t, "^Sandbar$", "^Welcome to Sandbar$")
+	g.screenshot(t, x)
+
+	// 6. Clicking Settings… in the tray opens the Settings window.
+	menu, obj := g.menu(t, bus, item)
+	settings, _ := menu.find("Settings…")
+	if err := click(obj, settings.ID); err != nil {
+		t.Fatalf("click Settings…: %v", err)
+	}
+	x.waitWindow(t, "Settings", 30*time.Second)
+
+	// 7. Quit from the tray: no session runs, so it quits at once.
+	menu, obj = g.menu(t, bus, item)
+	quit, _ := menu.find("Quit")
+	if err := click(obj, quit.ID); err != nil {
+		t.Fatalf("click Quit: %v", err)
+	}
+	select {
+	case <-g.exited:
+		if g.err != nil {
+			t.Errorf("sandbar exited with %v after Quit", g.err)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatal("sandbar did not exit within 40 s of Quit")
+	}
+}
+
+// menu reads the tray menu once.
+func (g *gui) menu(t *testing.T, bus *dbus.Conn, it trayItem) (menuNode, dbus.BusObject) {
+	t.Helper()
+	m, obj, err := trayMenu(bus, it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, obj
+}
+
+// waitMenu reads the tray menu until ok holds, on a short beat: the
+// menu changes when the app's model does, and the first GetLayout after
+// a rebuild is answered only one level deep (fyne.io/systray's
+// workaround for libdbusmenu), so one read is not enough.
+func (g *gui) waitMenu(t *testing.T, bus *dbus.Conn, it trayItem, what string, ok func(menuNode) bool) menuNode {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last menuNode
+	var lastErr error
+	for time.Now().Before(deadline) {
+		m, _, err := trayMenu(bus, it)
+		if err == nil && ok(m) {
+			return m
+		}
+		last, lastErr = m, err
+		select {
+		case <-g.exited:
+			t.Fatalf("sandbar exited (%v) while the test waited for %s", g.err, what)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	t.Fatalf("the tray menu never showed %s: last read %q (%v)", what, last.labels(), lastErr)
+	return menuNode{}
+}
+
+// sandbar runs the CLI beside the GUI and returns its output.
+func (g *gui) sandbar(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, g.bin, args...)
+	cmd.Env = g.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sandbar %q: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func (g *gui) git(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	os.MkdirAll(dir, 0o755)
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = g.env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %q: %v\n%s", args, err, out)
+	}
+}
+
+// screenshot saves the screen to screenshotPath once something is drawn
+// and the drawing has settled: two reads a beat apart are the same.
+func (g *gui) screenshot(t *testing.T, x *xserver) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(screenshotPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var prev frame
+	for {
+		f, err := grab(x.fb)
+		if err != nil {
+			t.Fatalf("screenshot: %v", err)
+		}
+		if f.colours > 16 && f.same(prev) {
+			if err := f.writePNG(screenshotPath); err != nil {
+				t.Fatal(err)
+			}
+			abs, _ := filepath.Abs(screenshotPath)
+			t.Logf("screenshot (%d colours): %s", f.colours, abs)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the screen did not settle into a drawn picture within 30 s (%d colours)", f.colours)
+		}
+		prev = f
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// arrange lays the windows side by side, as a window manager would have
+// placed them (Xvfb has none: every window opens at the top left).
+func (x *xserver) arrange(t *testing.T, names ...string) {
+	t.Helper()
+	left := 0
+	for _, name := range names {
+		cmd := exec.Command("xdotool", "search", "--onlyvisible", "--name", name)
+		cmd.Env = append(os.Environ(), "DISPLAY="+x.display)
+		out, err := cmd.Output()
+		ids := strings.Fields(string(out))
+		if err != nil || len(ids) == 0 {
+			continue // not open: nothing to place
+		}
+		geo := exec.Command("xdotool", "windowmove", ids[0], strconv.Itoa(left), "0", "getwindowgeometry", "--shell", ids[0])
+		geo.Env = cmd.Env
+		out, err = geo.Output()
+		if err != nil {
+			t.Fatalf("place window %q: %v", name, err)
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			if w, ok := strings.CutPrefix(l, "WIDTH="); ok {
+				n, _ := strconv.Atoi(w)
+				left += n + 16
+			}
+		}
+	}
+}
