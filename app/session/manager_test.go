@@ -457,3 +457,45 @@ func TestManySessionsAndChattyAgent(t *testing.T) {
 		}
 	}
 }
+
+func TestIdleTimeout(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	// Marked waiting after the idle time, and still running.
+	s, err := f.m.Start(ctx, Options{Repo: f.repo, MemoryMiB: 512, IdleTimeout: 300 * time.Millisecond,
+		Agent: AgentSpec{Command: "sh", Args: []string{"-c", "echo hi; sleep 30"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		cur, _ := f.m.Get(ctx, s.ID)
+		if cur.State == StateRunning && cur.Activity == ActivityWaiting && strings.Contains(cur.Reason, "idle") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not marked idle: %s %s %q", cur.State, cur.Activity, cur.Reason)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	f.m.Stop(ctx, s.ID)
+
+	// Stopped at the idle time when asked to.
+	s, err = f.m.Start(ctx, Options{Repo: f.repo, MemoryMiB: 512, IdleTimeout: 300 * time.Millisecond, IdleStop: true,
+		Agent: AgentSpec{Command: "sh", Args: []string{"-c", "sleep 30"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := f.wait(t, s.ID)
+	if got.State != StateStopped || !strings.Contains(got.Reason, "idle") {
+		t.Errorf("idle stop: %s %q", got.State, got.Reason)
+	}
+
+	// A wall-clock timeout stops it too.
+	s, _ = f.m.Start(ctx, Options{Repo: f.repo, MemoryMiB: 512, Timeout: 500 * time.Millisecond,
+		Agent: AgentSpec{Command: "sh", Args: []string{"-c", "sleep 30"}}})
+	got = f.wait(t, s.ID)
+	if got.State != StateStopped || !strings.Contains(got.Reason, "timed out") {
+		t.Errorf("timeout: %s %q", got.State, got.Reason)
+	}
+}
