@@ -355,8 +355,11 @@ func TestBootTimeoutShowsConsole(t *testing.T) {
 	if took := time.Since(start); took > 20*time.Second {
 		t.Errorf("timing out took %s", took)
 	}
-	if !strings.Contains(err.Error(), "last console lines") || !strings.Contains(err.Error(), "sandbar-init") {
-		t.Errorf("error lacks the console tail:\n%v", err)
+	// The error carries whatever the console had when the guest was
+	// stopped (a loaded machine may not have reached init in 4 s; the
+	// in-process test in app/sandbox checks the tail itself).
+	if tail := sandbox.ConsoleTail(filepath.Join(dir, sandbox.ConsoleFile), 20); tail != "" && !strings.Contains(err.Error(), tail) {
+		t.Errorf("error lacks the console tail %q:\n%v", tail, err)
 	}
 	t.Logf("error:\n%v", err)
 	if n := qemuUnder(dir); n != 0 {
@@ -392,7 +395,9 @@ func TestKillParentLeavesNoQEMU(t *testing.T) {
 	hypervisor(t, img) // settle the KVM verdict before the child needs it
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperParent$", "-test.v")
-	cmd.Env = append(os.Environ(), "SANDBAR_TEST_PARENT_DIR="+dir, "SANDBAR_TEST_PARENT_STATE="+hvState)
+	// SANDBAR_KEYRING_SESSION=child: keyringtest runs the child's tests
+	// as they are, in this process's D-Bus session.
+	cmd.Env = append(os.Environ(), "SANDBAR_TEST_PARENT_DIR="+dir, "SANDBAR_TEST_PARENT_STATE="+hvState, "SANDBAR_KEYRING_SESSION=child")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
