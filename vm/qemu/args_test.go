@@ -44,11 +44,14 @@ func TestPlanEmulation(t *testing.T) {
 	if got := argsOf(a, "-accel"); !slices.Equal(got, []string{"tcg"}) {
 		t.Errorf("accel = %v", got)
 	}
+	if got := argsOf(a, "-cpu"); !slices.Equal(got, []string{"max,-erms"}) {
+		t.Errorf("cpu = %v", got)
+	}
 	if got := argsOf(a, "-M")[0]; !strings.HasPrefix(got, "microvm") {
 		t.Errorf("machine = %s", got)
 	}
 	app := argsOf(a, "-append")[0]
-	for _, want := range []string{"console=ttyS0", "tsc_early_khz=2445426", "sandbar.root=/dev/vda", "panic=-1"} {
+	for _, want := range []string{"console=ttyS0", "cryptomgr.notests", "mitigations=off", "tsc_early_khz=2445426", "sandbar.root=/dev/vda", "panic=-1"} {
 		if !strings.Contains(app, want) {
 			t.Errorf("-append %q lacks %s", app, want)
 		}
@@ -65,7 +68,7 @@ func TestPlanEmulation(t *testing.T) {
 		t.Error("-virtfs does not work on microvm")
 	}
 	devs := strings.Join(argsOf(a, "-device"), " ")
-	for _, want := range []string{"virtio-9p-device,fsdev=fs0,mount_tag=workspace", "virtio-net-device", "virtserialport,chardev=channel,name=org.sandbar.0", "virtio-blk-device,drive=vda"} {
+	for _, want := range []string{"virtio-9p-device,fsdev=fs0,mount_tag=workspace", "virtio-net-device", "virtio-serial-device,max_ports=2", "virtserialport,chardev=channel,name=org.sandbar.0", "virtio-blk-device,drive=vda"} {
 		if !strings.Contains(devs, want) {
 			t.Errorf("devices %q lack %q", devs, want)
 		}
@@ -86,7 +89,7 @@ func TestPlanKVMNoNetworkVirtiofs(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := strings.Join(p.Args, " ")
-	if !strings.Contains(a, "-accel kvm -cpu host") || strings.Contains(a, "tsc_early_khz") {
+	if !strings.Contains(a, "-accel kvm -cpu host ") || strings.Contains(a, "tsc_early_khz") || strings.Contains(a, "mitigations=off") {
 		t.Errorf("kvm args wrong: %s", a)
 	}
 	if strings.Contains(a, "-netdev") || strings.Contains(a, "virtio-net") {
@@ -126,5 +129,35 @@ func TestPlanSocketPathsWithOptionCharacters(t *testing.T) {
 	}
 	if strings.Contains(args, "-qmp") {
 		t.Errorf("-qmp shorthand misreads paths with '=': %s", args)
+	}
+}
+
+func TestPlanEmulationArm64(t *testing.T) {
+	p, err := buildPlan(testSpec(), settings{Binary: "qemu", Arch: "arm64", SocketDir: "/s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// erms is an x86 feature: QEMU refuses it for an Arm CPU.
+	if got := argsOf(p.Args, "-cpu"); !slices.Equal(got, []string{"max"}) {
+		t.Errorf("cpu = %v", got)
+	}
+	devs := strings.Join(argsOf(p.Args, "-device"), " ")
+	if !strings.Contains(devs, "virtio-serial-pci,max_ports=2") {
+		t.Errorf("devices %q lack virtio-serial-pci,max_ports=2", devs)
+	}
+	if app := argsOf(p.Args, "-append")[0]; !strings.Contains(app, "console=ttyAMA0") || !strings.Contains(app, "mitigations=off") {
+		t.Errorf("-append %q", app)
+	}
+}
+
+func TestPlanNoTHP(t *testing.T) {
+	for _, kvm := range []bool{false, true} {
+		p, err := buildPlan(testSpec(), settings{Binary: "qemu", Arch: "amd64", SocketDir: "/s", KVM: kvm})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.NoTHP == kvm {
+			t.Errorf("KVM %v: NoTHP %v, want %v", kvm, p.NoTHP, !kvm)
+		}
 	}
 }

@@ -66,7 +66,14 @@ func (h *Hypervisor) BootFloor(ctx context.Context, kernel, initrd string, cpus 
 	cmd.Stdout, cmd.Stderr = console, stderr
 	start := time.Now()
 	console.start = start
-	err = cmd.Run()
+	if p.NoTHP {
+		err = startWithoutTHP(cmd)
+	} else {
+		err = cmd.Start()
+	}
+	if err == nil {
+		err = cmd.Wait()
+	}
 	exit := time.Since(start)
 	marker, seen := console.seen()
 	switch {

@@ -1,6 +1,7 @@
 package qemu
 
 import (
+	"os/exec"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -31,3 +32,7 @@ func procStats(pid int) (vm.Stats, error) {
 }
 
 func procStart(pid int) (uint64, error) { return 0, nil }
+
+// startWithoutTHP starts cmd: macOS has no transparent huge pages to turn
+// off (see the Linux version).
+func startWithoutTHP(cmd *exec.Cmd) error { return cmd.Start() }
