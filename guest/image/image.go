@@ -25,7 +25,7 @@ import (
 // Builder is the version of the build recipe. Bump it whenever a change to
 // this package changes what an image contains, so old images are not
 // mistaken for new ones.
-const Builder = 1
+const Builder = 2
 
 // Suite is the Debian release the root disk and kernel come from.
 const Suite = "bookworm"

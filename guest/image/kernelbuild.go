@@ -131,6 +131,11 @@ func buildBoot(debPath, arch, kver, work string, init []byte, modules []string, 
 	if err != nil {
 		return nil, fmt.Errorf("resolve kernel modules: %w", err)
 	}
+	for i := range mods {
+		if mods[i].Data, err = kernel.SlimForBoot(mods[i].Data); err != nil {
+			return nil, fmt.Errorf("kernel module %s: %w", mods[i].Name, err)
+		}
+	}
 	var buf bytes.Buffer
 	if err := initramfs.Build(&buf, init, kver, mods); err != nil {
 		return nil, err

@@ -52,11 +52,16 @@ func openPortWithin(ctx context.Context, sysRoot, devRoot string, wait time.Dura
 		if time.Now().After(deadline) {
 			return nil, errNoPort
 		}
-		if err := pause(ctx, 10*time.Millisecond); err != nil {
+		if err := pause(ctx, portPoll); err != nil {
 			return nil, err
 		}
 	}
 }
+
+// portPoll is how often the port is looked for and its open retried: it
+// is on the boot's critical path, and a look costs a glob of a few sysfs
+// entries.
+const portPoll = 2 * time.Millisecond
 
 // findPort returns the device name (vportNpM) of the port called name, or
 // "" when none is listed.
@@ -82,7 +87,7 @@ func findPort(sysRoot, name string) (string, error) {
 // for a while.
 func openPort(ctx context.Context, path string, bound time.Duration) (*os.File, error) {
 	deadline := time.Now().Add(bound)
-	delay := 10 * time.Millisecond
+	delay := portPoll
 	for {
 		f, err := os.OpenFile(path, os.O_RDWR, 0)
 		if err == nil {
@@ -97,7 +102,7 @@ func openPort(ctx context.Context, path string, bound time.Duration) (*os.File, 
 		if err := pause(ctx, delay); err != nil {
 			return nil, err
 		}
-		delay = min(delay*2, 100*time.Millisecond)
+		delay = min(delay*2, 20*time.Millisecond)
 	}
 }
 

@@ -123,3 +123,20 @@ func parseNet(v string) (netConfig, error) {
 	}
 	return netConfig{mode: "static", addr: addr, gateway: gw, dns: dns}, nil
 }
+
+// filesystems returns the module aliases ("fs-ext4") of the file systems
+// the machine mounts as c asks: ext4 for the disks, overlay for the root,
+// and the workspace share's.
+func (c config) filesystems() []string {
+	var out []string
+	if c.root != "" || c.agent != "" || c.scratch != "" {
+		out = append(out, "fs-ext4")
+	}
+	if c.root != "" {
+		out = append(out, "fs-overlay")
+	}
+	if c.share != "none" {
+		out = append(out, "fs-"+c.share)
+	}
+	return out
+}

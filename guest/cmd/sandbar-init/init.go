@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -104,10 +105,24 @@ func runInit() {
 		}
 	}
 
+	c.debugf("kernel file systems mounted")
+	supervisor := startSupervisor(c, cfg)
+	loopback := loopbackUp()
+
 	start := time.Now()
-	n, err := loadModules(modulesList, cfg.modParams, func(p string, d time.Duration) {
-		c.debugf("loaded %s in %dms", moduleName(p), d.Milliseconds())
-	})
+	idx, err := readModIndex(modulesList, modulesAlias)
+	if err != nil {
+		c.fatal("read the module list", err)
+	}
+	n, err := loadModules(&modLoader{
+		idx:      idx,
+		params:   cfg.modParams,
+		loadFile: loadModule,
+		workers:  runtime.NumCPU(),
+		report: func(name string, d time.Duration) {
+			c.debugf("loaded %s in %dms", name, d.Milliseconds())
+		},
+	}, "/sys", cfg)
 	if err != nil {
 		c.fatal("load kernel modules", err)
 	}
@@ -129,22 +144,44 @@ func runInit() {
 	if err := setHostname("sandbar", "/etc/hosts"); err != nil {
 		c.fatal("set hostname", err)
 	}
-	if err := setupNetwork(c, cfg.net); err != nil {
+	if err := setupNetwork(c, cfg.net, loopback); err != nil {
 		c.fatal("network", err)
 	}
-	supervise := startSupervisor(c, cfg)
-	reapUntil(c, supervise)
+	c.debugf("hostname and network (%s) set", cfg.net.mode)
+	supervisor.release(c)
+	reapUntil(c, supervisor.pid)
 	powerOff(c)
 }
 
+// supervisorProc is the supervisor's process while PID 1 readies the
+// machine for it.
+type supervisorProc struct {
+	pid int
+	// goAhead is PID 1's end of the socket on which release hands the
+	// supervisor the root it is to run in.
+	goAhead int
+}
+
+// goAheadEnv names the supervisor's end of the go-ahead socket.
+const goAheadEnv = "SANDBAR_GO_AHEAD_FD"
+
 // startSupervisor re-executes this binary as "sandbar-init supervise", a
 // child process, so that PID 1's reaping never takes the exit status of a
-// process the supervisor started.
-func startSupervisor(c *console, cfg config) int {
+// process the supervisor started. It starts before the machine is ready
+// and waits for release: the start of a Go program (its runtime, its
+// pages faulted in) took ~40 ms of a guest's boot under emulation, which
+// this overlaps with the disks' I/O, or on a second vCPU runs beside the
+// module loading.
+func startSupervisor(c *console, cfg config) supervisorProc {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		c.fatal("start supervisor", err)
+	}
 	env := []string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOME=/root",
 		"LANG=C.UTF-8",
+		goAheadEnv + "=3",
 	}
 	if cfg.debug {
 		env = append(env, "SANDBAR_DEBUG=1")
@@ -152,14 +189,31 @@ func startSupervisor(c *console, cfg config) int {
 	pid, err := syscall.ForkExec("/proc/self/exe", []string{"sandbar-init", "supervise"}, &syscall.ProcAttr{
 		Dir:   "/",
 		Env:   env,
-		Files: []uintptr{0, 1, 2},
+		Files: []uintptr{0, 1, 2, uintptr(fds[1])},
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})
+	unix.Close(fds[1])
 	if err != nil {
 		c.fatal("start supervisor", err)
 	}
 	c.mark("supervisor started (pid %d)", pid)
-	return pid
+	return supervisorProc{pid: pid, goAhead: fds[0]}
+}
+
+// release lets the supervisor go on: it sends it an open handle on PID
+// 1's root, which is the overlay root by now, for the supervisor to move
+// into (the initramfs it started in no longer has /proc or /dev).
+func (p supervisorProc) release(c *console) {
+	defer unix.Close(p.goAhead)
+	root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		c.fatal("open the root for the supervisor", err)
+	}
+	defer unix.Close(root)
+	if err := unix.Sendmsg(p.goAhead, []byte(goAheadMsg), unix.UnixRights(root), nil, 0); err != nil {
+		// It has exited already; reapUntil hears how.
+		c.mark("release the supervisor: %v", err)
+	}
 }
 
 // reapUntil waits for every child, adopted orphans included, and returns

@@ -77,8 +77,25 @@ func waitDevice(p string, limit time.Duration) error {
 	}
 }
 
+// agentStage is where the agent disk is mounted while the root is being
+// assembled, before it moves into the new root.
+const agentStage = "/agent"
+
 // assembleRoot builds the overlay root at /newroot and switches to it.
+// The agent disk mounts beside the root disk: each mount mostly waits on
+// its disk (~20 ms under emulation), and the two waits overlap.
 func assembleRoot(c *console, cfg config) error {
+	var agent chan error
+	if cfg.agent != "" {
+		agent = make(chan error, 1)
+		go func() {
+			if err := waitDevice(cfg.agent, 5*time.Second); err != nil {
+				agent <- err
+				return
+			}
+			agent <- mountSpec{cfg.agent, agentStage, "ext4", unix.MS_RDONLY, ""}.mount()
+		}()
+	}
 	if err := waitDevice(cfg.root, 5*time.Second); err != nil {
 		return err
 	}
@@ -103,12 +120,16 @@ func assembleRoot(c *console, cfg config) error {
 		"lowerdir=/lower,upperdir=/scratch/upper,workdir=/scratch/work"}).mount(); err != nil {
 		return err
 	}
-	if cfg.agent != "" {
-		if err := waitDevice(cfg.agent, 5*time.Second); err != nil {
+	if agent != nil {
+		if err := <-agent; err != nil {
 			return err
 		}
-		if err := (mountSpec{cfg.agent, "/newroot/opt/agent", "ext4", unix.MS_RDONLY, ""}).mount(); err != nil {
+		const target = "/newroot/opt/agent"
+		if err := os.MkdirAll(target, 0o755); err != nil {
 			return err
+		}
+		if err := unix.Mount(agentStage, target, "", unix.MS_MOVE, ""); err != nil {
+			return fmt.Errorf("move the agent disk to %s: %w", target, err)
 		}
 		c.mark("agent disk mounted (%s)", cfg.agent)
 	}

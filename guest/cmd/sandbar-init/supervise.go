@@ -4,10 +4,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -24,12 +26,20 @@ func supervise() int {
 	if os.Getenv("SANDBAR_DEBUG") == "1" {
 		level = slog.LevelDebug
 	}
+	c := &console{debug: level == slog.LevelDebug}
+	c.debugf("supervisor running")
+	if err := awaitGoAhead(); err != nil {
+		fmt.Fprintf(os.Stderr, "sandbar-init: supervisor: %v\n", err)
+		return 1
+	}
+	c.debugf("supervisor released")
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	conn, err := supervisor.OpenChannel(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sandbar-init: open the host channel: %v\n", err)
 		return 1
 	}
+	c.mark("host channel open")
 	defer conn.Close()
 	s := supervisor.New(supervisor.Config{Sys: supervisor.LinuxSystem{}, Logger: log})
 	if err := s.Serve(ctx, conn); err != nil && ctx.Err() == nil {
@@ -37,4 +47,73 @@ func supervise() int {
 		return 1
 	}
 	return 0
+}
+
+// goAheadMsg is what PID 1 sends with the root once the machine is ready.
+const goAheadMsg = "go"
+
+// awaitGoAhead waits, when PID 1 started this process early (see
+// startSupervisor), until PID 1 sends the go-ahead with a handle on its
+// root, and moves into that root. Without goAheadEnv it returns at once.
+func awaitGoAhead() error {
+	v := os.Getenv(goAheadEnv)
+	if v == "" {
+		return nil
+	}
+	os.Unsetenv(goAheadEnv) // not for the commands it runs
+	fd, err := strconv.Atoi(v)
+	if err != nil {
+		return fmt.Errorf("%s=%q is not a file descriptor", goAheadEnv, v)
+	}
+	defer unix.Close(fd)
+	root, err := receiveRoot(fd)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(root)
+	if err := unix.Fchdir(root); err != nil {
+		return fmt.Errorf("enter the root: %w", err)
+	}
+	if err := unix.Chroot("."); err != nil {
+		return fmt.Errorf("enter the root: %w", err)
+	}
+	return unix.Chdir("/")
+}
+
+// receiveRoot reads the go-ahead from the socket fd and returns the
+// directory handle that came with it.
+func receiveRoot(fd int) (int, error) {
+	buf := make([]byte, len(goAheadMsg))
+	oob := make([]byte, unix.CmsgSpace(4))
+	var (
+		n, oobn int
+		err     error
+	)
+	for {
+		n, oobn, _, _, err = unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		return -1, fmt.Errorf("wait for PID 1: %w", err)
+	}
+	msgs, perr := unix.ParseSocketControlMessage(oob[:oobn])
+	var fds []int
+	if perr == nil && len(msgs) == 1 {
+		fds, perr = unix.ParseUnixRights(&msgs[0])
+	}
+	if string(buf[:n]) != goAheadMsg {
+		for _, f := range fds {
+			unix.Close(f)
+		}
+		return -1, errors.New("PID 1 ended before the machine was ready")
+	}
+	if perr != nil || len(fds) != 1 {
+		for _, f := range fds {
+			unix.Close(f)
+		}
+		return -1, fmt.Errorf("PID 1 sent the go-ahead without its root (%v)", perr)
+	}
+	return fds[0], nil
 }

@@ -146,7 +146,8 @@ func TestWriterRejects(t *testing.T) {
 func testModules() []kernel.Module {
 	return []kernel.Module{
 		{Name: "virtio_ring", Path: "kernel/drivers/virtio/virtio_ring.ko", Data: []byte("\x7fELF ring")},
-		{Name: "virtio_blk", Path: "kernel/drivers/block/virtio_blk.ko", Depends: []string{"virtio_ring"}, Data: []byte("\x7fELF blk!")},
+		{Name: "virtio_blk", Path: "kernel/drivers/block/virtio_blk.ko", Depends: []string{"virtio_ring"},
+			Aliases: []string{"virtio:d00000002v*"}, Data: []byte("\x7fELF blk!")},
 	}
 }
 
@@ -179,7 +180,9 @@ func TestBuild(t *testing.T) {
 		{"proc", 0o040755, 0, 0, ""},
 		{"lib/modules/6.1.0-56-amd64/kernel/drivers/block/virtio_blk.ko", 0o100644, 0, 0, "\x7fELF blk!"},
 		{"etc/sandbar/modules", 0o100644, 0, 0,
-			"lib/modules/6.1.0-56-amd64/kernel/drivers/virtio/virtio_ring.ko\nlib/modules/6.1.0-56-amd64/kernel/drivers/block/virtio_blk.ko\n"},
+			"lib/modules/6.1.0-56-amd64/kernel/drivers/virtio/virtio_ring.ko:\n" +
+				"lib/modules/6.1.0-56-amd64/kernel/drivers/block/virtio_blk.ko: lib/modules/6.1.0-56-amd64/kernel/drivers/virtio/virtio_ring.ko\n"},
+		{"etc/sandbar/modules.alias", 0o100644, 0, 0, "alias virtio:d00000002v* virtio_blk\n"},
 	}
 	for _, c := range checks {
 		e, ok := byName[c.name]
@@ -212,6 +215,8 @@ func TestBuildRejects(t *testing.T) {
 		{"no init", nil, "6.1", nil, "no init binary"},
 		{"bad kver", []byte("x"), "../6.1", nil, "bad kernel version"},
 		{"empty module", []byte("x"), "6.1", []kernel.Module{{Name: "m", Path: "m.ko"}}, `module "m" has no path or data`},
+		{"dependency out of order", []byte("x"), "6.1", []kernel.Module{{Name: "m", Path: "m.ko", Depends: []string{"d"}, Data: []byte("x")}},
+			"module m needs d, which is not before it"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,11 @@ type testSection struct {
 	name string
 	typ  elf.SectionType
 	data []byte
+	// Optional header fields; indexes count the null section as 0, so
+	// sections[i] is section i+1.
+	flags      elf.SectionFlag
+	link, info uint32
+	entsize    uint64
 }
 
 // buildELF writes a minimal little-endian ELF64 file: the header, one
@@ -79,20 +84,24 @@ func buildELF(typ elf.Type, machine elf.Machine, sections []testSection, noteSec
 	}
 	out = append(out, body.Bytes()...)
 
-	sh := func(name uint32, typ elf.SectionType, off, size int) {
+	sh := func(name uint32, s testSection, off int) {
 		h := make([]byte, shentsize)
 		le.PutUint32(h[0:], name)
-		le.PutUint32(h[4:], uint32(typ))
+		le.PutUint32(h[4:], uint32(s.typ))
+		le.PutUint64(h[8:], uint64(s.flags))
 		le.PutUint64(h[24:], uint64(off))
-		le.PutUint64(h[32:], uint64(size))
+		le.PutUint64(h[32:], uint64(len(s.data)))
+		le.PutUint32(h[40:], s.link)
+		le.PutUint32(h[44:], s.info)
 		le.PutUint64(h[48:], 1)
+		le.PutUint64(h[56:], s.entsize)
 		out = append(out, h...)
 	}
 	out = append(out, make([]byte, shentsize)...) // SHN_UNDEF
 	for i, s := range sections {
-		sh(nameOff[i], s.typ, dataOff[i], len(s.data))
+		sh(nameOff[i], s, dataOff[i])
 	}
-	sh(shstrName, elf.SHT_STRTAB, shstrOff, len(shstr))
+	sh(shstrName, testSection{typ: elf.SHT_STRTAB, data: shstr}, shstrOff)
 	return out
 }
 

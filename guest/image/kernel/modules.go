@@ -27,6 +27,10 @@ type Module struct {
 	// modinfo depends= list and those of its pre soft dependencies that
 	// are modules.
 	Depends []string
+	// Aliases are the module's modinfo alias= patterns (shell globs such
+	// as "virtio:d00000002v*" or "fs-ext4"): the devices it drives and
+	// the other names it answers to.
+	Aliases []string
 	// Data is the module's ELF object, decompressed.
 	Data []byte
 }
@@ -207,7 +211,7 @@ func (r *resolver) visit(name string, chain []string) error {
 		deps = append(deps, d)
 	}
 	r.state[name] = done
-	r.out = append(r.out, Module{Name: name, Path: mf.path, Depends: deps, Data: data})
+	r.out = append(r.out, Module{Name: name, Path: mf.path, Depends: deps, Aliases: info.aliases, Data: data})
 	return nil
 }
 
@@ -265,6 +269,7 @@ type modInfo struct {
 	name    string
 	depends []string
 	softPre []string
+	aliases []string
 }
 
 // modinfo parses the NUL-separated key=value strings of a module's
@@ -300,6 +305,8 @@ func modinfo(data []byte) (modInfo, error) {
 			}
 		case "softdep":
 			mi.softPre = append(mi.softPre, parseSoftPre(v)...)
+		case "alias":
+			mi.aliases = append(mi.aliases, v)
 		}
 	}
 	return mi, nil

@@ -119,6 +119,9 @@ func TestResolveModulesFields(t *testing.T) {
 	if want := []string{"jbd2", "mbcache", "crc16", "crc32c_generic"}; !reflect.DeepEqual(ext4.Depends, want) {
 		t.Errorf("Depends = %v, want %v", ext4.Depends, want)
 	}
+	if want := []string{"fs-ext4"}; !reflect.DeepEqual(ext4.Aliases, want) {
+		t.Errorf("Aliases = %v, want %v", ext4.Aliases, want)
+	}
 	if !bytes.HasPrefix(ext4.Data, []byte("\x7fELF")) {
 		t.Error("Data is not the decompressed ELF")
 	}
