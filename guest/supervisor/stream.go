@@ -75,12 +75,26 @@ func (s *session) pumpLines(f *os.File, exited <-chan struct{}, ev string) {
 	}
 }
 
+// Exec output is read in chunks of up to chunkSize, from a pipe grown to
+// pipeSize: a fast producer then costs few events (each is a JSON
+// encoding, a hand-off to the writer and writes to the channel), while a
+// slow one still gets each read sent at once. A chunk's line, base64
+// being a third longer, stays well under protocol.MaxLine. Measured under
+// QEMU TCG (2 vCPUs), 100 MB streamed at 62.7 MB/s from /dev/zero and
+// 33.7 MB/s from /dev/urandom, against 33.9 and 18.9 MB/s with 32 KiB
+// reads of a 64 KiB pipe (medians of 3, one after the other).
+const (
+	chunkSize = 256 << 10
+	pipeSize  = 1 << 20
+)
+
 // pumpChunks sends whatever each read of f returns as an ev event with id
 // (exec output). It closes f.
 func (s *session) pumpChunks(f *os.File, exited <-chan struct{}, ev, id string) {
 	defer f.Close()
+	growPipe(f, pipeSize)
 	r := drainReader{f, exited}
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, chunkSize)
 	held := 0 // bytes of an incomplete rune kept at the front of buf
 	for {
 		n, err := r.Read(buf[held:])
