@@ -2,6 +2,7 @@ package qemu
 
 import (
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,6 +22,15 @@ type plan struct {
 	// NoTHP starts QEMU with transparent huge pages off (see
 	// startWithoutTHP): under emulation, not under KVM.
 	NoTHP bool
+}
+
+// start starts cmd, QEMU run as p says: without transparent huge pages
+// when p.NoTHP.
+func (p plan) start(cmd *exec.Cmd) error {
+	if p.NoTHP {
+		return startWithoutTHP(cmd)
+	}
+	return cmd.Start()
 }
 
 // virtiofsdJob is one virtio-fs daemon serving a share.

@@ -66,12 +66,7 @@ func (h *Hypervisor) BootFloor(ctx context.Context, kernel, initrd string, cpus 
 	cmd.Stdout, cmd.Stderr = console, stderr
 	start := time.Now()
 	console.start = start
-	if p.NoTHP {
-		err = startWithoutTHP(cmd)
-	} else {
-		err = cmd.Start()
-	}
-	if err == nil {
+	if err = p.start(cmd); err == nil {
 		err = cmd.Wait()
 	}
 	exit := time.Since(start)

@@ -103,17 +103,18 @@ func receiveRoot(fd int) (int, error) {
 	if perr == nil && len(msgs) == 1 {
 		fds, perr = unix.ParseUnixRights(&msgs[0])
 	}
-	if string(buf[:n]) != goAheadMsg {
-		for _, f := range fds {
-			unix.Close(f)
-		}
-		return -1, errors.New("PID 1 ended before the machine was ready")
+	var bad error
+	switch {
+	case string(buf[:n]) != goAheadMsg:
+		bad = errors.New("PID 1 ended before the machine was ready")
+	case perr != nil || len(fds) != 1:
+		bad = fmt.Errorf("PID 1 sent the go-ahead without its root (%v)", perr)
 	}
-	if perr != nil || len(fds) != 1 {
+	if bad != nil {
 		for _, f := range fds {
 			unix.Close(f)
 		}
-		return -1, fmt.Errorf("PID 1 sent the go-ahead without its root (%v)", perr)
+		return -1, bad
 	}
 	return fds[0], nil
 }

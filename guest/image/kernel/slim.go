@@ -179,12 +179,7 @@ func nopFentryCalls(out []byte, f *elf.File) (bool, error) {
 		sec int    // index of the text section
 		off uint64 // offset of the call instruction in it
 	}
-	var mcount *elf.Section
-	for _, s := range f.Sections {
-		if s.Name == mcountSection {
-			mcount = s
-		}
-	}
+	mcount := f.Section(mcountSection)
 	if mcount == nil {
 		return false, nil
 	}
