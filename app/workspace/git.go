@@ -180,7 +180,13 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 
 // gitInput is git with stdin.
 func gitInput(ctx context.Context, dir string, stdin io.Reader, args ...string) (string, error) {
+	return gitEnvInput(ctx, dir, nil, stdin, args...)
+}
+
+// gitEnvInput is git with stdin and env added to its environment.
+func gitEnvInput(ctx context.Context, dir string, env []string, stdin io.Reader, args ...string) (string, error) {
 	cmd := command(ctx, dir, args...)
+	cmd.Env = append(cmd.Env, env...)
 	var out, errb bytes.Buffer
 	cmd.Stdin = stdin
 	cmd.Stdout = &out

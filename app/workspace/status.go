@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,7 +39,8 @@ type FileChange struct {
 }
 
 // Status reports the changes in the clone dir since base (a commit, or
-// "" for HEAD). It only reads: no index refresh is written.
+// "" for HEAD). It only reads: no index refresh is written, and the
+// clone's index.lock is never taken (see privateIndex).
 func Status(ctx context.Context, dir, base string) (Changes, error) {
 	if dir == "" {
 		return Changes{}, errors.New("status: no clone given")
@@ -61,11 +66,16 @@ func Status(ctx context.Context, dir, base string) (Changes, error) {
 	porcelain, untracked, unmerged := parsePorcelain(st)
 	ch.Porcelain = porcelain
 
-	ch.DiffStat, err = git(ctx, dir, "diff", "--stat", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base, "--")
+	idx, done, err := privateIndex(ctx, dir)
+	if err != nil {
+		return Changes{}, err
+	}
+	defer done()
+	ch.DiffStat, err = gitEnvInput(ctx, dir, idx, nil, "diff", "--stat", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base, "--")
 	if err != nil {
 		return Changes{}, fmt.Errorf("diff of %s against %s: %w", dir, short(base), err)
 	}
-	ns, err := git(ctx, dir, "diff", "--name-status", "-z", "-M", "--no-ext-diff", "--no-textconv", base, "--")
+	ns, err := gitEnvInput(ctx, dir, idx, nil, "diff", "--name-status", "-z", "-M", "--no-ext-diff", "--no-textconv", base, "--")
 	if err != nil {
 		return Changes{}, fmt.Errorf("diff of %s against %s: %w", dir, short(base), err)
 	}
@@ -224,4 +234,46 @@ func parseNameStatus(z string) []FileChange {
 		i++
 	}
 	return out
+}
+
+// privateIndex copies the index of the repository at dir to a temporary
+// file and returns the environment that points git at the copy, and a
+// function that removes it. git diff against the working tree refreshes
+// the index it reads and writes it back under index.lock whatever
+// GIT_OPTIONAL_LOCKS says (git 2.39 does); on the clone's own index that
+// made the agent's git commit fail with "index.lock: File exists" while
+// Sandbar was reading the clone. Git replaces the index by renaming, so
+// the copy is one whole version of it. With no index there is nothing to
+// copy, and nothing to refresh.
+func privateIndex(ctx context.Context, dir string) (env []string, done func(), err error) {
+	done = func() {}
+	p, err := gitLine(ctx, dir, "rev-parse", "--git-path", "index")
+	if err != nil {
+		return nil, done, fmt.Errorf("find the index of %s: %w", dir, err)
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	src, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, done, nil
+	}
+	if err != nil {
+		return nil, done, fmt.Errorf("read the index of %s: %w", dir, err)
+	}
+	defer src.Close()
+	tmp, err := os.CreateTemp("", "sandbar-index-")
+	if err != nil {
+		return nil, done, fmt.Errorf("copy the index of %s: %w", dir, err)
+	}
+	done = func() { os.Remove(tmp.Name()); os.Remove(tmp.Name() + ".lock") }
+	_, err = io.Copy(tmp, src)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		done()
+		return nil, func() {}, fmt.Errorf("copy the index of %s: %w", dir, err)
+	}
+	return []string{"GIT_INDEX_FILE=" + tmp.Name()}, done, nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestStatus(t *testing.T) {
@@ -133,5 +134,47 @@ func TestUntrustedCloneRunsNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(pwned); err == nil {
 		t.Fatal("a command named by the clone's config ran on the host")
+	}
+}
+
+// TestStatusLeavesIndexAlone: files touched but not changed (stat-dirty)
+// are not changes, and reading them never rewrites the clone's index: git
+// diff refreshes the index it reads under index.lock, which made an
+// agent's commit fail with "index.lock: File exists" while Sandbar read
+// the clone.
+func TestStatusLeavesIndexAlone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := newRepo(t, "")
+	dir, base := cloneT(t, root, "sandbar/i")
+	index := filepath.Join(dir, ".git", "index")
+	past := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(index, past, past); err != nil {
+		t.Fatal(err)
+	}
+	before := readFile(t, index)
+	later := time.Now().Add(time.Minute)
+	for _, f := range []string{"README.md", "src/main.go"} {
+		if err := os.Chtimes(filepath.Join(dir, f), later, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ch, err := Status(ctx, dir, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.Files) != 0 || ch.DiffStat != "" || ch.Porcelain != "" {
+		t.Errorf("touched, unchanged files reported as changes: %+v", ch)
+	}
+	fi, err := os.Stat(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fi.ModTime().Equal(past) || readFile(t, index) != before {
+		t.Errorf("Status rewrote the clone's index (mtime %s, was %s)", fi.ModTime(), past)
+	}
+	if _, err := os.Stat(index + ".lock"); err == nil {
+		t.Error("Status left index.lock behind")
 	}
 }
