@@ -263,6 +263,52 @@ func TestSessionLifecycle(t *testing.T) {
 	}
 }
 
+// TestSessionWithSubmodule: a repository with a submodule gets it checked
+// out in the session's clone, the agent commits in it inside the VM, and
+// merge brings both commits home.
+func TestSessionWithSubmodule(t *testing.T) {
+	w := newWorld(t)
+	lib := filepath.Join(filepath.Dir(w.repo), "bibliothèque partagée")
+	os.MkdirAll(lib, 0o755)
+	for _, args := range [][]string{{"init", "-q"}, {"commit", "-q", "--allow-empty", "-m", "lib start"}} {
+		cmd := exec.Command("git", append([]string{"-C", lib}, args...)...)
+		cmd.Env = w.env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v in %s: %v\n%s", args, lib, err, out)
+		}
+	}
+	w.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "libs/lib")
+	w.git("commit", "-qm", "add lib")
+	before := treeState(t, w)
+
+	agent := `cd libs/lib && echo "from the agent" > lib.txt && git add lib.txt && git commit -qm "lib work" && cd ../.. && git add libs/lib && git commit -qm "bump lib" && git submodule status && echo finished`
+	out, errOut, code := w.run("", "start", "--repo", w.repo, "--agent", agent, "--cpus", "1", "--memory", "768", "--disk", "1", "--no-network", "--wait")
+	if code != 0 || !strings.Contains(out, "finished") {
+		t.Fatalf("start --wait exited %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	s := w.ls()[0]
+	// System lines go to stderr.
+	if _, sys, _ := w.run("", "logs", s.ID); !strings.Contains(sys, "[system] checked out submodules from the repository's copies: libs/lib") {
+		t.Errorf("the log does not say the submodule was checked out:\n%s", sys)
+	}
+	merged := w.ok("merge", s.ID)
+	if !strings.Contains(merged, "submodules under the same branch: libs/lib") {
+		t.Errorf("merge output: %s", merged)
+	}
+	if got := w.git("log", "-1", "--format=%s", s.Branch); got != "bump lib" {
+		t.Errorf("branch %s head = %q", s.Branch, got)
+	}
+	recorded := w.git("rev-parse", s.Branch+":libs/lib")
+	sub := exec.Command("git", "-C", filepath.Join(w.repo, "libs", "lib"), "log", "-1", "--format=%H %s", s.Branch)
+	sub.Env = w.env
+	if got, err := sub.Output(); err != nil || strings.TrimSpace(string(got)) != recorded+" lib work" {
+		t.Errorf("the repository's submodule: branch %s = %q (%v), want %s lib work", s.Branch, got, err, recorded)
+	}
+	if after := treeState(t, w); after != before {
+		t.Errorf("the repository's working tree or HEAD changed:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
 // treeState is the repository's files, HEAD and index, for comparison.
 func treeState(t *testing.T, w *world) string {
 	var b strings.Builder

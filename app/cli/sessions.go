@@ -461,6 +461,9 @@ func merge(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "branch sandbar/… is at %s in the repository (your working tree is untouched)\n", res.Commit)
+	if len(res.Submodules) > 0 {
+		fmt.Fprintf(env.Stdout, "the session's submodule commits are in the repository's submodules under the same branch: %s\n", strings.Join(res.Submodules, ", "))
+	}
 	if len(res.Uncommitted) > 0 {
 		fmt.Fprintf(env.Stdout, "note: %d uncommitted changes in the session were not included: %s\n", len(res.Uncommitted), strings.Join(res.Uncommitted, ", "))
 	}

@@ -177,6 +177,12 @@ func (r *run) clone(ctx context.Context) error {
 	if len(info.Copied) > 0 {
 		r.systemLine(fmt.Sprintf("copied %d ignored files listed in .sandbarinclude/.worktreeinclude", len(info.Copied)))
 	}
+	if len(info.Submodules) > 0 {
+		r.systemLine("checked out submodules from the repository's copies: " + strings.Join(info.Submodules, ", "))
+	}
+	for _, s := range info.SkippedSubmodules {
+		r.systemLine("submodule left empty: " + s)
+	}
 	return nil
 }
 

@@ -93,6 +93,10 @@ func mergeMessage(branch, repo string, r workspace.MergeResult) string {
 		fmt.Fprintf(&b, "Already merged: branch %s in %s is at %s.", branch, repo, shortCommit(r.Commit))
 	}
 	b.WriteString(" The repository's working tree is untouched.")
+	if n := len(r.Submodules); n > 0 {
+		fmt.Fprintf(&b, "\nThe session's commits in %s %s are in the repository's copies too, as branch %s.",
+			pluralWord(n, "submodule", "submodules"), listSome(r.Submodules, 8), branch)
+	}
 	if n := len(r.Uncommitted); n > 0 {
 		fmt.Fprintf(&b, "\n%d %s not committed in the session, so not merged: %s. Ask the agent to commit, then merge again.",
 			n, pluralWord(n, "file was", "files were"), listSome(r.Uncommitted, 8))

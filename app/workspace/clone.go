@@ -49,12 +49,20 @@ type CloneInfo struct {
 	// Skipped lists include-list matches left behind, each with why
 	// ("config/key -> /etc/key: symlink out of the repository").
 	Skipped []string
+	// Submodules lists the submodules checked out from Source's copies,
+	// by path ("lib/core", and "lib/core/vendor/x" for one inside it).
+	Submodules []string
+	// SkippedSubmodules lists submodules left empty, each with why and
+	// what to do ("lib/x: not checked out in ...: run `git submodule
+	// update --init` there, then start a new session").
+	SkippedSubmodules []string
 }
 
 // Phases Clone reports itself, around git's own meter lines.
 const (
 	PhaseCloning     = "Cloning"
 	PhaseCheckingOut = "Checking out"
+	PhaseSubmodules  = "Checking out submodules"
 	PhaseCopying     = "Copying included files"
 	PhaseDone        = "Done"
 )
@@ -67,7 +75,9 @@ const (
 // can push, and "source" is Source's folder (origin too, when Source has
 // no remote). Ignored or untracked files named in Source's
 // .sandbarinclude or .worktreeinclude are copied and excluded in the
-// clone. Nothing in Source changes. On failure, whatever Clone made in
+// clone. Submodules Source has checked out are checked out in the clone
+// from Source's copies, at the commits the base records (see
+// cloneSubmodules); none is fetched. Nothing in Source changes. On failure, whatever Clone made in
 // Dest is removed and Dest is left as it was.
 func Clone(ctx context.Context, o CloneOptions) (CloneInfo, error) {
 	start := time.Now()
@@ -150,13 +160,18 @@ func clone(ctx context.Context, o CloneOptions, src, dest, baseCommit string) (C
 		return CloneInfo{}, fmt.Errorf("add remote source: %w", err)
 	}
 
+	subs, subsSkipped, err := cloneSubmodules(ctx, src, dest, "", 0, o.Progress)
+	if err != nil {
+		return CloneInfo{}, fmt.Errorf("check out submodules: %w", err)
+	}
+
 	report(PhaseCopying, 0)
 	copied, skipped, err := copyIncluded(ctx, src, dest)
 	if err != nil {
 		return CloneInfo{}, err
 	}
 	report(PhaseDone, 100)
-	return CloneInfo{BaseCommit: baseCommit, Copied: copied, Skipped: skipped}, nil
+	return CloneInfo{BaseCommit: baseCommit, Copied: copied, Skipped: skipped, Submodules: subs, SkippedSubmodules: subsSkipped}, nil
 }
 
 // checkDest refuses a Dest that holds anything. It returns the topmost

@@ -36,6 +36,10 @@ type MergeResult struct {
 	// Uncommitted lists the clone's files with changes that were not
 	// committed, and so were not merged; the caller warns about them.
 	Uncommitted []string
+	// Submodules lists the submodules (by path) whose commits, recorded
+	// by the branch but missing in the source's copies, were brought
+	// into those copies as the branch of the same name.
+	Submodules []string
 }
 
 // Merge brings the session's branch back into the source repository as
@@ -98,12 +102,27 @@ func Merge(ctx context.Context, source Repo, dir, branch string, force bool) (Me
 		}
 	}
 
+	// Submodule commits first: the branch must never name a commit the
+	// source's submodules lack.
+	if res.Submodules, err = mergeSubmodules(ctx, root, dir, commit, branch, force, ""); err != nil {
+		return MergeResult{}, err
+	}
 	spec := ref + ":" + ref
 	if force {
 		spec = "+" + spec
 	}
-	// No tags, no submodules, no FETCH_HEAD and no automatic gc: the
-	// branch is the only thing in the source this writes.
+	if err := fetchLocal(ctx, root, dir, spec, branch); err != nil {
+		return MergeResult{}, err
+	}
+	res.Created = prev == ""
+	res.Updated = prev != ""
+	return res, nil
+}
+
+// fetchLocal fetches spec from the clone dir into the repository root,
+// which is the only thing in root it writes: no tags, no submodules, no
+// FETCH_HEAD and no automatic gc. branch names the branch for messages.
+func fetchLocal(ctx context.Context, root, dir, spec, branch string) error {
 	fetch := []string{"-c", "gc.auto=0", "-c", "maintenance.auto=false",
 		"fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--no-write-fetch-head"}
 	if os.Geteuid() == 0 {
@@ -111,23 +130,21 @@ func Merge(ctx context.Context, source Repo, dir, branch string, force bool) (Me
 		// in the clone, which root gave to the agent's uid.
 		fetch = append(fetch, "--upload-pack=git -c safe.directory=* upload-pack")
 	}
-	_, err = git(ctx, root, append(fetch, dir, spec)...)
-	if err != nil {
-		if ctx.Err() != nil {
-			return MergeResult{}, err
-		}
-		msg := gitMessage(err)
-		if strings.Contains(msg, "no-write-fetch-head") {
-			return MergeResult{}, refuse(fmt.Sprintf("the installed git cannot fetch without writing FETCH_HEAD (%s): install git %s or newer", msg, MinGitVersion), ErrOldGit)
-		}
-		if strings.Contains(msg, "non-fast-forward") || strings.Contains(msg, "rejected") {
-			return MergeResult{}, fmt.Errorf("branch %s in %s has commits the session does not (%w): use --force to overwrite it, or merge it by hand", branch, root, ErrDiverged)
-		}
-		return MergeResult{}, fmt.Errorf("fetch %s into %s: %s: check that both folders are readable and try again", branch, root, msg)
+	_, err := git(ctx, root, append(fetch, dir, spec)...)
+	if err == nil {
+		return nil
 	}
-	res.Created = prev == ""
-	res.Updated = prev != ""
-	return res, nil
+	if ctx.Err() != nil {
+		return err
+	}
+	msg := gitMessage(err)
+	if strings.Contains(msg, "no-write-fetch-head") {
+		return refuse(fmt.Sprintf("the installed git cannot fetch without writing FETCH_HEAD (%s): install git %s or newer", msg, MinGitVersion), ErrOldGit)
+	}
+	if strings.Contains(msg, "non-fast-forward") || strings.Contains(msg, "rejected") {
+		return fmt.Errorf("branch %s in %s has commits the session does not (%w): use --force to overwrite it, or merge it by hand", branch, root, ErrDiverged)
+	}
+	return fmt.Errorf("fetch %s into %s: %s: check that both folders are readable and try again", branch, root, msg)
 }
 
 func checkBranchName(ctx context.Context, branch string) error {
