@@ -145,43 +145,7 @@ func TestGUI(t *testing.T) {
 		"GIT_CONFIG_NOSYSTEM=1",
 		"SANDBAR_DEBUG=1",
 	)
-	// Output to a file, not a pipe: a pipe would keep Wait waiting for
-	// any process the app started that still holds it.
-	logPath := filepath.Join(root, "sandbar.log")
-	logF, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logF.Close()
-	g := &gui{env: env, bin: bin, log: logPath, exited: make(chan struct{})}
-	g.cmd = exec.Command(bin)
-	g.cmd.Env = env
-	g.cmd.Stdout, g.cmd.Stderr = logF, logF
-	g.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := g.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		g.err = g.cmd.Wait()
-		close(g.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-g.exited:
-		default:
-			g.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-g.exited:
-			case <-time.After(40 * time.Second):
-				g.cmd.Process.Kill()
-				<-g.exited
-			}
-		}
-		if t.Failed() {
-			out, _ := os.ReadFile(g.log)
-			t.Logf("sandbar's output:\n%s", out)
-		}
-	})
+	g := launch(t, bin, env, filepath.Join(root, "sandbar.log"))
 
 	// 1. The main window appears.
 	x.waitWindow(t, "^Sandbar$", time.Minute)
@@ -277,6 +241,123 @@ func TestGUI(t *testing.T) {
 	case <-time.After(40 * time.Second):
 		t.Fatal("sandbar did not exit within 40 s of Quit")
 	}
+
+	// 8. Beside an engine it is not (the `sandbar serve` a CLI command
+	// starts), the app is that engine's client: the same menu, live;
+	// sessions the engine runs notify here; quitting leaves the engine
+	// and its sessions running.
+	serve := exec.Command(bin, "serve", "--idle-exit", "0")
+	serve.Env = env
+	serveLog, err := os.Create(filepath.Join(root, "serve.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer serveLog.Close()
+	serve.Stdout, serve.Stderr = serveLog, serveLog
+	serve.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() { serve.Wait(); close(served) }()
+	t.Cleanup(func() {
+		serve.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-served:
+		case <-time.After(40 * time.Second):
+			serve.Process.Kill()
+			<-served
+		}
+	})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if out, err := os.ReadFile(filepath.Join(root, "sandbar", "engine.lock")); err == nil && strings.TrimSpace(string(out)) == strconv.Itoa(serve.Process.Pid) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("sandbar serve did not become the engine within 30 s")
+		}
+	}
+	c := launch(t, bin, env, filepath.Join(root, "sandbar-client.log"))
+	x.waitWindow(t, "^Sandbar$", time.Minute)
+	select {
+	case item = <-tray.items:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the client's tray item did not register within 30 s")
+	}
+	c.waitMenu(t, bus, item, "the standard items and the project", func(m menuNode) bool {
+		got := m.labels()
+		_, project := m.find("shop front")
+		return project && slices.Contains(got, "New Session…") && slices.Contains(got, "Quit")
+	})
+	if os.Getenv("SANDBAR_IMAGE_DIR") != "" {
+		c.sandbar(t, "start", "--repo", repo, "--agent", "true")
+		n := notes.waitNth(t, "Session finished", 2, 4*time.Minute)
+		if !strings.Contains(n.Body, "shop front") {
+			t.Errorf("the client's notification %+v does not name the project", n)
+		}
+	}
+	menu, obj = c.menu(t, bus, item)
+	quit, _ = menu.find("Quit")
+	if err := click(obj, quit.ID); err != nil {
+		t.Fatalf("click Quit in the client: %v", err)
+	}
+	select {
+	case <-c.exited:
+		if c.err != nil {
+			t.Errorf("the client exited with %v after Quit", c.err)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatal("the client did not exit within 40 s of Quit")
+	}
+	select {
+	case <-served:
+		t.Error("the engine exited when its client quit")
+	default:
+	}
+}
+
+// launch starts the app with env, its output in logPath, and ends it when
+// the test ends.
+func launch(t *testing.T, bin string, env []string, logPath string) *gui {
+	t.Helper()
+	// Output to a file, not a pipe: a pipe would keep Wait waiting for
+	// any process the app started that still holds it.
+	logF, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logF.Close()
+	g := &gui{env: env, bin: bin, log: logPath, exited: make(chan struct{})}
+	g.cmd = exec.Command(bin)
+	g.cmd.Env = env
+	g.cmd.Stdout, g.cmd.Stderr = logF, logF
+	g.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := g.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		g.err = g.cmd.Wait()
+		close(g.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-g.exited:
+		default:
+			g.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-g.exited:
+			case <-time.After(40 * time.Second):
+				g.cmd.Process.Kill()
+				<-g.exited
+			}
+		}
+		if t.Failed() {
+			out, _ := os.ReadFile(g.log)
+			t.Logf("sandbar's output:\n%s", out)
+		}
+	})
+
+	return g
 }
 
 // menu reads the tray menu once.

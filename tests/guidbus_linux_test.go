@@ -127,14 +127,23 @@ func startNotifications(t *testing.T, conn *dbus.Conn) *notifications {
 // t after d.
 func (n *notifications) wait(t *testing.T, summary string, d time.Duration) note {
 	t.Helper()
+	return n.waitNth(t, summary, 1, d)
+}
+
+// waitNth waits for the nth notification titled summary and returns it.
+func (n *notifications) waitNth(t *testing.T, summary string, nth int, d time.Duration) note {
+	t.Helper()
 	deadline := time.After(d)
 	for {
 		n.mu.Lock()
 		notes := append([]note(nil), n.notes...)
 		n.mu.Unlock()
+		seen := 0
 		for _, x := range notes {
 			if x.Summary == summary {
-				return x
+				if seen++; seen == nth {
+					return x
+				}
 			}
 		}
 		select {

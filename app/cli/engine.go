@@ -65,6 +65,11 @@ type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
+// Engine returns a client of env's data directory's engine, starting a
+// headless one (`sandbar serve`) when none runs: what a process that is
+// not the engine uses to reach it (session.Client's Engine).
+func Engine(ctx context.Context, env *Env) (*session.Remote, error) { return engine(ctx, env) }
+
 // engine returns a client of this data directory's engine, starting a
 // headless one (`sandbar serve`) when none runs.
 func engine(ctx context.Context, env *Env) (*session.Remote, error) {

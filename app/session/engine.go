@@ -28,7 +28,8 @@ import (
 // engine: it holds Home/engine.lock (flock) and serves a small JSON-lines
 // protocol on a unix socket (EngineSocket); the GUI is the engine while it
 // runs, and a CLI that finds no engine starts a headless one (`sandbar
-// serve`) that exits when it has had nothing to run for a while. Every
+// serve`) that exits when it has had nothing to run for a while. A GUI
+// that finds another engine is its client (Client). Every
 // command that touches a VM (start, stop, restart, chat, exec, remove)
 // goes to the engine; reading (ls, logs, projects) goes straight to the
 // store. A session whose owner process is gone is interrupted at the next

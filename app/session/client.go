@@ -1,0 +1,142 @@
+package session
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"sandbar/app/sandbox"
+	"sandbar/app/store"
+	"sandbar/app/workspace"
+)
+
+// Client is the session manager of a Sandbar process that is not its data
+// directory's engine: a window opened while `sandbar serve` (started by a
+// CLI command) or another window runs the sessions. It reads the store and
+// the clones itself, through its Manager, which runs nothing, and asks the
+// engine for everything that touches a VM. Engine reaches the engine,
+// starting a headless one when none answers, so that the engine Client
+// used quitting or dying costs a moment of reconnection, not the window.
+type Client struct {
+	*Manager
+	Engine func(ctx context.Context) (*Remote, error)
+}
+
+// Start starts a session in the engine.
+func (c *Client) Start(ctx context.Context, o Options) (store.Session, error) {
+	r, err := c.Engine(ctx)
+	if err != nil {
+		return store.Session{}, err
+	}
+	return r.Start(ctx, o)
+}
+
+// Stop stops a session in the engine.
+func (c *Client) Stop(ctx context.Context, id string) (store.Session, error) {
+	r, err := c.Engine(ctx)
+	if err != nil {
+		return store.Session{}, err
+	}
+	return r.Stop(ctx, id)
+}
+
+// Restart restarts a session in the engine.
+func (c *Client) Restart(ctx context.Context, id string) (store.Session, error) {
+	r, err := c.Engine(ctx)
+	if err != nil {
+		return store.Session{}, err
+	}
+	return r.Restart(ctx, id)
+}
+
+// Remove removes a session through the engine, which stops it first if
+// it runs.
+func (c *Client) Remove(ctx context.Context, id string, force bool) error {
+	r, err := c.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	return r.Remove(ctx, id, force)
+}
+
+// Merge merges a session's branch through the engine.
+func (c *Client) Merge(ctx context.Context, id string, force bool) (workspace.MergeResult, error) {
+	r, err := c.Engine(ctx)
+	if err != nil {
+		return workspace.MergeResult{}, err
+	}
+	return r.Merge(ctx, id, force)
+}
+
+// Chat sends text to a session's agent in the engine.
+func (c *Client) Chat(ctx context.Context, id, text string) error {
+	r, err := c.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	return r.Chat(ctx, id, text)
+}
+
+// Exec runs a command in a session's VM, through the engine.
+func (c *Client) Exec(ctx context.Context, id string, req sandbox.ExecRequest, stdout, stderr io.Writer) (sandbox.ExecResult, error) {
+	r, err := c.Engine(ctx)
+	if err != nil {
+		return sandbox.ExecResult{}, err
+	}
+	return r.Exec(ctx, id, req, stdout, stderr)
+}
+
+// clientRetryMax bounds the wait between attempts to reach an engine.
+const clientRetryMax = 5 * time.Second
+
+// Subscribe follows the engine's events until ctx is done. The channel
+// stays open across engines: when the engine hangs up (it quit, or died)
+// Subscribe reaches the next one (Engine starts it) and goes on; events
+// in between are not seen, and readers resynchronise from the store as
+// they do anyway.
+func (c *Client) Subscribe(ctx context.Context, session string) <-chan Event {
+	out := make(chan Event, 256)
+	go func() {
+		defer close(out)
+		wait := 100 * time.Millisecond
+		for ctx.Err() == nil {
+			var ch <-chan Event
+			r, err := c.Engine(ctx)
+			if err == nil {
+				ch, err = r.Subscribe(ctx, session)
+			}
+			if err != nil {
+				if ctx.Err() == nil {
+					c.log.Warn("reach the Sandbar engine for events", "err", err, "retry in", wait)
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+				wait = min(2*wait, clientRetryMax)
+				continue
+			}
+			began := time.Now()
+			for ev := range ch {
+				select {
+				case out <- ev:
+				case <-ctx.Done():
+					return
+				}
+			}
+			if time.Since(began) > clientRetryMax {
+				wait = 100 * time.Millisecond
+				continue
+			}
+			// An engine that hangs up at once is not hammered.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, clientRetryMax)
+		}
+	}()
+	return out
+}

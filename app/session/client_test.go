@@ -1,0 +1,155 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"sandbar/app/sandbox"
+	"sandbar/guest/image"
+	"sandbar/vm/vmtest"
+)
+
+// serveEngine makes f.m the engine of its data directory until the
+// returned function is called.
+func serveEngine(t *testing.T, f *fixture) (stop func()) {
+	t.Helper()
+	e, err := Listen(f.m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- e.Serve(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		<-served
+		e.Close()
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// newClient is a second Sandbar process's view of f's data directory: a
+// Manager of its own over the same store, which runs nothing, and the
+// engine reached through its socket.
+func newClient(t *testing.T, f *fixture) *Client {
+	t.Helper()
+	img := fakeImage(t)
+	m, err := New(context.Background(), Config{
+		Paths: f.paths, Store: f.st, Hypervisor: &vmtest.Hypervisor{},
+		Image:      func(context.Context) (*image.Image, error) { return img, nil },
+		HostMemory: 16 << 30, HostCPUs: 4,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := EngineSocket(f.paths.Home)
+	return &Client{Manager: m, Engine: func(ctx context.Context) (*Remote, error) { return Dial(ctx, sock) }}
+}
+
+// waitSubscribed waits until the engine f.m has a subscriber.
+func waitSubscribed(t *testing.T, f *fixture) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		f.m.hub.mu.Lock()
+		n := len(f.m.hub.subs)
+		f.m.hub.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the client's subscription did not reach the engine within 30 s")
+		}
+	}
+}
+
+// waitEvent reads events until one of session id matches ok.
+func waitEvent(t *testing.T, ch <-chan Event, id string, what string, ok func(Event) bool) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case ev, open := <-ch:
+			if !open {
+				t.Fatalf("events closed while waiting for %s", what)
+			}
+			if ev.Session == id && ok(ev) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no event %s of %s within 30 s", what, id)
+		}
+	}
+}
+
+// TestClientDrivesTheEngine: a window opened beside another engine starts,
+// talks to, execs in and stops sessions through it, follows its events,
+// and keeps following them when that engine goes and another comes.
+func TestClientDrivesTheEngine(t *testing.T) {
+	f := newFixture(t)
+	stop := serveEngine(t, f)
+	c := newClient(t, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := c.Subscribe(ctx, "")
+	waitSubscribed(t, f)
+
+	agent := `trap 'exit 143' TERM; while read -r line; do echo "heard: $line"; done`
+	s, err := c.Start(ctx, Options{Repo: f.repo, Agent: AgentSpec{Command: "sh", Args: []string{"-c", agent}}, MemoryMiB: 512, Prompt: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.m.Running()) != 1 || len(c.Running()) != 0 {
+		t.Fatalf("running: engine %d, client %d; want the engine to run it", len(f.m.Running()), len(c.Running()))
+	}
+	waitEvent(t, events, s.ID, "running", func(ev Event) bool { return ev.Kind == EventState && ev.State == StateRunning })
+	waitFor(t, f, s.ID, "heard: first")
+	if err := c.Chat(ctx, s.ID, "from the window"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, f, s.ID, "heard: from the window")
+
+	var out bytes.Buffer
+	res, err := c.Exec(ctx, s.ID, sandbox.ExecRequest{Argv: []string{"cat", "README.md"}}, &out, nil)
+	if err != nil || res.Code != 0 || out.String() != "hello\n" {
+		t.Fatalf("exec: %v %+v %q", err, res, out.String())
+	}
+	// Reads come from the store, in this process.
+	if lines, err := c.Logs(ctx, s.ID, 0, 0); err != nil || len(lines) == 0 {
+		t.Errorf("client logs: %d lines, %v", len(lines), err)
+	}
+	got, err := c.Stop(ctx, s.ID)
+	if err != nil || got.State != StateStopped || got.ExitCode == nil || *got.ExitCode != 143 {
+		t.Fatalf("stop: %+v %v", got, err)
+	}
+	waitEvent(t, events, s.ID, "stopped", func(ev Event) bool { return ev.Kind == EventState && ev.State == StateStopped })
+
+	// The engine goes; actions fail with what to do, events stay open.
+	stop()
+	if _, err := c.Restart(ctx, s.ID); err == nil {
+		t.Error("restart with no engine succeeded")
+	}
+	// Another engine comes (here the same manager again): the same
+	// subscription carries its events.
+	serveEngine(t, f)
+	// Events between two engines are not seen (readers resync from the
+	// store): wait for the subscription to reach the new one.
+	waitSubscribed(t, f)
+	if _, err := c.Restart(ctx, s.ID); err != nil {
+		t.Fatalf("restart through the new engine: %v", err)
+	}
+	waitEvent(t, events, s.ID, "running again", func(ev Event) bool { return ev.Kind == EventState && ev.State == StateRunning })
+	if _, err := c.Stop(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	for range events {
+	}
+}
