@@ -17,14 +17,14 @@ Linux) ;;
 esac
 
 # Hypervisor, Fyne's cgo build deps, the test harness (Xvfb, D-Bus, a real
-# Secret Service daemon, xdotool to find windows), git and e2fsprogs for
-# checking built images. Never dbus-x11: it makes every D-Bus client try to
+# Secret Service daemon, xdotool to find windows, xdg-open as a desktop has
+# it), git and e2fsprogs for checking built images. Never dbus-x11: it makes every D-Bus client try to
 # autolaunch a bus on the X display, which hangs headless tests.
 packages=(
 	qemu-system-x86 git e2fsprogs ca-certificates
 	gcc pkg-config libgl1-mesa-dev xorg-dev libxcursor-dev libxrandr-dev libxinerama-dev
 	libxi-dev libxxf86vm-dev libwayland-dev libxkbcommon-dev
-	xvfb xdotool gnome-keyring dbus libsecret-tools
+	xvfb xdotool gnome-keyring dbus libsecret-tools xdg-utils
 )
 
 if ! command -v dpkg-query >/dev/null; then

@@ -77,6 +77,10 @@ type LogView struct {
 	post func(func())
 	// olderHint says where lines that are no longer held can be read.
 	olderHint string
+	// OnOpenOlder, when set before the view is shown, opens the whole
+	// log elsewhere (agent.log in the person's app for it): the note
+	// about older lines then comes with a button that calls it.
+	OnOpenOlder func()
 
 	mu        sync.Mutex // guards the fields up to timer
 	pending   []logLine
@@ -107,6 +111,7 @@ type LogView struct {
 	search  *widget.Entry
 	counter *widget.Label
 	note    *widget.Label
+	openOld *widget.Button
 	jump    *widget.Button
 	only    *widget.Check
 	content fyne.CanvasObject
@@ -137,13 +142,20 @@ func NewLogView(capacity int, olderHint string) *LogView {
 	v.note = widget.NewLabel("")
 	v.note.Importance = widget.LowImportance
 	v.note.Hide()
+	v.openOld = widget.NewButtonWithIcon("Open the full log", theme.FileTextIcon(), func() {
+		if v.OnOpenOlder != nil {
+			v.OnOpenOlder()
+		}
+	})
+	v.openOld.Importance = widget.LowImportance
+	v.openOld.Hide()
 	v.jump = widget.NewButtonWithIcon("Jump to latest", theme.MoveDownIcon(), v.JumpToLatest)
 	v.jump.Importance = widget.HighImportance
 	v.jump.Hide()
 
 	bar := container.NewBorder(nil, nil, nil,
 		container.NewHBox(prev, next, v.counter, v.only, copyBtn), v.search)
-	bottom := container.NewBorder(nil, nil, nil, v.jump, v.note)
+	bottom := container.NewBorder(nil, nil, nil, v.jump, container.NewHBox(v.note, v.openOld))
 	v.content = container.NewBorder(bar, bottom, nil, nil, v.pane)
 	return v
 }
@@ -350,13 +362,16 @@ func (v *LogView) rowBackground(abs int64) color.Color {
 func (v *LogView) updateChrome() {
 	if n := v.older(); n > 0 {
 		msg := formatCount(n) + " older lines are not shown here"
-		if v.olderHint != "" {
+		if v.OnOpenOlder != nil {
+			v.openOld.Show()
+		} else if v.olderHint != "" {
 			msg += " (" + v.olderHint + ")"
 		}
 		v.note.SetText(msg)
 		v.note.Show()
 	} else {
 		v.note.Hide()
+		v.openOld.Hide()
 	}
 	if v.follow {
 		v.jump.Hide()

@@ -325,3 +325,33 @@ func logIdle(v *LogView) bool {
 	defer v.mu.Unlock()
 	return !v.scheduled
 }
+
+// TestLogViewOpensTheFullLog: with somewhere to open the whole log, the
+// note about older lines comes with a button for it instead of a path.
+func TestLogViewOpensTheFullLog(t *testing.T) {
+	v, q := newTestLogView(t, 100)
+	opened := 0
+	v.OnOpenOlder = func() { opened++ }
+	v.Append(logLines(1, 50, "stdout")...)
+	q.waitFor(t, 10*time.Second, "line 50", func() bool { return logHas(v, "line 50") })
+	if v.note.Visible() || v.openOld.Visible() {
+		t.Fatalf("no line is older than the view, yet the note (%v) or the button (%v) shows", v.note.Visible(), v.openOld.Visible())
+	}
+	v.Append(logLines(51, 100, "stdout")...)
+	q.waitFor(t, 10*time.Second, "line 150", func() bool { return logHas(v, "line 150") })
+	if !v.note.Visible() || !strings.Contains(v.note.Text, "50 older lines") || strings.Contains(v.note.Text, "agent.log") {
+		t.Errorf("older-lines note %v %q: want the count and no path", v.note.Visible(), v.note.Text)
+	}
+	if !v.openOld.Visible() {
+		t.Fatal("no button to open the full log")
+	}
+	test.Tap(v.openOld)
+	if opened != 1 {
+		t.Errorf("the button opened the log %d times, want 1", opened)
+	}
+	v.Clear()
+	q.waitFor(t, 10*time.Second, "the cleared view", func() bool { return v.Len() == 0 })
+	if v.openOld.Visible() {
+		t.Error("the button stays after Clear")
+	}
+}

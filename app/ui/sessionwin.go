@@ -178,6 +178,13 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project) *sessionWindow 
 	}
 	w.logs = NewLogView(DefaultLogCapacity, hint)
 	w.logs.post = w.post
+	if w.dir != "" {
+		// agent.log holds every line; the view and the store keep the
+		// newest.
+		if o := fileOpener(filepath.Join(w.dir, "agent.log"), lookPath); o.missing == "" {
+			w.logs.OnOpenOlder = func() { w.launch(o) }
+		}
+	}
 	w.transcript = NewTranscriptView()
 	if s.Agent.Kind != "claude" {
 		w.transcript.SetEmptyText("This session runs a custom agent (" + s.Agent.Command + "), which keeps no transcript: its output is in the Log tab.")

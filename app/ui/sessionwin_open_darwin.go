@@ -43,3 +43,9 @@ func hasApp(home, bundle string) bool {
 
 // detach starts cmd in a session of its own.
 func detach(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} }
+
+// fileOpener opens a file in the person's app for it (open: Console for
+// a .log, unless they chose another).
+func fileOpener(path string, look func(string) (string, error)) opener {
+	return opener{label: filepath.Base(path), icon: theme.FileTextIcon(), dir: filepath.Dir(path), argv: []string{"open", path}}
+}

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"os/exec"
+	"path/filepath"
 	"syscall"
 
 	"fyne.io/fyne/v2/theme"
@@ -51,3 +52,14 @@ func workspaceOpeners(dir string, getenv func(string) string, look func(string) 
 
 // detach starts cmd in a session of its own.
 func detach(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} }
+
+// fileOpener opens a file in the person's app for it (xdg-open).
+func fileOpener(path string, look func(string) (string, error)) opener {
+	o := opener{label: filepath.Base(path), icon: theme.FileTextIcon(), dir: filepath.Dir(path)}
+	if _, err := look("xdg-open"); err == nil {
+		o.argv = []string{"xdg-open", path}
+	} else {
+		o.missing = "xdg-open is not installed (it comes with xdg-utils)"
+	}
+	return o
+}

@@ -19,3 +19,8 @@ func workspaceOpeners(dir string, getenv func(string) string, look func(string) 
 }
 
 func detach(*exec.Cmd) {}
+
+// fileOpener has nothing to offer where Sandbar does not run.
+func fileOpener(path string, look func(string) (string, error)) opener {
+	return opener{label: path, icon: theme.FileTextIcon(), missing: "not available on this system"}
+}

@@ -362,6 +362,20 @@ func TestSessionWindowOpenButtons(t *testing.T) {
 			t.Errorf("launched %q, want it in and on %s", l, ws)
 		}
 	}
+
+	// The log's "Open the full log" opens agent.log, which keeps every
+	// line, where a desktop can open files.
+	if _, err := exec.LookPath("xdg-open"); runtime.GOOS == "linux" && err == nil {
+		if w.logs.OnOpenOlder == nil {
+			t.Fatal("xdg-open is installed but the log view cannot open agent.log")
+		}
+		launched = nil
+		w.logs.OnOpenOlder()
+		logFile := filepath.Join(h.env.Paths.Session(s.ID), "agent.log")
+		if len(launched) != 1 || launched[0] != filepath.Dir(logFile)+"|xdg-open "+logFile {
+			t.Errorf("opening the full log launched %q, want xdg-open %s", launched, logFile)
+		}
+	}
 }
 
 // fakeClaude is a stand-in for Claude Code: it speaks stream-json, one
