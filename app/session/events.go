@@ -123,3 +123,21 @@ func (h *hub) publish(ev Event) {
 		}
 	}
 }
+
+// Reasons of the stops a person asked for, as a stopped session's Reason
+// says them: nobody needs to be told that what they just did happened.
+const (
+	ReasonStoppedByUser = "stopped by the user" // Stop
+	ReasonRemoved       = "removed"             // Remove of a live session
+	ReasonQuit          = "Sandbar quit"        // the engine closing
+)
+
+// StoppedByPerson reports whether reason is that of a stop the person
+// asked for (Stop, Remove, quitting Sandbar).
+func StoppedByPerson(reason string) bool {
+	switch reason {
+	case ReasonStoppedByUser, ReasonRemoved, ReasonQuit:
+		return true
+	}
+	return false
+}

@@ -553,7 +553,7 @@ func (m *Manager) Stop(ctx context.Context, ref string) (store.Session, error) {
 	if err != nil {
 		return s, err
 	}
-	r.requestStop("stopped by the user")
+	r.requestStop(ReasonStoppedByUser)
 	select {
 	case <-r.done:
 	case <-ctx.Done():
@@ -711,7 +711,7 @@ func (m *Manager) Remove(ctx context.Context, ref string, force bool) error {
 		}
 	}
 	if r := m.running(s.ID); r != nil {
-		r.requestStop("removed")
+		r.requestStop(ReasonRemoved)
 		select {
 		case <-r.done:
 		case <-ctx.Done():
@@ -765,7 +765,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 	for _, r := range runs {
-		r.requestStop("Sandbar quit")
+		r.requestStop(ReasonQuit)
 	}
 	done := make(chan struct{})
 	go func() { m.wg.Wait(); close(done) }()

@@ -356,7 +356,7 @@ func (r *run) supervise(ctx context.Context, vmDone <-chan error) error {
 			}
 		case <-ctx.Done():
 			r.shutdown()
-			return r.finish(context.Background(), StateStopped, "Sandbar quit", nil)
+			return r.finish(context.Background(), StateStopped, ReasonQuit, nil)
 		}
 	}
 }

@@ -20,11 +20,6 @@ const (
 	noticeFailed
 )
 
-// personStops are the session manager's reasons for stops the person
-// asked for (Stop, Quit, Delete in session/manager.go): nobody needs to be
-// told that what they just did happened.
-var personStops = []string{"stopped by the user", "Sandbar quit", "removed"}
-
 // noticeFor says what a state event asks of the person.
 func noticeFor(ev session.Event) notice {
 	if ev.Kind != session.EventState {
@@ -36,10 +31,8 @@ func noticeFor(ev session.Event) notice {
 			return noticeWaiting
 		}
 	case session.StateStopped:
-		for _, r := range personStops {
-			if ev.Reason == r {
-				return noticeNone
-			}
+		if session.StoppedByPerson(ev.Reason) {
+			return noticeNone // nobody needs to be told what they just did
 		}
 		if ev.ExitCode != nil && *ev.ExitCode == 0 {
 			return noticeFinished
