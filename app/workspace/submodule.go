@@ -128,7 +128,9 @@ func cloneSubmodules(ctx context.Context, src, dest, prefix string, depth int, p
 }
 
 // updateSubmodule checks out s in the clone dest from the local copy from,
-// then points it at its real URL. On failure it leaves s as git leaves a
+// then points it at its real URL. It checks out even a submodule whose
+// .gitmodules says update = none (or rebase, merge): the clone is new,
+// and the source has it checked out. On failure it leaves s as git leaves a
 // submodule never initialised: an empty folder and no configuration.
 func updateSubmodule(ctx context.Context, dest string, s submodule, from string, progress func(Progress)) error {
 	key := "submodule." + s.name
@@ -137,15 +139,21 @@ func updateSubmodule(ctx context.Context, dest string, s submodule, from string,
 	}
 	err := gitProgress(ctx, dest, progress,
 		"-c", "protocol.file.allow=always", "-c", "checkout.workers=0",
-		"submodule", "update", "--init", "--progress", "--", s.path)
+		"submodule", "update", "--init", "--checkout", "--progress", "--", s.path)
 	if err == nil {
 		// The URL .gitmodules gives, relative ones resolved against the
 		// clone's origin (the person's own remote), in the clone's config
 		// and as the submodule's origin.
 		_, err = git(ctx, dest, "submodule", "sync", "--quiet", "--", s.path)
 	}
+	to := filepath.Join(dest, filepath.FromSlash(s.path))
+	if err == nil && !checkedOut(ctx, to) {
+		// Never run git in a folder that is not the submodule: it would
+		// act on the clone around it.
+		err = fmt.Errorf("git submodule update left %s without a checkout", s.path)
+	}
 	if err == nil {
-		_, err = git(ctx, filepath.Join(dest, filepath.FromSlash(s.path)), "remote", "add", "source", from)
+		_, err = git(ctx, to, "remote", "add", "source", from)
 	}
 	if err != nil {
 		if gitdir, gerr := gitLine(context.WithoutCancel(ctx), dest, "rev-parse", "--git-path", "modules/"+s.name); gerr == nil && gitdir != "" {
@@ -154,7 +162,6 @@ func updateSubmodule(ctx context.Context, dest string, s submodule, from string,
 			}
 			_ = os.RemoveAll(gitdir)
 		}
-		to := filepath.Join(dest, filepath.FromSlash(s.path))
 		_ = os.RemoveAll(to)
 		_ = os.MkdirAll(to, 0o755)
 		_, _ = git(context.WithoutCancel(ctx), dest, "config", "--remove-section", key)
