@@ -80,7 +80,7 @@ func runGUI(parent context.Context, env *cli.Env) error {
 	// The tray first: Fyne starts a tray only if it has a menu when Run
 	// begins.
 	if desk != nil {
-		tray = u.StartTray(desk, ui.TrayOptions{Template: runtime.GOOS == "darwin", Quit: a.Quit})
+		tray = u.StartTray(desk, ui.TrayOptions{Template: runtime.GOOS == "darwin", Quit: a.Quit, Client: eng == nil})
 	}
 	a.Lifecycle().SetOnStarted(func() {
 		if eng != nil {

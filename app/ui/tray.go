@@ -28,6 +28,10 @@ type TrayOptions struct {
 	// Quit stops the sessions and quits the app. The tray calls it on the
 	// UI goroutine, after the person confirmed when sessions run.
 	Quit func()
+	// Client says the sessions run in another Sandbar process (the app is
+	// that engine's client): quitting leaves them running, so Quit is
+	// called without asking.
+	Client bool
 	// Tick is how often elapsed times are brought up to date; default
 	// 15 s (labels show whole minutes).
 	Tick time.Duration
@@ -441,8 +445,8 @@ func (t *Tray) tell(title, content string) {
 	t.u.post(func() { t.u.App.SendNotification(n) })
 }
 
-// quit quits at once when no session runs, and asks first when some do:
-// quitting stops them.
+// quit quits at once when no session runs, or when they run in another
+// process, and asks first when quitting stops some.
 func (t *Tray) quit() {
 	t.mu.Lock()
 	running := t.running
@@ -451,7 +455,7 @@ func (t *Tray) quit() {
 	if quit == nil {
 		quit = t.u.App.Quit
 	}
-	if running == 0 {
+	if running == 0 || t.o.Client {
 		quit()
 		return
 	}

@@ -315,6 +315,19 @@ func TestTrayQuit(t *testing.T) {
 	if quits != 2 {
 		t.Fatalf("confirming ran quit %d times, want once more", quits-1)
 	}
+
+	// A client's quit leaves the sessions running in the engine: nothing
+	// to ask.
+	tray.Stop()
+	clientQuits := 0
+	client := u.StartTray(ft, TrayOptions{Quit: func() { clientQuits++ }, Client: true})
+	defer client.Stop()
+	m = waitTray(t, h, ft, "the running session", func(m *fyne.Menu, _ fyne.Resource) bool { return trayItem(m, "q · ") != nil })
+	trayItem(m, "Quit").Action()
+	h.q.drain()
+	if clientQuits != 1 {
+		t.Errorf("a client's Quit with a session running in the engine ran quit %d times, want 1 without asking", clientQuits)
+	}
 }
 
 // Template icons are themed resources (Fyne's mark for a macOS template
