@@ -250,7 +250,9 @@ func TestSessionLifecycle(t *testing.T) {
 	if _, errOut, code := w.run("", "rm", s.ID); code == 0 || !strings.Contains(errOut, "--force") {
 		t.Errorf("rm of unmerged work: code %d: %s", code, errOut)
 	}
-	w.ok("merge", s.ID)
+	if out := w.ok("merge", s.ID); !strings.Contains(out, "branch "+s.Branch+" created at ") || !strings.Contains(out, " in "+w.repo+" (your working tree is untouched)") {
+		t.Errorf("merge says %q: want the branch, created, in %s", out, w.repo)
+	}
 	if got := w.git("log", "-1", "--format=%s", s.Branch); got != "agent work" {
 		t.Errorf("branch %s head = %q", s.Branch, got)
 	}

@@ -460,7 +460,24 @@ func merge(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "branch sandbar/… is at %s in the repository (your working tree is untouched)\n", res.Commit)
+	branch, repo := "the session's branch", "the repository"
+	if st, err := openStore(env); err == nil {
+		if s, err := st.FindSession(ctx, fs.Arg(0)); err == nil {
+			branch = "branch " + s.Branch
+			if p, err := st.Project(ctx, s.ProjectID); err == nil {
+				repo = p.Path
+			}
+		}
+		st.Close()
+	}
+	how := "is at"
+	switch {
+	case res.Created:
+		how = "created at"
+	case res.Updated:
+		how = "moved from " + shortID(res.Previous) + " to"
+	}
+	fmt.Fprintf(env.Stdout, "%s %s %s in %s (your working tree is untouched)\n", branch, how, shortID(res.Commit), repo)
 	if len(res.Submodules) > 0 {
 		fmt.Fprintf(env.Stdout, "the session's submodule commits are in the repository's submodules under the same branch: %s\n", strings.Join(res.Submodules, ", "))
 	}
@@ -503,4 +520,12 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// shortID is a commit's abbreviation for messages.
+func shortID(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
 }
