@@ -499,3 +499,20 @@ func TestIdleTimeout(t *testing.T) {
 		t.Errorf("timeout: %s %q", got.State, got.Reason)
 	}
 }
+
+// TestSessionSaysLFSFilesArePointers: a repository with Git LFS files
+// gets a session whose log says they are pointer files there.
+func TestSessionSaysLFSFilesArePointers(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	os.WriteFile(filepath.Join(f.repo, ".gitattributes"), []byte("*.bin filter=lfs diff=lfs merge=lfs -text\n"), 0o644)
+	os.WriteFile(filepath.Join(f.repo, "weights.bin"), []byte("version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 1\n"), 0o644)
+	git(t, f.repo, "add", ".")
+	git(t, f.repo, "commit", "-qm", "lfs")
+	s, err := f.m.Start(ctx, Options{Repo: f.repo, Agent: AgentSpec{Command: "true"}, MemoryMiB: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, f, s.ID, "1 Git LFS file is a pointer file in this session (weights.bin)")
+	f.wait(t, s.ID)
+}

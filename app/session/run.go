@@ -183,6 +183,18 @@ func (r *run) clone(ctx context.Context) error {
 	for _, s := range info.SkippedSubmodules {
 		r.systemLine("submodule left empty: " + s)
 	}
+	if n := len(info.LFSPointers); n > 0 {
+		some := info.LFSPointers[:min(n, 5)]
+		more := ""
+		if n > len(some) {
+			more = fmt.Sprintf(" and %d more", n-len(some))
+		}
+		what := fmt.Sprintf("%d Git LFS files are pointer files", n)
+		if n == 1 {
+			what = "1 Git LFS file is a pointer file"
+		}
+		r.systemLine(fmt.Sprintf("%s in this session (%s%s): Sandbar does not bring LFS content into sessions yet, so the agent sees the pointer text", what, strings.Join(some, ", "), more))
+	}
 	return nil
 }
 

@@ -56,6 +56,9 @@ type CloneInfo struct {
 	// what to do ("lib/x: not checked out in ...: run `git submodule
 	// update --init` there, then start a new session").
 	SkippedSubmodules []string
+	// LFSPointers lists the files Git LFS manages (filter=lfs), which
+	// the clone holds as pointer files: Clone brings no LFS content.
+	LFSPointers []string
 }
 
 // Phases Clone reports itself, around git's own meter lines.
@@ -164,6 +167,10 @@ func clone(ctx context.Context, o CloneOptions, src, dest, baseCommit string) (C
 	if err != nil {
 		return CloneInfo{}, fmt.Errorf("check out submodules: %w", err)
 	}
+	lfs, err := lfsPointers(ctx, dest)
+	if err != nil {
+		return CloneInfo{}, err
+	}
 
 	report(PhaseCopying, 0)
 	copied, skipped, err := copyIncluded(ctx, src, dest)
@@ -171,7 +178,7 @@ func clone(ctx context.Context, o CloneOptions, src, dest, baseCommit string) (C
 		return CloneInfo{}, err
 	}
 	report(PhaseDone, 100)
-	return CloneInfo{BaseCommit: baseCommit, Copied: copied, Skipped: skipped, Submodules: subs, SkippedSubmodules: subsSkipped}, nil
+	return CloneInfo{BaseCommit: baseCommit, Copied: copied, Skipped: skipped, Submodules: subs, SkippedSubmodules: subsSkipped, LFSPointers: lfs}, nil
 }
 
 // checkDest refuses a Dest that holds anything. It returns the topmost
