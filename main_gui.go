@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -61,6 +64,9 @@ func runGUI(parent context.Context, env *cli.Env) error {
 	a := app.NewWithID(appID)
 	a.SetIcon(assets.AppIcon)
 	u := ui.New(a, backend, ui.NewPrefs(st, secrets.New(st, secrets.Options{}), env))
+	if eng == nil {
+		u.Notice = clientNotice(env.Paths.Home)
+	}
 
 	// Set on the UI goroutine (which, with Fyne's GLFW driver, is this
 	// one once Run returns).
@@ -133,6 +139,18 @@ func runGUI(parent context.Context, env *cli.Env) error {
 		return fmt.Errorf("stop the sessions: %w (their VMs were killed)", closeErr)
 	}
 	return nil
+}
+
+// clientNotice tells the person that another process, named by its pid
+// when engine.lock holds it, runs the sessions this app shows.
+func clientNotice(home string) string {
+	who := "Another Sandbar process"
+	if b, err := os.ReadFile(filepath.Join(home, "engine.lock")); err == nil {
+		if pid := strings.TrimSpace(string(b)); pid != "" {
+			who += " (pid " + pid + ")"
+		}
+	}
+	return who + " runs the sessions of this data folder, " + home + ": this app shows and drives them there, and quitting it leaves them running."
 }
 
 // showFatal shows an error that leaves nothing to do but quit.

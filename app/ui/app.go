@@ -28,6 +28,10 @@ type UI struct {
 	// sets it. Nil means there is no such window and the windows do not
 	// offer to open one.
 	OpenSession func(id string)
+	// Notice, when set before the Sandbar window first opens, is shown
+	// in its banner: what a person should know about this run of the app
+	// (that it is another engine's client, say).
+	Notice string
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -68,6 +72,9 @@ func (u *UI) Close() {
 func (u *UI) ShowMain() {
 	if u.mainWin == nil {
 		u.mainWin = newMainWindow(u)
+		if u.Notice != "" {
+			u.mainWin.banner.show(bannerInfo, u.Notice)
+		}
 	}
 	u.mainWin.win.Show()
 	u.mainWin.win.RequestFocus()

@@ -289,3 +289,14 @@ func TestCellsFor(t *testing.T) {
 		t.Errorf("humanDuration = %q", d)
 	}
 }
+
+// TestMainWindowShowsTheNotice: what main has to say about this run (the
+// app is another engine's client) shows in the window's banner.
+func TestMainWindowShowsTheNotice(t *testing.T) {
+	h := newAppHarness(t)
+	h.u.Notice = "Another Sandbar process (pid 42) runs the sessions of this data folder"
+	mw := h.mainWindow(t)
+	if !mw.banner.box.Visible() || mw.banner.text.Text != h.u.Notice {
+		t.Errorf("banner %v %q, want the notice", mw.banner.box.Visible(), mw.banner.text.Text)
+	}
+}
