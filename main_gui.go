@@ -12,10 +12,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/app"
-	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/driver/desktop"
-	"fyne.io/fyne/v2/layout"
-	"fyne.io/fyne/v2/widget"
 
 	"sandbar/app/cli"
 	"sandbar/app/secrets"
@@ -151,15 +148,4 @@ func clientNotice(home string) string {
 		}
 	}
 	return who + " runs the sessions of this data folder, " + home + ": this app shows and drives them there, and quitting it leaves them running."
-}
-
-// showFatal shows an error that leaves nothing to do but quit.
-func showFatal(a fyne.App, text string) {
-	w := a.NewWindow("Sandbar")
-	msg := widget.NewLabel(text)
-	msg.Wrapping = fyne.TextWrapWord
-	w.SetContent(container.NewBorder(nil, container.NewHBox(layout.NewSpacer(), widget.NewButton("Quit", a.Quit)), nil, nil, msg))
-	w.Resize(fyne.NewSize(480, 160))
-	w.SetCloseIntercept(a.Quit)
-	w.Show()
 }
