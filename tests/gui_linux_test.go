@@ -220,27 +220,11 @@ func TestGUI(t *testing.T) {
 	g.screenshot(t, x)
 
 	// 6. Clicking Settings… in the tray opens the Settings window.
-	menu, obj := g.menu(t, bus, item)
-	settings, _ := menu.find("Settings…")
-	if err := click(obj, settings.ID); err != nil {
-		t.Fatalf("click Settings…: %v", err)
-	}
+	g.clickItem(t, bus, item, "Settings…")
 	x.waitWindow(t, "Settings", 30*time.Second)
 
 	// 7. Quit from the tray: no session runs, so it quits at once.
-	menu, obj = g.menu(t, bus, item)
-	quit, _ := menu.find("Quit")
-	if err := click(obj, quit.ID); err != nil {
-		t.Fatalf("click Quit: %v", err)
-	}
-	select {
-	case <-g.exited:
-		if g.err != nil {
-			t.Errorf("sandbar exited with %v after Quit", g.err)
-		}
-	case <-time.After(40 * time.Second):
-		t.Fatal("sandbar did not exit within 40 s of Quit")
-	}
+	g.quitFromTray(t, bus, item)
 
 	// 8. Beside an engine it is not (the `sandbar serve` a CLI command
 	// starts), the app is that engine's client: the same menu, live;
@@ -296,19 +280,7 @@ func TestGUI(t *testing.T) {
 			t.Errorf("the client's notification %+v does not name the project", n)
 		}
 	}
-	menu, obj = c.menu(t, bus, item)
-	quit, _ = menu.find("Quit")
-	if err := click(obj, quit.ID); err != nil {
-		t.Fatalf("click Quit in the client: %v", err)
-	}
-	select {
-	case <-c.exited:
-		if c.err != nil {
-			t.Errorf("the client exited with %v after Quit", c.err)
-		}
-	case <-time.After(40 * time.Second):
-		t.Fatal("the client did not exit within 40 s of Quit")
-	}
+	c.quitFromTray(t, bus, item)
 	select {
 	case <-served:
 		t.Error("the engine exited when its client quit")
@@ -358,6 +330,46 @@ func launch(t *testing.T, bin string, env []string, logPath string) *gui {
 	})
 
 	return g
+}
+
+// clickItem clicks the tray menu's item labelled label once the menu
+// shows it. The item's id is read just before: ids change when the app
+// rebuilds its menu (a session finishing does), so an id read earlier
+// may name nothing by the time of the click.
+func (g *gui) clickItem(t *testing.T, bus *dbus.Conn, it trayItem, label string) {
+	t.Helper()
+	var node menuNode
+	g.waitMenu(t, bus, it, label, func(m menuNode) bool {
+		n, ok := m.find(label)
+		node = n
+		return ok
+	})
+	_, obj := g.menu(t, bus, it)
+	if err := click(obj, node.ID); err != nil {
+		t.Fatalf("click %s: %v", label, err)
+	}
+}
+
+// quitFromTray clicks Quit and waits for the app to exit, clicking
+// again while it has not (a click that met a menu rebuild names an id
+// that is gone), for up to 40 s.
+func (g *gui) quitFromTray(t *testing.T, bus *dbus.Conn, it trayItem) {
+	t.Helper()
+	deadline := time.Now().Add(40 * time.Second)
+	for {
+		g.clickItem(t, bus, it, "Quit")
+		select {
+		case <-g.exited:
+			if g.err != nil {
+				t.Errorf("sandbar exited with %v after Quit", g.err)
+			}
+			return
+		case <-time.After(5 * time.Second):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("sandbar did not exit within 40 s of Quit")
+		}
+	}
 }
 
 // menu reads the tray menu once.
