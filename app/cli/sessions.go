@@ -475,9 +475,9 @@ func merge(ctx context.Context, env *Env, args []string) error {
 	case res.Created:
 		how = "created at"
 	case res.Updated:
-		how = "moved from " + shortID(res.Previous) + " to"
+		how = "moved from " + short(res.Previous) + " to"
 	}
-	fmt.Fprintf(env.Stdout, "%s %s %s in %s (your working tree is untouched)\n", branch, how, shortID(res.Commit), repo)
+	fmt.Fprintf(env.Stdout, "%s %s %s in %s (your working tree is untouched)\n", branch, how, short(res.Commit), repo)
 	if len(res.Submodules) > 0 {
 		fmt.Fprintf(env.Stdout, "the session's submodule commits are in the repository's submodules under the same branch: %s\n", strings.Join(res.Submodules, ", "))
 	}
@@ -520,12 +520,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// shortID is a commit's abbreviation for messages.
-func shortID(c string) string {
-	if len(c) > 12 {
-		return c[:12]
-	}
-	return c
 }
