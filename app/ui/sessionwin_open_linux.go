@@ -16,12 +16,7 @@ var linuxTerminals = []string{"x-terminal-emulator", "gnome-terminal", "konsole"
 // (xdg-open), a terminal, and an editor ($VISUAL, else $EDITOR in a
 // terminal, else VS Code's code).
 func workspaceOpeners(dir string, getenv func(string) string, look func(string) (string, error)) []opener {
-	files := opener{label: "Files", icon: theme.FolderOpenIcon(), dir: dir}
-	if _, err := look("xdg-open"); err == nil {
-		files.argv = []string{"xdg-open", dir}
-	} else {
-		files.missing = "xdg-open is not installed (it comes with xdg-utils)"
-	}
+	files := xdgOpener(opener{label: "Files", icon: theme.FolderOpenIcon(), dir: dir}, dir, look)
 
 	term := opener{label: "Terminal", icon: theme.ComputerIcon(), dir: dir}
 	for _, t := range linuxTerminals {
@@ -55,9 +50,14 @@ func detach(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true
 
 // fileOpener opens a file in the person's app for it (xdg-open).
 func fileOpener(path string, look func(string) (string, error)) opener {
-	o := opener{label: filepath.Base(path), icon: theme.FileTextIcon(), dir: filepath.Dir(path)}
+	return xdgOpener(opener{label: filepath.Base(path), icon: theme.FileTextIcon(), dir: filepath.Dir(path)}, path, look)
+}
+
+// xdgOpener makes o open target with xdg-open, the desktop's choice of
+// app for it, or says why it cannot.
+func xdgOpener(o opener, target string, look func(string) (string, error)) opener {
 	if _, err := look("xdg-open"); err == nil {
-		o.argv = []string{"xdg-open", path}
+		o.argv = []string{"xdg-open", target}
 	} else {
 		o.missing = "xdg-open is not installed (it comes with xdg-utils)"
 	}
