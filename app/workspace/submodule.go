@@ -187,9 +187,15 @@ func mergeSubmodules(ctx context.Context, src, dest, commit, branch string, forc
 		shown := prefix + s.path
 		from := filepath.Join(dest, filepath.FromSlash(s.path))
 		to := filepath.Join(src, filepath.FromSlash(s.path))
-		if _, err := git(ctx, to, "cat-file", "-e", s.commit+"^{commit}"); err == nil && checkedOut(ctx, to) {
-			continue // src has it (the base's commit, most often)
-		} else if ctx.Err() != nil {
+		// git runs only in a folder that is the submodule: in one left
+		// without a checkout it would act on the repository around it.
+		toReady := checkedOut(ctx, to)
+		if toReady {
+			if _, err := git(ctx, to, "cat-file", "-e", s.commit+"^{commit}"); err == nil {
+				continue // src has it (the base's commit, most often)
+			}
+		}
+		if ctx.Err() != nil {
 			return brought, ctx.Err()
 		}
 		if !checkedOut(ctx, from) {
@@ -198,7 +204,7 @@ func mergeSubmodules(ctx context.Context, src, dest, commit, branch string, forc
 			// the session's to bring.
 			continue
 		}
-		if !checkedOut(ctx, to) {
+		if !toReady {
 			return brought, fmt.Errorf("submodule %s is not checked out in %s, so the session's commit %s in it has nowhere to go: run `git submodule update --init` there and merge again", shown, src, short(s.commit))
 		}
 		if where, err := checkedOutAt(ctx, to, ref); err != nil {
