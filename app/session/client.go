@@ -100,36 +100,16 @@ func (c *Client) Subscribe(ctx context.Context, session string) <-chan Event {
 		defer close(out)
 		wait := 100 * time.Millisecond
 		for ctx.Err() == nil {
-			var ch <-chan Event
-			r, err := c.Engine(ctx)
-			if err == nil {
-				ch, err = r.Subscribe(ctx, session)
+			lasted, err := c.follow(ctx, session, out)
+			if err != nil && ctx.Err() == nil {
+				c.log.Warn("reach the Sandbar engine for events", "err", err, "retry in", wait)
 			}
-			if err != nil {
-				if ctx.Err() == nil {
-					c.log.Warn("reach the Sandbar engine for events", "err", err, "retry in", wait)
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(wait):
-				}
-				wait = min(2*wait, clientRetryMax)
-				continue
-			}
-			began := time.Now()
-			for ev := range ch {
-				select {
-				case out <- ev:
-				case <-ctx.Done():
-					return
-				}
-			}
-			if time.Since(began) > clientRetryMax {
+			if lasted > clientRetryMax {
 				wait = 100 * time.Millisecond
 				continue
 			}
-			// An engine that hangs up at once is not hammered.
+			// An engine that cannot be reached, or hangs up at once, is
+			// not hammered.
 			select {
 			case <-ctx.Done():
 				return
@@ -139,4 +119,27 @@ func (c *Client) Subscribe(ctx context.Context, session string) <-chan Event {
 		}
 	}()
 	return out
+}
+
+// follow passes one engine's events to out until that engine hangs up or
+// ctx is done. It returns how long the engine's stream lasted, or why the
+// engine could not be followed at all.
+func (c *Client) follow(ctx context.Context, session string, out chan<- Event) (time.Duration, error) {
+	r, err := c.Engine(ctx)
+	if err != nil {
+		return 0, err
+	}
+	ch, err := r.Subscribe(ctx, session)
+	if err != nil {
+		return 0, err
+	}
+	began := time.Now()
+	for ev := range ch {
+		select {
+		case out <- ev:
+		case <-ctx.Done():
+			return time.Since(began), nil
+		}
+	}
+	return time.Since(began), nil
 }
