@@ -134,21 +134,25 @@ func (e *Env) WaitState(t testing.TB, id, state string, d time.Duration) store.S
 			return s
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("session %s is %s (%s), want %s; its log ends:\n%s", id, s.State, s.Reason, state, e.logTail(id, 20))
+			full := id
+			if s.ID != "" {
+				full = s.ID
+			}
+			t.Fatalf("session %s is %s (%s), want %s; its log ends:\n%s", id, s.State, s.Reason, state, e.logTail(full, 20))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
 
-// logTail returns the last n lines of a session's log, one a line with
-// its stream, for a failing test to show.
+// logTail returns the last n lines of session id's log (its full id),
+// one a line with its stream, for a failing test to show.
 func (e *Env) logTail(id string, n int) string {
-	lines, err := e.Manager.Logs(context.Background(), id, 0, 100000)
+	lines, err := e.Store.LastLogs(context.Background(), id, n)
 	if err != nil {
 		return "(log unreadable: " + err.Error() + ")"
 	}
 	var b strings.Builder
-	for _, l := range lines[max(0, len(lines)-n):] {
+	for _, l := range lines {
 		fmt.Fprintf(&b, "  %s: %s\n", l.Stream, l.Text)
 	}
 	return b.String()
