@@ -9,8 +9,10 @@ import (
 // GuestOptions describe the guest as sandbar-init reads it from the kernel
 // command line (see guest/cmd/sandbar-init).
 type GuestOptions struct {
-	// Root, Agent and Scratch are indexes into Spec.Disks, or -1 for none.
-	Root, Agent, Scratch int
+	// Root, Agent, Scratch and Workspace are indexes into Spec.Disks, or
+	// -1 for none. Workspace is the read-only base disk of the session's
+	// clone, which the guest mounts at /workspace under a layer on Scratch.
+	Root, Agent, Scratch, Workspace int
 	// Share is "virtiofs", "9p" or "none": how the workspace is mounted.
 	Share string
 	// Net is "none", "dhcp" or "static:<ip>/<prefix>,<gateway>,<dns>".
@@ -29,6 +31,7 @@ func GuestArgs(o GuestOptions) []string {
 	disk("root", o.Root)
 	disk("agent", o.Agent)
 	disk("scratch", o.Scratch)
+	disk("workspace", o.Workspace)
 	if o.Share != "" {
 		args = append(args, "sandbar.share="+o.Share)
 	}

@@ -70,7 +70,7 @@ func TestValidateListsEveryProblem(t *testing.T) {
 }
 
 func TestGuestArgs(t *testing.T) {
-	got := strings.Join(GuestArgs(GuestOptions{Root: 0, Agent: 1, Scratch: -1, Share: "9p", Net: "none", Time: time.Unix(1700000000, 0)}), " ")
+	got := strings.Join(GuestArgs(GuestOptions{Root: 0, Agent: 1, Scratch: -1, Workspace: -1, Share: "9p", Net: "none", Time: time.Unix(1700000000, 0)}), " ")
 	want := "panic=-1 quiet loglevel=3 sandbar.root=/dev/vda sandbar.agent=/dev/vdb sandbar.share=9p sandbar.net=none sandbar.time=1700000000"
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // Paths is every location Sandbar reads or writes.
@@ -67,6 +68,19 @@ func (p Paths) Sessions() string { return filepath.Join(p.Home, "sessions") }
 
 // Session is the directory a session owns: removing it removes the session.
 func (p Paths) Session(id string) string { return filepath.Join(p.Sessions(), id) }
+
+// Project is the directory Sandbar keeps for a project: its own git
+// repository (ProjectRepo) and the base disks of its sessions
+// (ProjectBases). No agent writes there.
+func (p Paths) Project(id int64) string {
+	return filepath.Join(p.Home, "projects", strconv.FormatInt(id, 10))
+}
+
+// ProjectRepo is Sandbar's own bare repository for a project.
+func (p Paths) ProjectRepo(id int64) string { return filepath.Join(p.Project(id), "repo.git") }
+
+// ProjectBases holds a project's read-only base disks, one per commit.
+func (p Paths) ProjectBases(id int64) string { return filepath.Join(p.Project(id), "bases") }
 
 // Ensure creates the directories that must exist before anything runs.
 func (p Paths) Ensure() error {

@@ -52,6 +52,10 @@ type Options struct {
 	// the overlay lives in guest memory and is lost at power-off.
 	ScratchSize int64
 	Scratch     string
+	// Workspace is a read-only ext4 disk holding a clone (see
+	// workspace.Mirror.BuildBase), mounted at /workspace under a writable
+	// layer on the scratch disk, which it needs. Exclusive with Share.
+	Workspace string
 	// Share is a host directory mounted at /workspace; "" for none.
 	Share         string
 	ShareReadOnly bool
@@ -106,7 +110,8 @@ func (defaultGuest) ShareKind() string { return "virtiofs" }
 func (defaultGuest) GuestNet() string  { return "dhcp" }
 
 // SpecFor translates an image and options into the Spec to boot: disks in
-// the order root (vda, read-only), agent (vdb, read-only), scratch (vdc);
+// the order root (vda, read-only), agent (vdb, read-only), scratch (vdc),
+// workspace base (vdd, read-only);
 // the workspace share; the guest's kernel arguments. It is pure.
 func SpecFor(img *image.Image, guest Guest, o Options) (vm.Spec, error) {
 	o.defaults()
@@ -130,13 +135,23 @@ func SpecFor(img *image.Image, guest Guest, o Options) (vm.Spec, error) {
 			{Path: img.AgentDisk, ReadOnly: true},
 		},
 	}
-	g := vm.GuestOptions{Root: 0, Agent: 1, Scratch: -1, Share: "none", Net: "none", Time: o.Time}
+	g := vm.GuestOptions{Root: 0, Agent: 1, Scratch: -1, Workspace: -1, Share: "none", Net: "none", Time: o.Time}
 	if g.Time.IsZero() {
 		g.Time = time.Now()
 	}
 	if o.ScratchSize > 0 {
 		spec.Disks = append(spec.Disks, vm.Disk{Path: o.Scratch})
 		g.Scratch = 2
+	}
+	if o.Workspace != "" {
+		if o.ScratchSize <= 0 {
+			return vm.Spec{}, errors.New("sandbox: a workspace disk needs a scratch disk for its writable layer")
+		}
+		if o.Share != "" {
+			return vm.Spec{}, errors.New("sandbox: a workspace disk and a workspace share are exclusive")
+		}
+		spec.Disks = append(spec.Disks, vm.Disk{Path: o.Workspace, ReadOnly: true})
+		g.Workspace = len(spec.Disks) - 1
 	}
 	if o.Share != "" {
 		abs, err := filepath.Abs(o.Share)

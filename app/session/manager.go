@@ -148,7 +148,9 @@ type Manager struct {
 
 	mu   sync.Mutex
 	runs map[string]*run
-	wg   sync.WaitGroup
+	// mirrorLocks serialise the work in each project's own repository.
+	mirrorLocks map[int64]*sync.Mutex
+	wg          sync.WaitGroup
 }
 
 // New returns a Manager and recovers what a previous Sandbar left: live
@@ -598,9 +600,11 @@ func (m *Manager) Restart(ctx context.Context, ref string) (store.Session, error
 	if r := m.running(s.ID); r != nil || (Live(s.State) && ownerAlive(s.Owner)) {
 		return s, fmt.Errorf("session %s is %s: stop it first: %w", s.ID, s.State, ErrState)
 	}
-	ws := filepath.Join(m.cfg.Paths.Session(s.ID), "workspace")
-	if _, err := os.Stat(filepath.Join(ws, ".git")); err != nil {
-		return s, fmt.Errorf("session %s has no workspace left (%s): start a new session: %w", s.ID, ws, ErrState)
+	if m.isLegacy(s) {
+		return s, m.legacyError(s)
+	}
+	if _, err := readSessionFile(m.cfg.Paths.Session(s.ID), baseDiskFile); err != nil {
+		return s, fmt.Errorf("session %s has no workspace left: start a new session: %w", s.ID, ErrState)
 	}
 	proj, err := m.cfg.Store.Project(ctx, s.ProjectID)
 	if err != nil {
@@ -660,7 +664,8 @@ func (m *Manager) Exec(ctx context.Context, ref string, req sandbox.ExecRequest,
 }
 
 // Merge brings the session's branch into its project's repository (see
-// workspace.Merge); the repository's working tree is never touched.
+// workspace.Merge); the repository's working tree is never touched. A
+// running session's work is saved first, so the merge takes its latest.
 func (m *Manager) Merge(ctx context.Context, ref string, force bool) (workspace.MergeResult, error) {
 	s, err := m.cfg.Store.FindSession(ctx, ref)
 	if err != nil {
@@ -674,7 +679,20 @@ func (m *Manager) Merge(ctx context.Context, ref string, force bool) (workspace.
 	if err != nil {
 		return workspace.MergeResult{}, fmt.Errorf("project %s: %w", proj.Name, err)
 	}
-	res, err := workspace.Merge(ctx, repo, filepath.Join(m.cfg.Paths.Session(s.ID), "workspace"), s.Branch, force)
+	if m.isLegacy(s) {
+		return workspace.MergeResult{}, m.legacyError(s)
+	}
+	if r := m.running(s.ID); r != nil && r.vmUp() {
+		if _, err := r.save(ctx); err != nil {
+			return workspace.MergeResult{}, err
+		}
+	}
+	mr, unlock, err := m.mirror(ctx, s.ProjectID)
+	if err != nil {
+		return workspace.MergeResult{}, err
+	}
+	defer unlock()
+	res, err := workspace.Merge(ctx, repo, mr, s.ID, s.Branch, force)
 	if err != nil {
 		return res, err
 	}
@@ -694,20 +712,9 @@ func (m *Manager) Remove(ctx context.Context, ref string, force bool) error {
 		return fmt.Errorf("session %s runs in Sandbar process %d: %w", s.ID, s.Owner.PID, ErrOwnedElsewhere)
 	}
 	dir := m.cfg.Paths.Session(s.ID)
-	ws := filepath.Join(dir, "workspace")
 	if !force {
-		if _, err := os.Stat(filepath.Join(ws, ".git")); err == nil {
-			proj, err := m.cfg.Store.Project(ctx, s.ProjectID)
-			if err != nil {
-				return err
-			}
-			repo, err := workspace.Resolve(ctx, proj.Path)
-			if err != nil {
-				return fmt.Errorf("project %s: %w (use --force to delete the session anyway)", proj.Name, err)
-			}
-			if err := workspace.CheckRemovable(ctx, repo, ws, s.Branch); err != nil {
-				return err
-			}
+		if err := m.checkRemovable(ctx, s); err != nil {
+			return err
 		}
 	}
 	if r := m.running(s.ID); r != nil {
@@ -718,11 +725,17 @@ func (m *Manager) Remove(ctx context.Context, ref string, force bool) error {
 			return ctx.Err()
 		}
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("delete %s: %w", dir, err)
+	if err := removeSessionDir(dir); err != nil {
+		return err
 	}
 	if err := m.cfg.Store.DeleteSession(ctx, s.ID); err != nil {
 		return err
+	}
+	if mr, unlock, err := m.mirror(ctx, s.ProjectID); err == nil {
+		if err := mr.Forget(ctx, s.ID); err != nil {
+			m.log.Warn("forget the session's saved work", "session", s.ID, "err", err)
+		}
+		unlock()
 	}
 	m.hub.publish(Event{Session: s.ID, Time: time.Now(), Kind: EventRemoved})
 	return nil
@@ -746,13 +759,76 @@ func (m *Manager) Transcript(ctx context.Context, ref string) ([]Entry, error) {
 	return readTranscript(filepath.Join(m.cfg.Paths.Session(s.ID), transcriptFile))
 }
 
-// Changes returns the session workspace's changes against its base.
+// Changes returns the session's changes against its base: asked of its
+// VM while it runs (the agent's own view), else read from the work it
+// last saved.
 func (m *Manager) Changes(ctx context.Context, ref string) (workspace.Changes, error) {
 	s, err := m.cfg.Store.FindSession(ctx, ref)
 	if err != nil {
 		return workspace.Changes{}, err
 	}
-	return workspace.Status(ctx, filepath.Join(m.cfg.Paths.Session(s.ID), "workspace"), m.baseCommit(s))
+	if r := m.running(s.ID); r != nil && r.vmUp() {
+		return r.liveChanges(ctx)
+	}
+	mr, unlock, err := m.savedWork(ctx, s)
+	if err != nil {
+		return workspace.Changes{}, err
+	}
+	defer unlock()
+	return mr.SavedStatus(ctx, s.ID, m.baseCommit(s))
+}
+
+// maxDiff bounds one file's diff shown to a person.
+const maxDiff = 4 << 20
+
+// FileDiff returns the unified diff of one changed file against the
+// session's base, from its VM while it runs, else from its saved work.
+func (m *Manager) FileDiff(ctx context.Context, ref string, f workspace.FileChange) (string, error) {
+	s, err := m.cfg.Store.FindSession(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	if r := m.running(s.ID); r != nil && r.vmUp() {
+		out, err := workspace.FileDiff(ctx, r.guestGit, m.baseCommit(s), f)
+		if len(out) > maxDiff {
+			out = out[:maxDiff] + "\n[diff truncated]\n"
+		}
+		return out, err
+	}
+	mr, unlock, err := m.savedWork(ctx, s)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	return mr.SavedDiff(ctx, s.ID, m.baseCommit(s), f.Path, maxDiff)
+}
+
+// checkRemovable refuses to delete a session whose work is not in its
+// project's repository (see workspace.CheckRemovable), saving a running
+// session's work first.
+func (m *Manager) checkRemovable(ctx context.Context, s store.Session) error {
+	if m.isLegacy(s) {
+		return fmt.Errorf("%w: use --force to delete it", m.legacyError(s))
+	}
+	if r := m.running(s.ID); r != nil && r.vmUp() {
+		if _, err := r.save(ctx); err != nil {
+			return fmt.Errorf("%w: use --force to delete the session anyway", err)
+		}
+	}
+	proj, err := m.cfg.Store.Project(ctx, s.ProjectID)
+	if err != nil {
+		return err
+	}
+	repo, err := workspace.Resolve(ctx, proj.Path)
+	if err != nil {
+		return fmt.Errorf("project %s: %w (use --force to delete the session anyway)", proj.Name, err)
+	}
+	mr, unlock, err := m.mirror(ctx, s.ProjectID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return workspace.CheckRemovable(ctx, repo, mr, s.ID, m.baseCommit(s))
 }
 
 // Close stops every session this process runs, gracefully and in
@@ -822,13 +898,10 @@ func (m *Manager) publishState(s store.Session) {
 	m.hub.publish(Event{Session: s.ID, Time: time.Now(), Kind: EventState, State: s.State, Activity: s.Activity, Reason: s.Reason, ExitCode: s.ExitCode})
 }
 
-// baseFile holds the commit a session's branch started from.
-const baseFile = "base-commit"
-
 // baseCommit is the commit the session's branch started from.
 func (m *Manager) baseCommit(s store.Session) string {
-	if b, err := os.ReadFile(filepath.Join(m.cfg.Paths.Session(s.ID), baseFile)); err == nil {
-		return strings.TrimSpace(string(b))
+	if b, err := readSessionFile(m.cfg.Paths.Session(s.ID), baseFile); err == nil && b != "" {
+		return b
 	}
 	return s.Base
 }

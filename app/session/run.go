@@ -38,13 +38,19 @@ type run struct {
 	claude   bool
 	idleStop bool
 	restart  bool
-	dir, ws  string
+	dir      string
 	log      *slog.Logger
 	red      *secrets.Redactor
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	// saveMu serialises saves of the session's work.
+	saveMu sync.Mutex
+	// wsChanged hears the guest's workspace:changed notices (see
+	// watchChanges); one pending notice is enough.
+	wsChanged chan struct{}
 
 	stopOnce   sync.Once
 	stopReq    chan struct{}
@@ -76,7 +82,7 @@ func (m *Manager) newRun(s store.Session, repo workspace.Repo, env map[string]st
 	dir := m.cfg.Paths.Session(s.ID)
 	return &run{
 		m: m, id: s.ID, s: s, repo: repo, env: env, claude: s.Agent.Kind == "claude", idleStop: idleStop,
-		dir: dir, ws: filepath.Join(dir, "workspace"),
+		dir: dir, wsChanged: make(chan struct{}, 1),
 		log: m.log.With("session", s.ID), red: secrets.NewRedactor(env),
 		ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		stopReq:      make(chan struct{}),
@@ -122,7 +128,7 @@ func (r *run) kill() {
 	}
 }
 
-// provisionAndRun clones the workspace, then boots and runs.
+// provisionAndRun makes the workspace, then boots and runs.
 func (r *run) provisionAndRun(ctx context.Context) error {
 	return r.life(ctx, true)
 }
@@ -132,70 +138,26 @@ func (r *run) bootAndRun(ctx context.Context) error {
 	return r.life(ctx, false)
 }
 
-func (r *run) life(ctx context.Context, clone bool) error {
+func (r *run) life(ctx context.Context, provision bool) error {
 	defer close(r.done)
 	if err := r.openFiles(); err != nil {
 		return r.fail(ctx, err.Error())
 	}
 	defer r.closeFiles()
 	go r.flusher()
-	if clone {
-		if err := r.clone(ctx); err != nil {
+	if provision {
+		if err := r.provision(ctx); err != nil {
 			return r.fail(ctx, err.Error())
 		}
 	}
 	return r.boot(ctx)
 }
 
-// clone makes the workspace.
-func (r *run) clone(ctx context.Context) error {
-	start := time.Now()
-	lastPct := -10
-	info, err := workspace.Clone(ctx, workspace.CloneOptions{
-		Source: r.repo, Dest: r.ws, Branch: r.s.Branch, Base: r.s.Base,
-		Progress: func(p workspace.Progress) {
-			if p.Percent >= lastPct+10 || p.Percent == 100 {
-				lastPct = p.Percent
-				r.m.hub.publish(Event{Session: r.id, Time: time.Now(), Kind: EventState, State: StateProvisioning,
-					Reason: fmt.Sprintf("cloning: %s %d%%", p.Phase, p.Percent)})
-			}
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("clone %s: %w", r.repo.Root, err)
-	}
-	os.WriteFile(filepath.Join(r.dir, baseFile), []byte(info.BaseCommit+"\n"), 0o644)
-	if os.Geteuid() == 0 {
-		// Sandbar runs as root (CI, containers): the agent runs as the
-		// unprivileged agent user, which must be able to write its clone.
-		if err := chownTree(r.ws, agentUID, agentUID); err != nil {
-			return fmt.Errorf("give the clone to the agent user: %w", err)
-		}
-	}
-	r.timing(ctx, "clone", time.Since(start))
-	r.systemLine(fmt.Sprintf("cloned %s into %s on branch %s from %s in %s", r.repo.Root, r.ws, r.s.Branch, short(info.BaseCommit), time.Since(start).Round(time.Millisecond)))
-	if len(info.Copied) > 0 {
-		r.systemLine(fmt.Sprintf("copied %d ignored files listed in .sandbarinclude/.worktreeinclude", len(info.Copied)))
-	}
-	if len(info.Submodules) > 0 {
-		r.systemLine("checked out submodules from the repository's copies: " + strings.Join(info.Submodules, ", "))
-	}
-	for _, s := range info.SkippedSubmodules {
-		r.systemLine("submodule left empty: " + s)
-	}
-	if n := len(info.LFSPointers); n > 0 {
-		some := info.LFSPointers[:min(n, 5)]
-		more := ""
-		if n > len(some) {
-			more = fmt.Sprintf(" and %d more", n-len(some))
-		}
-		what := fmt.Sprintf("%d Git LFS files are pointer files", n)
-		if n == 1 {
-			what = "1 Git LFS file is a pointer file"
-		}
-		r.systemLine(fmt.Sprintf("%s in this session (%s%s): Sandbar does not bring LFS content into sessions yet, so the agent sees the pointer text", what, strings.Join(some, ", "), more))
-	}
-	return nil
+// vmUp reports whether the session's VM is booted and serving.
+func (r *run) vmUp() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sb != nil
 }
 
 func (r *run) boot(ctx context.Context) error {
@@ -209,11 +171,15 @@ func (r *run) boot(ctx context.Context) error {
 	if err != nil {
 		return r.fail(ctx, "guest image: "+err.Error())
 	}
+	base, err := r.baseDisk()
+	if err != nil {
+		return r.fail(ctx, err.Error())
+	}
 	sb, err := sandbox.Boot(ctx, r.m.cfg.Hypervisor, img, sandbox.Options{
 		Name: "sandbar-" + r.id, Dir: r.dir,
 		CPUs: r.s.Limits.CPUs, Memory: uint64(r.s.Limits.MemoryMiB) << 20,
 		ScratchSize: int64(r.s.Limits.DiskGiB) << 30,
-		Share:       r.ws, Network: r.s.Limits.Network,
+		Workspace:   base, Network: r.s.Limits.Network,
 		ReadyTimeout: r.m.cfg.ReadyTimeout,
 		OnEvent:      r.onEvent,
 		Logger:       r.log,
@@ -242,18 +208,11 @@ func (r *run) boot(ctx context.Context) error {
 		return r.fail(ctx, err.Error())
 	}
 
-	var watcher *workspace.Watcher
-	if w, err := workspace.Watch(r.ws, r.m.baseCommit(r.s), workspace.WatchOptions{
-		OnChange: func(c workspace.Changes) {
-			r.m.hub.publish(Event{Session: r.id, Time: time.Now(), Kind: EventChanges, Changes: &c})
-		},
-		OnError: func(err error) { r.log.Warn("watch workspace", "err", err) },
-	}); err == nil {
-		watcher = w
-		defer watcher.Close()
-	} else {
-		r.log.Warn("watch workspace", "err", err)
-	}
+	stopWatch := make(chan struct{})
+	var watching sync.WaitGroup
+	watching.Go(func() { r.watchChanges(stopWatch) })
+	defer func() { close(stopWatch); watching.Wait() }()
+	r.notifyChanged() // the view starts with the clone as it boots
 	return r.supervise(ctx, vmDone)
 }
 
@@ -401,6 +360,7 @@ func (r *run) stopAgent(ctx context.Context, vmDone <-chan error) error {
 		case <-vmDone:
 		}
 	}
+	r.saveBeforeStop()
 	r.shutdown()
 	return r.finish(ctx, StateStopped, reason, exit)
 }
@@ -409,7 +369,8 @@ func (r *run) stopAgent(ctx context.Context, vmDone <-chan error) error {
 func (r *run) agentExited(ctx context.Context, ev protocol.Event) error {
 	code := ev.Code
 	r.systemLine(fmt.Sprintf("agent exited: %s", describeExit(ev)))
-	r.m.setState(ctx, r.id, StateStopping, "", "agent exited; shutting the VM down", &code)
+	r.m.setState(ctx, r.id, StateStopping, "", "agent exited; saving its work and shutting the VM down", &code)
+	r.saveBeforeStop()
 	r.shutdown()
 	if reason, stop := r.stopRequested(); stop {
 		return r.finish(ctx, StateStopped, reason, &code)
@@ -544,6 +505,8 @@ func (r *run) exec(ctx context.Context, req sandbox.ExecRequest, stdout, stderr 
 // onEvent handles the guest's events (on the client's reader goroutine).
 func (r *run) onEvent(ev protocol.Event) {
 	switch ev.Ev {
+	case protocol.EvWorkspace:
+		r.notifyChanged()
 	case protocol.EvAgentStdout, protocol.EvAgentStderr:
 		line, ok := r.joiner.Add(ev)
 		if !ok {
@@ -710,19 +673,6 @@ func (r *run) flushNow() {
 	if err := r.m.cfg.Store.AppendLogs(context.Background(), r.id, batch); err != nil {
 		r.log.Warn("store log lines", "err", err, "lines", len(batch))
 	}
-}
-
-// agentUID is the guest's agent user when the workspace's owner is root.
-const agentUID = 1000
-
-// chownTree gives a tree to uid:gid, not following symlinks.
-func chownTree(root string, uid, gid int) error {
-	return filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, uid, gid)
-	})
 }
 
 // readTranscript reads a transcript file.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sandbar/vm/vmtest"
 )
 
 // TestMain gives every test a git with no user or system configuration:
@@ -24,7 +27,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	cfg := filepath.Join(home, ".gitconfig")
-	if err := os.WriteFile(cfg, []byte("[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n[safe]\n\tdirectory = *\n"), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -126,16 +129,97 @@ func resolveT(t testing.TB, path string) Repo {
 	return r
 }
 
-// cloneT clones root into a new folder on branch and returns the folder
-// and the base commit.
+// vmClone is a session's clone as its VM sees it, simulated on the
+// host as vm/vmtest does: the base disk's files unpacked with debugfs,
+// the branch made with git checkout -b as the supervisor does, and the
+// scripts meant for the guest run here with sh.
+type vmClone struct {
+	dir, id, branch, base string
+	m                     *Mirror
+	disk                  string
+}
+
+// sessionT builds Sandbar's repository of root and the base disk at its
+// HEAD, and returns session id's clone on sandbar/<id>.
+func sessionT(t testing.TB, root, id string) *vmClone {
+	t.Helper()
+	if _, err := exec.LookPath("debugfs"); err != nil {
+		t.Skip("no debugfs (e2fsprogs) to read the base disk")
+	}
+	ctx := context.Background()
+	data := t.TempDir()
+	m, err := OpenMirror(ctx, filepath.Join(data, "projects", "1", "repo.git"))
+	if err != nil {
+		t.Fatalf("OpenMirror: %v", err)
+	}
+	src := resolveT(t, root)
+	commit, err := m.Fetch(ctx, src, "", nil)
+	if err != nil {
+		t.Fatalf("Fetch: %v", err)
+	}
+	info, err := m.BuildBase(ctx, BaseOptions{Source: src, Commit: commit, Dir: filepath.Join(data, "projects", "1", "bases")})
+	if err != nil {
+		t.Fatalf("BuildBase: %v", err)
+	}
+	dir := filepath.Join(data, "sessions", "s ü "+id, "workspace")
+	os.MkdirAll(filepath.Dir(dir), 0o755)
+	if err := vmtest.UnpackBase(ctx, info.Path, dir); err != nil {
+		t.Fatal(err)
+	}
+	branch := "sandbar/" + id
+	gitT(t, dir, "checkout", "-q", "-b", branch)
+	return &vmClone{dir: dir, id: id, branch: branch, base: commit, m: m, disk: info.Path}
+}
+
+// cloneT is sessionT for tests that need only the folder and the base.
 func cloneT(t testing.TB, root, branch string) (string, string) {
 	t.Helper()
-	dest := filepath.Join(t.TempDir(), "sessions", "s ü 1", "workspace")
-	info, err := Clone(context.Background(), CloneOptions{Source: resolveT(t, root), Dest: dest, Branch: branch})
+	c := sessionT(t, root, strings.TrimPrefix(branch, "sandbar/"))
+	return c.dir, c.base
+}
+
+// guest runs git in the clone the way the host asks the VM for status.
+func (c *vmClone) guest(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", GuestGitScript, "git"}, args...)...)
+	cmd.Dir, cmd.Env = c.dir, gitEnv()
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("Clone: %v", err)
+		return string(out), fmt.Errorf("%v: %s", err, errb.String())
 	}
-	return dest, info.BaseCommit
+	return string(out), nil
+}
+
+// save runs SaveScript in the clone and takes its output in.
+func (c *vmClone) save(t testing.TB) SaveInfo {
+	t.Helper()
+	info, err := c.trySave(1 << 30)
+	if err != nil {
+		t.Fatalf("save: %v", err)
+	}
+	return info
+}
+
+func (c *vmClone) trySave(max int64) (SaveInfo, error) {
+	cmd := exec.Command("sh", "-c", SaveScript, "sandbar-save", c.branch, c.base)
+	cmd.Dir, cmd.Env = c.dir, gitEnv()
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return SaveInfo{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return SaveInfo{}, err
+	}
+	info, ierr := c.m.ImportSave(context.Background(), out, c.id, max)
+	io.Copy(io.Discard, out)
+	werr := cmd.Wait()
+	if ierr != nil {
+		return info, fmt.Errorf("%w (script: %v %s)", ierr, werr, errb.String())
+	}
+	return info, nil
 }
 
 func commitT(t testing.TB, dir, file, content, msg string) string {

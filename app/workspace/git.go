@@ -87,6 +87,17 @@ func neutralFilters(ctx context.Context, dir string) []string {
 	return neutral
 }
 
+// GitDeadline bounds a host git command whose context has no deadline of
+// its own: nothing Sandbar runs may hang for good.
+const GitDeadline = 30 * time.Minute
+
+func withDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, GitDeadline)
+}
+
 // command builds a git command run in dir ("" for no -C) that dies with
 // its context and, on Linux, with this process.
 func command(ctx context.Context, dir string, args ...string) *exec.Cmd {
@@ -185,6 +196,8 @@ func gitInput(ctx context.Context, dir string, stdin io.Reader, args ...string) 
 
 // gitEnvInput is git with stdin and env added to its environment.
 func gitEnvInput(ctx context.Context, dir string, env []string, stdin io.Reader, args ...string) (string, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
 	cmd := command(ctx, dir, args...)
 	cmd.Env = append(cmd.Env, env...)
 	var out, errb bytes.Buffer
@@ -269,6 +282,8 @@ func splitCRLF(data []byte, atEOF bool) (int, []byte, error) {
 
 // gitProgress runs a git command whose stderr carries a progress meter.
 func gitProgress(ctx context.Context, dir string, fn func(Progress), args ...string) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
 	cmd := command(ctx, dir, args...)
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw

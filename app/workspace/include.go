@@ -154,6 +154,33 @@ func prefixMatch(g, d []string) bool {
 // working tree that src's include lists select, and excludes them in
 // dest so they never show up as changes or get committed by accident.
 func copyIncluded(ctx context.Context, src, dest string) (copied, skipped []string, err error) {
+	picked, err := pickIncluded(ctx, src)
+	if err != nil || len(picked) == 0 {
+		return nil, nil, err
+	}
+	for _, rel := range picked {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		why, err := copyOne(src, dest, rel)
+		if err != nil {
+			return nil, nil, fmt.Errorf("copy %s from %s: %w", rel, src, err)
+		}
+		if why != "" {
+			skipped = append(skipped, rel+": "+why)
+			continue
+		}
+		copied = append(copied, rel)
+	}
+	if err := excludeCopied(dest, copied); err != nil {
+		return nil, nil, err
+	}
+	return copied, skipped, nil
+}
+
+// pickIncluded lists, sorted, the untracked or ignored files of src's
+// working tree that src's include lists select.
+func pickIncluded(ctx context.Context, src string) ([]string, error) {
 	var ps []includePattern
 	for _, name := range includeFiles() {
 		b, err := os.ReadFile(filepath.Join(src, name))
@@ -163,7 +190,7 @@ func copyIncluded(ctx context.Context, src, dest string) (copied, skipped []stri
 		ps = append(ps, parseInclude(string(b))...)
 	}
 	if len(ps) == 0 {
-		return nil, nil, nil
+		return nil, nil
 	}
 
 	// Untracked files, ignored ones included; folders with nothing tracked
@@ -171,7 +198,7 @@ func copyIncluded(ctx context.Context, src, dest string) (copied, skipped []stri
 	// reach in.
 	out, err := git(ctx, src, "ls-files", "-z", "--others", "--directory")
 	if err != nil {
-		return nil, nil, fmt.Errorf("list untracked files in %s: %w", src, err)
+		return nil, fmt.Errorf("list untracked files in %s: %w", src, err)
 	}
 	var picked []string
 	for _, rel := range splitZ(out) {
@@ -203,29 +230,11 @@ func copyIncluded(ctx context.Context, src, dest string) (copied, skipped []stri
 			return nil
 		})
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	slices.Sort(picked)
-
-	for _, rel := range picked {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, err
-		}
-		why, err := copyOne(src, dest, rel)
-		if err != nil {
-			return nil, nil, fmt.Errorf("copy %s from %s: %w", rel, src, err)
-		}
-		if why != "" {
-			skipped = append(skipped, rel+": "+why)
-			continue
-		}
-		copied = append(copied, rel)
-	}
-	if err := excludeCopied(dest, copied); err != nil {
-		return nil, nil, err
-	}
-	return copied, skipped, nil
+	return picked, nil
 }
 
 // copyOne copies one file, keeping its permission bits, or one symlink

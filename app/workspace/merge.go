@@ -5,10 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 )
 
@@ -42,31 +39,28 @@ type MergeResult struct {
 	Submodules []string
 }
 
-// Merge brings the session's branch back into the source repository as
-// the branch of the same name (git fetch <dir> branch:branch). Only that
-// branch is created or moved: the source's working tree, index, HEAD and
-// other branches are never touched. A branch that has commits the session
-// lacks is refused (ErrDiverged) unless force; a branch checked out in
-// the source is always refused (ErrCheckedOut).
-func Merge(ctx context.Context, source Repo, dir, branch string, force bool) (MergeResult, error) {
+// Merge brings the session's saved branch (see Mirror.ImportSave) into the
+// source repository as the branch of the same name (git fetch <mirror>
+// refs/sandbar/sessions/<id>/branch:refs/heads/<branch>). Only that branch
+// is created or moved: the source's working tree, index, HEAD and other
+// branches are never touched. A branch that has commits the session lacks
+// is refused (ErrDiverged) unless force; a branch checked out in the
+// source is always refused (ErrCheckedOut). git runs only in the source
+// and in Sandbar's own repository, never where the agent wrote.
+func Merge(ctx context.Context, source Repo, m *Mirror, id, branch string, force bool) (MergeResult, error) {
 	root := source.Root
-	if root == "" || dir == "" {
-		return MergeResult{}, errors.New("merge: no repository or clone given")
+	if root == "" || m == nil {
+		return MergeResult{}, errors.New("merge: no repository or saved work given")
 	}
 	if err := checkBranchName(ctx, branch); err != nil {
 		return MergeResult{}, err
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
-		return MergeResult{}, fmt.Errorf("the session's clone %s is gone: there is nothing to merge", dir)
+	saved, ok := m.Saved(ctx, id)
+	if !ok {
+		return MergeResult{}, fmt.Errorf("session %s has no saved work to merge: its VM never handed any back (see its log)", id)
 	}
 	ref := "refs/heads/" + branch
-	commit, err := gitLine(ctx, dir, "rev-parse", "-q", "--verify", ref+"^{commit}")
-	if err != nil {
-		if ctx.Err() != nil {
-			return MergeResult{}, err
-		}
-		return MergeResult{}, fmt.Errorf("the session's clone %s has no branch %s (was it renamed or deleted in the session?): check it out there again and merge", dir, branch)
-	}
+	commit := saved.Branch
 	if where, err := checkedOutAt(ctx, root, ref); err != nil {
 		return MergeResult{}, err
 	} else if where != "" {
@@ -86,14 +80,14 @@ func Merge(ctx context.Context, source Repo, dir, branch string, force bool) (Me
 	case exitCode(err) != 1:
 		return MergeResult{}, fmt.Errorf("read branch %s in %s: %w", branch, root, err)
 	}
-	if res.Uncommitted, err = uncommitted(ctx, dir); err != nil {
+	if res.Uncommitted, err = m.uncommittedSaved(ctx, saved); err != nil {
 		return MergeResult{}, err
 	}
 	if prev == commit {
 		return res, nil
 	}
 	if prev != "" && !force {
-		ff, err := isAncestor(ctx, dir, prev, commit)
+		ff, err := isAncestor(ctx, m.Dir, prev, commit)
 		if err != nil {
 			return MergeResult{}, err
 		}
@@ -101,17 +95,11 @@ func Merge(ctx context.Context, source Repo, dir, branch string, force bool) (Me
 			return MergeResult{}, fmt.Errorf("branch %s in %s has commits the session does not (%w): use --force to overwrite it, or merge it by hand", branch, root, ErrDiverged)
 		}
 	}
-
-	// Submodule commits first: the branch must never name a commit the
-	// source's submodules lack.
-	if res.Submodules, err = mergeSubmodules(ctx, root, dir, commit, branch, force, ""); err != nil {
-		return MergeResult{}, err
-	}
-	spec := ref + ":" + ref
+	spec := sessionRef(id, "branch") + ":" + ref
 	if force {
 		spec = "+" + spec
 	}
-	if err := fetchLocal(ctx, root, dir, spec, branch); err != nil {
+	if err := fetchLocal(ctx, root, m.Dir, spec, branch); err != nil {
 		return MergeResult{}, err
 	}
 	res.Created = prev == ""
@@ -119,17 +107,12 @@ func Merge(ctx context.Context, source Repo, dir, branch string, force bool) (Me
 	return res, nil
 }
 
-// fetchLocal fetches spec from the clone dir into the repository root,
+// fetchLocal fetches spec from Sandbar's repository dir into the repository root,
 // which is the only thing in root it writes: no tags, no submodules, no
 // FETCH_HEAD and no automatic gc. branch names the branch for messages.
 func fetchLocal(ctx context.Context, root, dir, spec, branch string) error {
 	fetch := []string{"-c", "gc.auto=0", "-c", "maintenance.auto=false",
 		"fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--no-write-fetch-head"}
-	if os.Geteuid() == 0 {
-		// The local transport clears -c settings for upload-pack; it runs
-		// in the clone, which root gave to the agent's uid.
-		fetch = append(fetch, "--upload-pack=git -c safe.directory=* upload-pack")
-	}
 	_, err := git(ctx, root, append(fetch, dir, spec)...)
 	if err == nil {
 		return nil
@@ -275,60 +258,45 @@ func quoteAll(xs []string) []string {
 	return out
 }
 
-// CheckRemovable says whether deleting the clone dir would lose work: it
-// returns nil, or a *DirtyError listing uncommitted files and commits
-// that exist in no ref of the source repository (so a branch merged into
-// anything there, or merged with Merge, counts as saved, and so does one
-// the agent pushed to the remote). A clone that is gone has nothing to
-// lose.
-func CheckRemovable(ctx context.Context, source Repo, dir, branch string) error {
-	if source.Root == "" || dir == "" {
-		return errors.New("check the clone: no repository or clone given")
+// CheckRemovable says whether deleting a session would lose work: it
+// returns nil, or a *DirtyError listing the files its last saved snapshot
+// holds uncommitted and the commits of its saved branch that no ref of
+// the source repository reaches (so a branch merged into anything there,
+// or merged with Merge, counts as saved, and so does one the agent pushed
+// to the remote and the person fetched). A session that saved nothing
+// has nothing to lose. Everything is read from Sandbar's repository.
+func CheckRemovable(ctx context.Context, source Repo, m *Mirror, id, base string) error {
+	if source.Root == "" || m == nil {
+		return errors.New("check the session's work: no repository given")
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".git")); errors.Is(err, fs.ErrNotExist) {
+	saved, ok := m.Saved(ctx, id)
+	if !ok {
 		return nil
 	}
-	unc, err := uncommitted(ctx, dir)
+	unc, err := m.uncommittedSaved(ctx, saved)
 	if err != nil {
-		return fmt.Errorf("%w: the clone may be damaged; use --force to delete it anyway", err)
+		return fmt.Errorf("%w: use --force to delete it anyway", err)
 	}
-	unm, err := unmergedCommits(ctx, source.Root, dir, branch)
+	out, err := git(ctx, m.Dir, "log", "-z", "--format=%H%x1f%s", saved.Branch, "--not", base, "--")
+	if err != nil {
+		return fmt.Errorf("list the session's commits: %w: use --force to delete it anyway", err)
+	}
+	unm, err := notIn(ctx, source.Root, out)
 	if err != nil {
 		return fmt.Errorf("%w: use --force to delete it anyway", err)
 	}
 	if len(unc) == 0 && len(unm) == 0 {
 		return nil
 	}
-	return &DirtyError{Dir: dir, Repo: source.Root, Uncommitted: unc, Unmerged: unm}
+	return &DirtyError{Repo: source.Root, Uncommitted: unc, Unmerged: unm}
 }
 
-// unmergedCommits returns the subjects of the commits made in dir (on
-// branch, any other local branch, or a detached HEAD) that no ref of root
-// reaches, newest first.
-func unmergedCommits(ctx context.Context, root, dir, branch string) ([]string, error) {
-	// The clone's remote-tracking refs are the source as it was at clone
-	// time, so what is not on them is what the session made.
-	args := []string{"log", "-z", "--format=%H%x1f%s", "HEAD", "--branches"}
-	if branch != "" {
-		if _, err := git(ctx, dir, "rev-parse", "-q", "--verify", "refs/heads/"+branch); err == nil {
-			args = append(args, "refs/heads/"+branch)
-		}
-	}
-	args = append(args, "--not", "--remotes", "--")
-	out, err := git(ctx, dir, args...)
-	if err != nil {
-		if _, herr := git(ctx, dir, "rev-parse", "-q", "--verify", "HEAD"); herr != nil {
-			// A HEAD on an unborn branch: drop it and look at branches only.
-			args = slices.DeleteFunc(args, func(a string) bool { return a == "HEAD" })
-			out, err = git(ctx, dir, args...)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list the session's commits in %s: %w", dir, err)
-		}
-	}
+// notIn takes `git log -z --format=%H%x1f%s` output and returns the
+// subjects of the commits that root lacks or that no ref of root reaches.
+func notIn(ctx context.Context, root, log string) ([]string, error) {
 	type cand struct{ hash, subject string }
 	var cands []cand
-	for _, rec := range splitZ(out) {
+	for _, rec := range splitZ(log) {
 		h, s, _ := strings.Cut(strings.TrimLeft(rec, "\n"), "\x1f")
 		cands = append(cands, cand{h, s})
 	}
@@ -341,7 +309,7 @@ func unmergedCommits(ctx context.Context, root, dir, branch string) ([]string, e
 	for _, c := range cands {
 		q.WriteString(c.hash + "\n")
 	}
-	out, err = gitInput(ctx, root, strings.NewReader(q.String()), "cat-file", "--batch-check=%(objectname) %(objecttype)")
+	out, err := gitInput(ctx, root, strings.NewReader(q.String()), "cat-file", "--batch-check=%(objectname) %(objecttype)")
 	if err != nil {
 		return nil, fmt.Errorf("look up the session's commits in %s: %w", root, err)
 	}

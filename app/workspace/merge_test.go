@@ -27,22 +27,27 @@ func TestMerge(t *testing.T) {
 	dirtySource(t, root)
 	const branch = "sandbar/m1"
 	const ref = "refs/heads/" + branch
-	dir, _ := cloneT(t, root, branch)
+	c := sessionT(t, root, "m1")
+	dir := c.dir
 	src := resolveT(t, root)
 	before := snapshot(t, root, ref)
+	merge := func(force bool) (MergeResult, error) {
+		c.save(t)
+		return Merge(ctx, src, c.m, c.id, branch, force)
+	}
 
 	first := commitT(t, dir, "feature/ü new.txt", "session work\n", "session: add a file")
 	writeFile(t, filepath.Join(dir, "left over.txt"), "not committed\n")
 	writeFile(t, filepath.Join(dir, "src", "main.go"), "changed, not committed\n")
 
-	res, err := Merge(ctx, src, dir, branch, false)
+	res, err := merge(false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !res.Created || res.Updated || res.Commit != first || res.Previous != "" {
 		t.Errorf("first merge = %+v, want created at %s", res, first)
 	}
-	if want := []string{"src/main.go", "left over.txt"}; !slices.Equal(res.Uncommitted, want) {
+	if want := []string{"left over.txt", "src/main.go"}; !slices.Equal(res.Uncommitted, want) {
 		t.Errorf("Uncommitted = %q, want %q", res.Uncommitted, want)
 	}
 	if got := gitT(t, root, "rev-parse", ref); got != first {
@@ -55,7 +60,7 @@ func TestMerge(t *testing.T) {
 
 	// A fast-forward moves it.
 	second := commitT(t, dir, "more.txt", "more\n", "session: more")
-	res, err = Merge(ctx, src, dir, branch, false)
+	res, err = merge(false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +68,7 @@ func TestMerge(t *testing.T) {
 		t.Errorf("second merge = %+v, want updated %s -> %s", res, first, second)
 	}
 	// Nothing new: nothing done.
-	res, err = Merge(ctx, src, dir, branch, false)
+	res, err = merge(false)
 	if err != nil || res.Created || res.Updated || res.Commit != second {
 		t.Errorf("repeat merge = %+v, %v", res, err)
 	}
@@ -75,7 +80,7 @@ func TestMerge(t *testing.T) {
 	gitT(t, root, "update-ref", ref, theirs)
 	third := commitT(t, dir, "third.txt", "3\n", "session: third")
 
-	_, err = Merge(ctx, src, dir, branch, false)
+	_, err = merge(false)
 	if !errors.Is(err, ErrDiverged) {
 		t.Fatalf("diverged merge: err = %v, want ErrDiverged", err)
 	}
@@ -87,7 +92,7 @@ func TestMerge(t *testing.T) {
 		t.Errorf("a refused merge moved the branch to %s", got)
 	}
 
-	res, err = Merge(ctx, src, dir, branch, true)
+	res, err = merge(true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,13 +113,14 @@ func TestMergeRefusesCheckedOutBranch(t *testing.T) {
 	ctx := context.Background()
 	root := newRepo(t, "")
 	gitT(t, root, "switch", "-q", "-c", "sandbar/co")
-	dir, _ := cloneT(t, root, "sandbar/co")
-	commitT(t, dir, "x.txt", "x\n", "x")
+	c := sessionT(t, root, "co")
+	commitT(t, c.dir, "x.txt", "x\n", "x")
+	c.save(t)
 	src := resolveT(t, root)
 	before := snapshot(t, root)
 
 	for _, force := range []bool{false, true} {
-		_, err := Merge(ctx, src, dir, "sandbar/co", force)
+		_, err := Merge(ctx, src, c.m, c.id, "sandbar/co", force)
 		if !errors.Is(err, ErrCheckedOut) {
 			t.Fatalf("force=%v: err = %v, want ErrCheckedOut", force, err)
 		}
@@ -128,9 +134,10 @@ func TestMergeRefusesCheckedOutBranch(t *testing.T) {
 	gitT(t, root, "switch", "-q", "main")
 	wt := filepath.Join(canonical(t, t.TempDir()), "other wörktree")
 	gitT(t, root, "worktree", "add", "-q", "-b", "sandbar/wt", wt)
-	dir2, _ := cloneT(t, root, "sandbar/wt")
-	commitT(t, dir2, "y.txt", "y\n", "y")
-	_, err := Merge(ctx, src, dir2, "sandbar/wt", false)
+	c2 := sessionT(t, root, "wt")
+	commitT(t, c2.dir, "y.txt", "y\n", "y")
+	c2.save(t)
+	_, err := Merge(ctx, src, c2.m, c2.id, "sandbar/wt", false)
 	if !errors.Is(err, ErrCheckedOut) || !strings.Contains(err.Error(), wt) {
 		t.Errorf("worktree branch: err = %v", err)
 	}
@@ -140,16 +147,17 @@ func TestMergeBadInput(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	root := newRepo(t, "")
-	dir, _ := cloneT(t, root, "sandbar/x")
+	c := sessionT(t, root, "x")
 	src := resolveT(t, root)
-	for _, tc := range []struct{ name, dir, branch, msg string }{
-		{"missing branch", dir, "sandbar/other", "has no branch sandbar/other"},
-		{"bad name", dir, "a..b", "not a valid branch name"},
-		{"gone clone", filepath.Join(t.TempDir(), "gone"), "sandbar/x", "is gone"},
-	} {
-		if _, err := Merge(ctx, src, tc.dir, tc.branch, false); err == nil || !strings.Contains(err.Error(), tc.msg) {
-			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.msg)
-		}
+	if _, err := Merge(ctx, src, c.m, c.id, c.branch, false); err == nil || !strings.Contains(err.Error(), "has no saved work") {
+		t.Errorf("nothing saved: err = %v", err)
+	}
+	c.save(t)
+	if _, err := Merge(ctx, src, c.m, c.id, "a..b", false); err == nil || !strings.Contains(err.Error(), "not a valid branch name") {
+		t.Errorf("bad name: err = %v", err)
+	}
+	if _, err := Merge(ctx, src, c.m, "other", c.branch, false); err == nil || !strings.Contains(err.Error(), "has no saved work") {
+		t.Errorf("another session: err = %v", err)
 	}
 }
 
@@ -157,22 +165,28 @@ func TestCheckRemovable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	root := newRepo(t, "")
-	const branch = "sandbar/r"
 	src := resolveT(t, root)
-	dir, _ := cloneT(t, root, branch)
-
-	if err := CheckRemovable(ctx, src, dir, branch); err != nil {
+	c := sessionT(t, root, "r")
+	dir, branch := c.dir, c.branch
+	check := func() error {
+		c.save(t)
+		return CheckRemovable(ctx, src, c.m, c.id, c.base)
+	}
+	if err := CheckRemovable(ctx, src, c.m, c.id, c.base); err != nil {
+		t.Fatalf("nothing saved yet: %v", err)
+	}
+	if err := check(); err != nil {
 		t.Fatalf("fresh clone: %v", err)
 	}
 	// Ignored files are not work.
 	writeFile(t, filepath.Join(dir, "build.log"), "ignored\n")
-	if err := CheckRemovable(ctx, src, dir, branch); err != nil {
+	if err := check(); err != nil {
 		t.Fatalf("clone with an ignored file: %v", err)
 	}
 
 	writeFile(t, filepath.Join(dir, "wip ü.txt"), "work in progress\n")
 	var de *DirtyError
-	err := CheckRemovable(ctx, src, dir, branch)
+	err := check()
 	if !errors.As(err, &de) || !slices.Equal(de.Uncommitted, []string{"wip ü.txt"}) || len(de.Unmerged) != 0 {
 		t.Fatalf("uncommitted: err = %v", err)
 	}
@@ -181,7 +195,7 @@ func TestCheckRemovable(t *testing.T) {
 	}
 
 	commitT(t, dir, "wip ü.txt", "done\n", "finish the feature ü")
-	err = CheckRemovable(ctx, src, dir, branch)
+	err = check()
 	if !errors.As(err, &de) || len(de.Uncommitted) != 0 || !slices.Equal(de.Unmerged, []string{"finish the feature ü"}) {
 		t.Fatalf("unmerged: err = %v", err)
 	}
@@ -189,20 +203,10 @@ func TestCheckRemovable(t *testing.T) {
 		t.Errorf("message %q", err)
 	}
 
-	// A commit on another local branch of the clone counts too.
-	gitT(t, dir, "switch", "-q", "-c", "side")
-	commitT(t, dir, "side.txt", "side\n", "side work")
-	gitT(t, dir, "switch", "-q", branch)
-	err = CheckRemovable(ctx, src, dir, branch)
-	if !errors.As(err, &de) || !slices.Equal(slices.Sorted(slices.Values(de.Unmerged)), []string{"finish the feature ü", "side work"}) {
-		t.Fatalf("side branch: err = %v", err)
-	}
-	gitT(t, dir, "branch", "-q", "-D", "side")
-
-	if _, err := Merge(ctx, src, dir, branch, false); err != nil {
+	if _, err := Merge(ctx, src, c.m, c.id, branch, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckRemovable(ctx, src, dir, branch); err != nil {
+	if err := check(); err != nil {
 		t.Fatalf("after Merge: %v", err)
 	}
 
@@ -210,16 +214,20 @@ func TestCheckRemovable(t *testing.T) {
 	// still safe. Deleted outright: the commit is only dangling there.
 	gitT(t, root, "branch", "kept", branch)
 	gitT(t, root, "branch", "-q", "-D", branch)
-	if err := CheckRemovable(ctx, src, dir, branch); err != nil {
+	if err := check(); err != nil {
 		t.Fatalf("kept on another branch: %v", err)
 	}
 	gitT(t, root, "branch", "-q", "-D", "kept")
-	if err := CheckRemovable(ctx, src, dir, branch); !errors.As(err, &de) || len(de.Unmerged) != 1 {
+	if err := check(); !errors.As(err, &de) || len(de.Unmerged) != 1 {
 		t.Fatalf("after the source dropped it: err = %v", err)
 	}
 
-	if err := CheckRemovable(ctx, src, filepath.Join(t.TempDir(), "gone"), branch); err != nil {
-		t.Errorf("a clone that is gone: %v", err)
+	// Forgotten sessions have nothing to lose.
+	if err := c.m.Forget(ctx, c.id); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckRemovable(ctx, src, c.m, c.id, c.base); err != nil {
+		t.Errorf("a forgotten session: %v", err)
 	}
 }
 

@@ -2,12 +2,7 @@ package workspace
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,46 +33,51 @@ type FileChange struct {
 	From string
 }
 
-// Status reports the changes in the clone dir since base (a commit, or
-// "" for HEAD). It only reads: no index refresh is written, and the
-// clone's index.lock is never taken (see privateIndex).
-func Status(ctx context.Context, dir, base string) (Changes, error) {
-	if dir == "" {
-		return Changes{}, errors.New("status: no clone given")
-	}
+// Runner runs git with args in a session's clone and returns what it
+// printed on standard output. The clone is the agent's: a Runner runs
+// git where the agent lives (inside its VM, see GuestStatusScript), with
+// a bound on what it reads back, and never on the host.
+type Runner func(ctx context.Context, args ...string) (string, error)
+
+// GuestGitScript is the wrapper a Runner runs git through inside the VM
+// (sh -c GuestGitScript git ARGS...): git reads a private copy of the
+// clone's index, because a status or diff refreshes the index it reads and
+// writes it back under index.lock, which made the agent's own git commit
+// fail ("index.lock: File exists") while Sandbar looked.
+const GuestGitScript = `i=$(mktemp /tmp/sandbar-index.XXXXXX) || exit 1
+idx=$(git rev-parse --git-path index 2>/dev/null) && [ -f "$idx" ] && cp "$idx" "$i" || rm -f "$i"
+GIT_INDEX_FILE=$i GIT_OPTIONAL_LOCKS=0 LC_ALL=C git -c core.quotepath=off "$@"
+rc=$?
+rm -f "$i" "$i.lock"
+exit $rc`
+
+// Status reports the changes in a clone since base (a commit, or "" for
+// HEAD), running git through run.
+func Status(ctx context.Context, run Runner, base string) (Changes, error) {
 	if base == "" {
 		base = "HEAD"
 	}
-	if _, err := git(ctx, dir, "rev-parse", "-q", "--verify", "--end-of-options", base+"^{commit}"); err != nil {
+	if _, err := run(ctx, "rev-parse", "-q", "--verify", "--end-of-options", base+"^{commit}"); err != nil {
 		if ctx.Err() != nil {
 			return Changes{}, err
 		}
-		if _, derr := git(ctx, dir, "rev-parse", "--git-dir"); derr != nil {
-			return Changes{}, fmt.Errorf("%s is not a git clone any more (%s): start a new session", dir, gitMessage(derr))
-		}
-		return Changes{}, fmt.Errorf("base %s is not a commit in %s: start a new session from a base that exists", base, dir)
+		return Changes{}, fmt.Errorf("base %s is not a commit in the session's clone (%v): the agent may have removed it", short(base), err)
 	}
 
 	var ch Changes
-	st, err := git(ctx, dir, "status", "--porcelain=v2", "-z", "--untracked-files=all")
+	st, err := run(ctx, "status", "--porcelain=v2", "-z", "--untracked-files=all")
 	if err != nil {
-		return Changes{}, fmt.Errorf("status of %s: %w", dir, err)
+		return Changes{}, fmt.Errorf("status of the session's clone: %w", err)
 	}
 	porcelain, untracked, unmerged := parsePorcelain(st)
 	ch.Porcelain = porcelain
-
-	idx, done, err := privateIndex(ctx, dir)
+	ch.DiffStat, err = run(ctx, "diff", "--stat", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base, "--")
 	if err != nil {
-		return Changes{}, err
+		return Changes{}, fmt.Errorf("diff of the session's clone against %s: %w", short(base), err)
 	}
-	defer done()
-	ch.DiffStat, err = gitEnvInput(ctx, dir, idx, nil, "diff", "--stat", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base, "--")
+	ns, err := run(ctx, "diff", "--name-status", "-z", "-M", "--no-ext-diff", "--no-textconv", base, "--")
 	if err != nil {
-		return Changes{}, fmt.Errorf("diff of %s against %s: %w", dir, short(base), err)
-	}
-	ns, err := gitEnvInput(ctx, dir, idx, nil, "diff", "--name-status", "-z", "-M", "--no-ext-diff", "--no-textconv", base, "--")
-	if err != nil {
-		return Changes{}, fmt.Errorf("diff of %s against %s: %w", dir, short(base), err)
+		return Changes{}, fmt.Errorf("diff of the session's clone against %s: %w", short(base), err)
 	}
 	ch.Files = parseNameStatus(ns)
 	for i := range ch.Files {
@@ -90,12 +90,29 @@ func Status(ctx context.Context, dir, base string) (Changes, error) {
 	}
 	slices.SortFunc(ch.Files, func(a, b FileChange) int { return strings.Compare(a.Path, b.Path) })
 
-	n, err := gitLine(ctx, dir, "rev-list", "--count", base+"..HEAD", "--")
+	n, err := run(ctx, "rev-list", "--count", base+"..HEAD", "--")
 	if err != nil {
-		return Changes{}, fmt.Errorf("count commits in %s: %w", dir, err)
+		return Changes{}, fmt.Errorf("count commits in the session's clone: %w", err)
 	}
-	ch.Ahead, _ = strconv.Atoi(n)
+	ch.Ahead, _ = strconv.Atoi(strings.TrimSpace(n))
 	return ch, nil
+}
+
+// FileDiff is the unified diff of one file of a clone against base,
+// through run; an untracked file is shown whole, as added.
+func FileDiff(ctx context.Context, run Runner, base string, f FileChange) (string, error) {
+	if f.Status == "untracked" {
+		out, err := run(ctx, "diff", "--no-index", "--no-color", "--no-ext-diff", "--no-textconv", "--", "/dev/null", f.Path)
+		if err != nil && out == "" { // exit 1 means "differs"
+			return "", err
+		}
+		return out, nil
+	}
+	paths := []string{":(literal)" + f.Path}
+	if f.From != "" {
+		paths = append(paths, ":(literal)"+f.From)
+	}
+	return run(ctx, append([]string{"diff", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base, "--"}, paths...)...)
 }
 
 // parsePorcelain turns `status --porcelain=v2 -z` into the text form git
@@ -234,46 +251,4 @@ func parseNameStatus(z string) []FileChange {
 		i++
 	}
 	return out
-}
-
-// privateIndex copies the index of the repository at dir to a temporary
-// file and returns the environment that points git at the copy, and a
-// function that removes it. git diff against the working tree refreshes
-// the index it reads and writes it back under index.lock whatever
-// GIT_OPTIONAL_LOCKS says (git 2.39 does); on the clone's own index that
-// made the agent's git commit fail with "index.lock: File exists" while
-// Sandbar was reading the clone. Git replaces the index by renaming, so
-// the copy is one whole version of it. With no index there is nothing to
-// copy, and nothing to refresh.
-func privateIndex(ctx context.Context, dir string) (env []string, done func(), err error) {
-	done = func() {}
-	p, err := gitLine(ctx, dir, "rev-parse", "--git-path", "index")
-	if err != nil {
-		return nil, done, fmt.Errorf("find the index of %s: %w", dir, err)
-	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(dir, p)
-	}
-	src, err := os.Open(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, done, nil
-	}
-	if err != nil {
-		return nil, done, fmt.Errorf("read the index of %s: %w", dir, err)
-	}
-	defer src.Close()
-	tmp, err := os.CreateTemp("", "sandbar-index-")
-	if err != nil {
-		return nil, done, fmt.Errorf("copy the index of %s: %w", dir, err)
-	}
-	done = func() { os.Remove(tmp.Name()); os.Remove(tmp.Name() + ".lock") }
-	_, err = io.Copy(tmp, src)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		done()
-		return nil, func() {}, fmt.Errorf("copy the index of %s: %w", dir, err)
-	}
-	return []string{"GIT_INDEX_FILE=" + tmp.Name()}, done, nil
 }

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,9 +15,10 @@ func TestStatus(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	root := newRepo(t, "")
-	dir, base := cloneT(t, root, "sandbar/s")
+	c := sessionT(t, root, "s")
+	dir, base := c.dir, c.base
 
-	ch, err := Status(ctx, dir, base)
+	ch, err := Status(ctx, c.guest, base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +38,7 @@ func TestStatus(t *testing.T) {
 	gitT(t, dir, "add", "staged.txt")
 	gitT(t, dir, "mv", "dir with space/ünïcode file.txt", "renamed ü.txt")
 
-	ch, err = Status(ctx, dir, base)
+	ch, err = Status(ctx, c.guest, base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func TestStatus(t *testing.T) {
 	}
 
 	// "" means HEAD: only what is not committed.
-	ch, err = Status(ctx, dir, "")
+	ch, err = Status(ctx, c.guest, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,12 +84,13 @@ func TestStatusErrors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	root := newRepo(t, "")
-	dir, _ := cloneT(t, root, "sandbar/s")
-	if _, err := Status(ctx, dir, "0123456789abcdef0123456789abcdef01234567"); err == nil || !strings.Contains(err.Error(), "is not a commit in") {
+	c := sessionT(t, root, "s")
+	if _, err := Status(ctx, c.guest, "0123456789abcdef0123456789abcdef01234567"); err == nil || !strings.Contains(err.Error(), "is not a commit in the session's clone") {
 		t.Errorf("unknown base: %v", err)
 	}
-	if _, err := Status(ctx, t.TempDir(), ""); err == nil || !strings.Contains(err.Error(), "is not a git clone") {
-		t.Errorf("not a clone: %v", err)
+	other := &vmClone{dir: t.TempDir()}
+	if _, err := Status(ctx, other.guest, ""); err == nil {
+		t.Errorf("not a clone: no error")
 	}
 }
 
@@ -108,32 +111,90 @@ func TestParseNameStatus(t *testing.T) {
 	}
 }
 
-// TestUntrustedCloneRunsNothing: the agent controls the clone's
-// .git/config and .gitattributes; Sandbar's own git commands on the host
-// must not run a filter, hook or fsmonitor it names.
-func TestUntrustedCloneRunsNothing(t *testing.T) {
-	dir := t.TempDir()
-	gitT(t, dir, "init", "-q")
-	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\n"), 0o644)
-	gitT(t, dir, "add", ".")
-	gitT(t, dir, "-c", "user.name=A", "-c", "user.email=a@example.com", "commit", "-qm", "base")
-	base := gitT(t, dir, "rev-parse", "HEAD")
+// TestHostileSaveRunsNothing: the agent controls its clone's .git/config
+// and the attributes in its commits; what comes back is data, and
+// Sandbar's git on the host (import, status, diff, merge, removal check)
+// runs no filter, textconv, diff driver or hook that the agent names.
+func TestHostileSaveRunsNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := newRepo(t, "")
+	c := sessionT(t, root, "evil")
 	pwned := filepath.Join(t.TempDir(), "pwned")
-	os.WriteFile(filepath.Join(dir, ".gitattributes"), []byte("*.txt filter=evil\n*.md filter=evil.two\n"), 0o644)
-	gitT(t, dir, "config", "filter.evil.clean", "sh -c 'touch "+pwned+"; cat'")
-	gitT(t, dir, "config", "filter.evil.two.process", "sh -c 'touch "+pwned+"'")
-	gitT(t, dir, "config", "core.fsmonitor", "sh -c 'touch "+pwned+"'")
-	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\ntwo\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "b.md"), []byte("x\n"), 0o644)
-	ch, err := Status(context.Background(), dir, base)
-	if err != nil {
+	evil := "sh -c 'touch " + pwned + "; cat'"
+	writeFile(t, filepath.Join(c.dir, ".gitattributes"), "* filter=x=y diff=evil\n*.md filter=evil\n")
+	for _, kv := range [][2]string{
+		{"filter.x=y.clean", evil}, {"filter.x=y.smudge", evil}, {"filter.evil.process", evil},
+		{"diff.evil.textconv", evil}, {"diff.evil.command", evil}, {"core.fsmonitor", evil},
+		{"log.showSignature", "true"}, {"gpg.program", evil}, {"core.hooksPath", "hooks"},
+	} {
+		gitT(t, c.dir, "config", kv[0], kv[1])
+	}
+	commitT(t, c.dir, "a.md", "one\n", "evil attributes")
+	writeFile(t, filepath.Join(c.dir, "README.md"), "changed, not committed\n")
+	c.save(t)
+	if _, err := os.Stat(pwned); err == nil {
+		os.Remove(pwned) // the agent's own git ran its own filter, in its VM: allowed
+	}
+
+	src := resolveT(t, root)
+	before := snapshot(t, root, "refs/heads/"+c.branch)
+	ch, err := c.m.SavedStatus(ctx, c.id, c.base)
+	if err != nil || len(ch.Files) == 0 || ch.Ahead != 1 {
+		t.Fatalf("SavedStatus = %+v, %v", ch, err)
+	}
+	if d, err := c.m.SavedDiff(ctx, c.id, c.base, "a.md", 1<<20); err != nil || !strings.Contains(d, "+one") {
+		t.Errorf("SavedDiff = %q, %v", d, err)
+	}
+	if err := CheckRemovable(ctx, src, c.m, c.id, c.base); err == nil {
+		t.Error("CheckRemovable: unmerged work not seen")
+	}
+	if _, err := Merge(ctx, src, c.m, c.id, c.branch, false); err != nil {
 		t.Fatal(err)
 	}
-	if len(ch.Files) == 0 {
-		t.Error("no changes seen")
-	}
 	if _, err := os.Stat(pwned); err == nil {
-		t.Fatal("a command named by the clone's config ran on the host")
+		t.Fatal("a command the agent named ran on the host")
+	}
+	sameSnapshot(t, before, snapshot(t, root, "refs/heads/"+c.branch))
+	if out := gitT(t, root, "fsck", "--full", "--no-progress"); strings.Contains(out, "error") {
+		t.Errorf("git fsck in the source: %s", out)
+	}
+}
+
+// TestImportSaveRefusesBadInput: what the VM sends back is hostile.
+func TestImportSaveRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := newRepo(t, "")
+	c := sessionT(t, root, "bad")
+	zero := strings.Repeat("0", 40)
+	for _, tc := range []struct{ name, in, want string }{
+		{"nothing", "", "sent nothing back"},
+		{"no header", "PACK garbage", "malformed header"},
+		{"bad ids", "sandbar-save 1 a b c\n", "malformed header"},
+		{"huge header", strings.Repeat("x", 100_000), "malformed header"},
+		{"garbage pack", "sandbar-save 1 " + c.base + " " + c.base + " " + c.base + "\nPACK\x00\x00\x00\x02garbage", "did not pass git's checks"},
+		{"unknown commit", "sandbar-save 1 " + zero + " " + c.base + " " + c.base + "\n", "did not pass git's checks"},
+	} {
+		_, err := c.m.ImportSave(ctx, strings.NewReader(tc.in), c.id, 1<<20)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	if _, ok := c.m.Saved(ctx, c.id); ok {
+		t.Error("a refused save moved the session's refs")
+	}
+	if _, err := c.m.ImportSave(ctx, strings.NewReader(""), "../x", 1<<20); err == nil {
+		t.Error("a bad session id was accepted")
+	}
+	// A save bigger than the limit is refused, and says so.
+	writeFile(t, filepath.Join(c.dir, "big.bin"), strings.Repeat("random-ish ", 1<<16)+zero)
+	if _, err := c.trySave(1 << 10); !errors.Is(err, ErrSaveTooLarge) {
+		t.Errorf("too large: err = %v", err)
+	}
+	info := c.save(t)
+	if info.Snapshot == info.Head || info.Branch != c.base {
+		t.Errorf("save = %+v, want a snapshot on the base", info)
 	}
 }
 
@@ -146,7 +207,8 @@ func TestStatusLeavesIndexAlone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	root := newRepo(t, "")
-	dir, base := cloneT(t, root, "sandbar/i")
+	c := sessionT(t, root, "i")
+	dir, base := c.dir, c.base
 	index := filepath.Join(dir, ".git", "index")
 	past := time.Now().Add(-time.Hour)
 	if err := os.Chtimes(index, past, past); err != nil {
@@ -160,7 +222,7 @@ func TestStatusLeavesIndexAlone(t *testing.T) {
 		}
 	}
 
-	ch, err := Status(ctx, dir, base)
+	ch, err := Status(ctx, c.guest, base)
 	if err != nil {
 		t.Fatal(err)
 	}

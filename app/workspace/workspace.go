@@ -1,15 +1,25 @@
 // Package workspace gives a session its own copy of a person's repository
-// and brings the work back: it resolves the folder a person dropped,
-// makes a local clone on a new branch (hardlinked objects, so the cost does
-// not grow with history), copies the ignored files the person lists
-// (.env and the like), reports and watches what changed, and fetches the
-// session's branch back into the repository without touching its working
-// tree, index, HEAD or any other branch.
+// and brings the work back, without the host ever running git, or opening
+// a file, where the agent can write.
 //
-// Everything here drives the real git command line; there is no Go git
-// library, so what a session sees is what `git` in a terminal sees. The
-// package does not know about sessions, VMs or the store: the caller
-// chooses the paths and the branch name.
+// Sandbar keeps its own bare repository per project (Mirror), which only
+// it writes and configures. The person's history is fetched into it
+// (copied, never hardlinked), and a read-only ext4 base disk is built
+// from it per commit (BuildBase): a checkout with its .git, made from the
+// objects as stored, so nothing the repository configures runs. Each
+// session's VM mounts that disk under a copy-on-write layer of its own.
+// The agent's work comes back as data: a pack of its branch and a
+// snapshot of its working tree made in the VM (SaveScript), checked by
+// git index-pack --strict and taken into the mirror (ImportSave); Merge
+// then fetches the branch from the mirror into the person's repository
+// without touching its working tree, index, HEAD or any other branch.
+// While a session runs, its changes are read by running git inside its
+// VM (Status with a Runner); afterwards, from the mirror (SavedStatus).
+//
+// Everything here drives the real git command line, each call with a
+// deadline; there is no Go git library, so what a session sees is what
+// `git` in a terminal sees. The package does not know about sessions, VMs
+// or the store: the caller chooses the paths, ids and branch names.
 package workspace
 
 import (
@@ -221,4 +231,23 @@ func versionParts(v string) []int {
 		out = append(out, n)
 	}
 	return out
+}
+
+// Progress is one reading of long work's progress: a phase ("Copying
+// history", "Building the workspace disk", git's own meter lines such as
+// "Receiving objects") and how far it is, 0–100.
+type Progress struct {
+	Phase   string
+	Percent int
+}
+
+// PhaseDone is the last Progress of a finished piece of work.
+const PhaseDone = "Done"
+
+// short abbreviates a commit for messages.
+func short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
 }

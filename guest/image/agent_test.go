@@ -122,7 +122,7 @@ func TestAgentDisk(t *testing.T) {
 
 	t.Run("ext4", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), AgentFile)
-		if err := tarToExt4(out, func(w io.Writer) error {
+		if err := TarToExt4(out, func(w io.Writer) error {
 			_, err := writeAgentTar(ctx, w, path, spec)
 			return err
 		}); err != nil {

@@ -149,7 +149,7 @@ func Build(ctx context.Context, opts Options) (*Image, error) {
 	jobs := []job{
 		{RootFSFile, func(ctx context.Context) error {
 			report(Progress{Stage: "rootfs", Count: 0, Of: len(debs)})
-			return tarToExt4(filepath.Join(tmp, RootFSFile), func(w io.Writer) error {
+			return TarToExt4(filepath.Join(tmp, RootFSFile), func(w io.Writer) error {
 				return writeRootTar(ctx, w, debs, systemFiles(names, ca), func(item string, i int) {
 					report(Progress{Stage: "rootfs", Item: item, Count: i, Of: len(debs)})
 				})
@@ -167,7 +167,7 @@ func Build(ctx context.Context, opts Options) (*Image, error) {
 		}},
 		{AgentFile, func(ctx context.Context) error {
 			report(Progress{Stage: "agent", Item: opts.Agent.Package + "@" + opts.Agent.Version})
-			return tarToExt4(filepath.Join(tmp, AgentFile), func(w io.Writer) error {
+			return TarToExt4(filepath.Join(tmp, AgentFile), func(w io.Writer) error {
 				n, err := writeAgentTar(ctx, w, agentTgz, opts.Agent)
 				agentBinSize = n
 				return err

@@ -211,9 +211,9 @@ func writeRootTar(ctx context.Context, w io.Writer, debs []string, extra []entry
 // errConvertStopped tells a tar producer that nobody reads its stream.
 var errConvertStopped = errors.New("ext4 conversion stopped")
 
-// tarToExt4 runs produce in a goroutine writing a tar stream, and turns
+// TarToExt4 runs produce in a goroutine writing a tar stream, and turns
 // that stream into a read-only ext4 image at out.
-func tarToExt4(out string, produce func(w io.Writer) error) (err error) {
+func TarToExt4(out string, produce func(w io.Writer) error) (err error) {
 	f, err := os.OpenFile(out, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", out, err)

@@ -196,11 +196,11 @@ func TestRunAllCancelsOnFirstError(t *testing.T) {
 func TestTarToExt4ProducerError(t *testing.T) {
 	out := t.TempDir() + "/x.ext4"
 	boom := errors.New("producer failed")
-	err := tarToExt4(out, func(w io.Writer) error {
+	err := TarToExt4(out, func(w io.Writer) error {
 		_, _ = w.Write([]byte("not a tar"))
 		return boom
 	})
 	if !errors.Is(err, boom) {
-		t.Errorf("tarToExt4 = %v, want the producer's error", err)
+		t.Errorf("TarToExt4 = %v, want the producer's error", err)
 	}
 }

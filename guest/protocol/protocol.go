@@ -34,7 +34,7 @@ import (
 )
 
 // Version is the protocol version the guest announces in system:ready.
-const Version = 1
+const Version = 2
 
 // MaxLine bounds one encoded line, newline included.
 const MaxLine = 1 << 20
@@ -67,6 +67,9 @@ const (
 	EvExecResult   = "exec:result"
 	EvStats        = "stats"
 	EvError        = "error"
+	// EvWorkspace says files in the workspace changed (debounced); the
+	// host asks for the details with an exec when it wants them.
+	EvWorkspace = "workspace:changed"
 )
 
 // Users a start or exec may ask for.
@@ -324,7 +327,7 @@ func IsData(ev string) bool {
 func (e Event) Validate() error {
 	switch e.Ev {
 	case EvReady, EvAgentStarted, EvAgentStdout, EvAgentStderr, EvAgentExit,
-		EvStats, EvError:
+		EvStats, EvError, EvWorkspace:
 	case EvExecStdout, EvExecStderr, EvExecResult:
 		if e.ID == "" {
 			return fmt.Errorf("%w: %s without id", ErrMalformed, e.Ev)

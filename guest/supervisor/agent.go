@@ -133,6 +133,8 @@ func (s *session) start(ctx context.Context, c protocol.Command) {
 	s.agent, s.env, s.workdir = a, c.Env, workdir
 	startStats := !s.stats
 	s.stats = true
+	startWatch := !s.watch
+	s.watch = true
 	s.mu.Unlock()
 	s.log.Info("agent started", "pid", ch.cmd.Process.Pid, "user", u.Name, "workdir", workdir)
 	s.emit(protocol.Event{Ev: protocol.EvAgentStarted, ID: c.ID, PID: ch.cmd.Process.Pid})
@@ -143,6 +145,9 @@ func (s *session) start(ctx context.Context, c protocol.Command) {
 			interval = protocol.DefaultStatsInterval * time.Millisecond
 		}
 		s.wg.Go(func() { s.statsLoop(interval) })
+	}
+	if startWatch {
+		s.wg.Go(func() { s.watchWorkspace(workdir) })
 	}
 }
 
@@ -241,7 +246,13 @@ func checkout(ctx context.Context, u User, env map[string]string, workdir, branc
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "checkout", "-q", branch, "--")
+	// A new session's clone sits detached at its base (the base disk is
+	// shared by every session at that commit): the branch is made here.
+	args := []string{"checkout", "-q", branch, "--"}
+	if !hasBranch(workdir, branch) {
+		args = []string{"checkout", "-q", "-b", branch}
+	}
+	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Dir, cmd.Env = workdir, envList(env)
 	cmd.SysProcAttr = sysProcAttr(u)
 	out, err := cmd.CombinedOutput()
@@ -250,7 +261,17 @@ func checkout(ctx context.Context, u User, env map[string]string, workdir, branc
 		if len(msg) > 2000 {
 			msg = msg[:2000] + "…"
 		}
-		return fmt.Errorf("git checkout %s in %s failed (%v): %s: the host must create the branch in the clone before start", branch, workdir, err, msg)
+		return fmt.Errorf("git checkout %s in %s failed (%v): %s", branch, workdir, err, msg)
 	}
 	return nil
+}
+
+// hasBranch reports whether the clone at workdir has branch, loose or
+// packed.
+func hasBranch(workdir, branch string) bool {
+	if _, err := os.Stat(filepath.Join(workdir, ".git", "refs", "heads", filepath.FromSlash(branch))); err == nil {
+		return true
+	}
+	packed, err := os.ReadFile(filepath.Join(workdir, ".git", "packed-refs"))
+	return err == nil && strings.Contains(string(packed), " refs/heads/"+branch+"\n")
 }

@@ -41,6 +41,9 @@ func (s *session) exec(c protocol.Command) {
 	if dir == "" {
 		dir = workdir
 	}
+	if dir == "" { // before start: the workspace all the same
+		dir = s.cfg.Workspace
+	}
 	ch, err := spawn(spawnSpec{
 		argv:  c.Argv,
 		env:   mergeEnv(baseEnv(u), startEnv, c.Env),

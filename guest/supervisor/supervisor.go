@@ -129,6 +129,7 @@ type session struct {
 	workdir string
 	users   map[string]User
 	stats   bool
+	watch   bool // the workspace watcher runs
 }
 
 func newSession(ctx context.Context, cfg Config, conn io.ReadWriter) *session {

@@ -183,10 +183,21 @@ func TestGitSetup(t *testing.T) {
 	git("commit", "-q", "--allow-empty", "-m", "first")
 	git("branch", "sandbar/s1")
 
-	h.send(protocol.Command{Cmd: protocol.CmdStart, ID: "nobranch", Branch: "sandbar/missing",
+	// A new session's clone sits detached at its base: a branch it lacks
+	// is made there, at HEAD.
+	h.send(protocol.Command{Cmd: protocol.CmdStart, ID: "nobranch", Branch: "sandbar/new",
+		Agent: &protocol.Agent{Command: "git", Args: []string{"rev-parse", "--abbrev-ref", "HEAD"}}})
+	if e := h.next(); e.Ev != protocol.EvAgentStarted {
+		t.Fatalf("start on a new branch: %+v", e)
+	}
+	if got := lines(h.until(protocol.EvAgentExit, ""), protocol.EvAgentStdout); !slices.Equal(got, []string{"sandbar/new"}) {
+		t.Fatalf("start on a new branch: HEAD is %q", got)
+	}
+	git("switch", "-q", "main")
+	h.send(protocol.Command{Cmd: protocol.CmdStart, ID: "badbranch", Branch: "-x",
 		Agent: &protocol.Agent{Command: "true"}})
-	if e := h.next(); e.Ev != protocol.EvError || e.ID != "nobranch" || !strings.Contains(e.Message, "sandbar/missing") {
-		t.Fatalf("start on a missing branch: %+v, want error", e)
+	if e := h.next(); e.Ev != protocol.EvError || e.ID != "badbranch" || !strings.Contains(e.Message, "-x") {
+		t.Fatalf("start on a bad branch name: %+v, want error", e)
 	}
 
 	h.send(protocol.Command{Cmd: protocol.CmdStart, ID: "s", Branch: "sandbar/s1",

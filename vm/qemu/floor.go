@@ -89,7 +89,7 @@ func (h *Hypervisor) BootFloor(ctx context.Context, kernel, initrd string, cpus 
 func floorPlan(kernel, initrd string, cpus int, memory uint64, dir string, st settings) (plan, error) {
 	spec := vm.Spec{
 		Name: "floor", Kernel: kernel, Initramfs: initrd, CPUs: cpus, Memory: memory, Dir: dir,
-		CommandLine: append(vm.GuestArgs(vm.GuestOptions{Root: -1, Agent: -1, Scratch: -1}), "sandbar.trial=1"),
+		CommandLine: append(vm.GuestArgs(vm.GuestOptions{Root: -1, Agent: -1, Scratch: -1, Workspace: -1}), "sandbar.trial=1"),
 	}
 	p, err := buildPlan(spec, st)
 	if err != nil {

@@ -20,7 +20,7 @@ func TestFloorPlanMatchesBoot(t *testing.T) {
 	for _, kvm := range []bool{false, true} {
 		st := settings{Binary: "qemu", Arch: "amd64", KVM: kvm, TSCkHz: 2445426, SocketDir: "/s"}
 		spec := testSpec()
-		spec.CommandLine = vm.GuestArgs(vm.GuestOptions{Root: 0, Agent: -1, Scratch: 1, Share: "9p", Net: "none"})
+		spec.CommandLine = vm.GuestArgs(vm.GuestOptions{Root: 0, Agent: -1, Scratch: 1, Workspace: -1, Share: "9p", Net: "none"})
 		boot, err := buildPlan(spec, st)
 		if err != nil {
 			t.Fatal(err)

@@ -11,9 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,6 +78,16 @@ func (h *Hypervisor) Boot(ctx context.Context, spec vm.Spec) (vm.Machine, error)
 			ws = sh.HostPath
 		}
 	}
+	if base := workspaceDisk(spec); base != "" {
+		// The guest mounts the base disk under a layer on its scratch
+		// disk, which outlives a reboot: here the disk's files are copied
+		// out once per VM directory, and the copy is the workspace.
+		d, err := unpackWorkspace(ctx, base, spec.Dir)
+		if err != nil {
+			return nil, err
+		}
+		ws = d
+	}
 	if ws == "" {
 		d, err := os.MkdirTemp(spec.Dir, "workspace-")
 		if err != nil {
@@ -119,6 +134,112 @@ func (h *Hypervisor) Boot(ctx context.Context, spec vm.Spec) (vm.Machine, error)
 	h.booted = append(h.booted, m)
 	h.mu.Unlock()
 	return m, nil
+}
+
+// workspaceDisk is the path of the disk the guest would mount at
+// /workspace (sandbar.workspace on the command line), "" for none.
+func workspaceDisk(spec vm.Spec) string {
+	for _, a := range spec.CommandLine {
+		dev, ok := strings.CutPrefix(a, "sandbar.workspace=/dev/")
+		if !ok {
+			continue
+		}
+		for i, d := range spec.Disks {
+			if vm.DiskName(i) == dev {
+				return d.Path
+			}
+		}
+	}
+	return ""
+}
+
+// unpackWorkspace copies the clone on the ext4 disk base into
+// dir/vmtest-workspace, once (see UnpackBase).
+func unpackWorkspace(ctx context.Context, base, dir string) (string, error) {
+	ws := filepath.Join(dir, "vmtest-workspace")
+	if _, err := os.Stat(ws); err == nil {
+		return ws, nil
+	}
+	if err := UnpackBase(ctx, base, ws); err != nil {
+		return "", err
+	}
+	return ws, nil
+}
+
+// UnpackBase copies the clone on a base disk (its /repo, which the guest
+// mounts at /workspace) into dest with e2fsprogs' debugfs, owned by this
+// user and writable: the copy stands for the guest's writable layer.
+func UnpackBase(ctx context.Context, base, dest string) error {
+	tmp, err := os.MkdirTemp(filepath.Dir(dest), ".vmtest-workspace-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	out, err := exec.CommandContext(ctx, "debugfs", "-R", `rdump /repo "`+tmp+`"`, base).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("vmtest: unpack the workspace disk %s with debugfs (install e2fsprogs): %v: %s", base, err, out)
+	}
+	root := filepath.Join(tmp, "repo")
+	// rdump writes a file whose data sits in its inode (ext4 inline
+	// data) padded to 60 bytes; the sizes come from a listing.
+	var cmds strings.Builder
+	var dirs []string
+	uid, gid := os.Getuid(), os.Getgid()
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		// rdump kept the disk's modes (read-only packs) and, for root,
+		// its owner: the in-process agent runs as this user.
+		os.Lchown(p, uid, gid)
+		if d.Type()&fs.ModeSymlink == 0 {
+			if fi, err := d.Info(); err == nil {
+				os.Chmod(p, fi.Mode().Perm()|0o200)
+			}
+		}
+		if d.IsDir() {
+			rel, _ := filepath.Rel(root, p)
+			dirs = append(dirs, rel)
+			fmt.Fprintf(&cmds, "ls -p \"/repo/%s\"\n", filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("vmtest: unpack %s: %w", base, err)
+	}
+	cmd := exec.CommandContext(ctx, "debugfs", "-f", "-", base)
+	cmd.Stdin = strings.NewReader(cmds.String())
+	listing, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("vmtest: list %s with debugfs: %w", base, err)
+	}
+	i := -1
+	for _, line := range strings.Split(string(listing), "\n") {
+		if strings.HasPrefix(line, "debugfs: ls -p ") {
+			i++
+			continue
+		}
+		// /inode/mode/uid/gid/name/size/
+		f := strings.Split(line, "/")
+		if i < 0 || i >= len(dirs) || len(f) < 8 || !strings.HasPrefix(f[2], "100") {
+			continue
+		}
+		name := strings.Join(f[5:len(f)-2], "/")
+		size, err := strconv.ParseInt(f[len(f)-2], 10, 64)
+		if err != nil {
+			continue
+		}
+		p := filepath.Join(root, dirs[i], name)
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() != size {
+			if err := os.Truncate(p, size); err != nil {
+				return err
+			}
+		}
+	}
+	if err := os.Rename(root, dest); err != nil {
+		return fmt.Errorf("vmtest: the workspace disk %s has no /repo: %w", base, err)
+	}
+	return nil
 }
 
 // Machine is an in-process guest.

@@ -13,7 +13,7 @@ import (
 func testSpec() vm.Spec {
 	return vm.Spec{
 		Name: "s1", Kernel: "/img/Image", Initramfs: "/img/initramfs",
-		CommandLine: vm.GuestArgs(vm.GuestOptions{Root: 0, Agent: 1, Scratch: 2, Share: ShareKind, Net: GuestNet}),
+		CommandLine: vm.GuestArgs(vm.GuestOptions{Root: 0, Agent: 1, Scratch: 2, Workspace: -1, Share: ShareKind, Net: GuestNet}),
 		Disks: []vm.Disk{
 			{Path: "/img/rootfs.ext4", ReadOnly: true},
 			{Path: "/img/agent.ext4", ReadOnly: true},

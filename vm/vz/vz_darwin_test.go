@@ -56,7 +56,7 @@ func TestBootReal(t *testing.T) {
 	}
 	spec := vm.Spec{
 		Name: "vz-test", Kernel: filepath.Join(img, "kernel"), Initramfs: filepath.Join(img, "initramfs"),
-		CommandLine: vm.GuestArgs(vm.GuestOptions{Root: 0, Agent: 1, Scratch: 2, Share: ShareKind, Net: GuestNet, Time: time.Now()}),
+		CommandLine: vm.GuestArgs(vm.GuestOptions{Root: 0, Agent: 1, Scratch: 2, Workspace: -1, Share: ShareKind, Net: GuestNet, Time: time.Now()}),
 		Disks: []vm.Disk{
 			{Path: filepath.Join(img, "rootfs.ext4"), ReadOnly: true},
 			{Path: filepath.Join(img, "agent.ext4"), ReadOnly: true},

@@ -15,10 +15,14 @@ type config struct {
 	root    string // sandbar.root: read-only root ext4 disk
 	agent   string // sandbar.agent: read-only agent ext4 disk, at /opt/agent
 	scratch string // sandbar.scratch: writable disk for the overlay's upper layer
-	share   string // sandbar.share: "virtiofs", "9p" or "none" (default)
-	net     netConfig
-	time    int64 // sandbar.time: unix seconds; 0 when not given
-	debug   bool  // sandbar.debug=1
+	// workspace (sandbar.workspace) is the read-only base disk of the
+	// session's clone, mounted at /workspace under a copy-on-write layer
+	// kept on the scratch disk.
+	workspace string
+	share     string // sandbar.share: "virtiofs", "9p" or "none" (default)
+	net       netConfig
+	time      int64 // sandbar.time: unix seconds; 0 when not given
+	debug     bool  // sandbar.debug=1
 	// trial (sandbar.trial=1) prints trialMarker and powers off at once:
 	// the host's KVM trial boot and the boot benchmark's floor.
 	trial bool
@@ -58,6 +62,8 @@ func parseCmdline(s string) (config, error) {
 			c.agent = val
 		case "sandbar.scratch":
 			c.scratch = val
+		case "sandbar.workspace":
+			c.workspace = val
 		case "sandbar.share":
 			switch val {
 			case "virtiofs", "9p", "none":
@@ -85,7 +91,7 @@ func parseCmdline(s string) (config, error) {
 			c.unknown = append(c.unknown, key)
 		}
 	}
-	for _, dev := range []struct{ key, val string }{{"root", c.root}, {"agent", c.agent}, {"scratch", c.scratch}} {
+	for _, dev := range []struct{ key, val string }{{"root", c.root}, {"agent", c.agent}, {"scratch", c.scratch}, {"workspace", c.workspace}} {
 		if dev.val != "" && !strings.HasPrefix(dev.val, "/dev/") {
 			return c, fmt.Errorf("sandbar.%s=%q: want a device path under /dev/", dev.key, dev.val)
 		}
@@ -129,10 +135,10 @@ func parseNet(v string) (netConfig, error) {
 // and the workspace share's.
 func (c config) filesystems() []string {
 	var out []string
-	if c.root != "" || c.agent != "" || c.scratch != "" {
+	if c.root != "" || c.agent != "" || c.scratch != "" || c.workspace != "" {
 		out = append(out, "fs-ext4")
 	}
-	if c.root != "" {
+	if c.root != "" || c.workspace != "" {
 		out = append(out, "fs-overlay")
 	}
 	if c.share != "none" {

@@ -120,6 +120,11 @@ func assembleRoot(c *console, cfg config) error {
 		"lowerdir=/lower,upperdir=/scratch/upper,workdir=/scratch/work"}).mount(); err != nil {
 		return err
 	}
+	if cfg.workspace != "" {
+		if err := mountWorkspace(c, cfg.workspace, "/newroot/workspace"); err != nil {
+			return err
+		}
+	}
 	if agent != nil {
 		if err := <-agent; err != nil {
 			return err
@@ -137,6 +142,53 @@ func assembleRoot(c *console, cfg config) error {
 		return err
 	}
 	c.mark("switched to the overlay root")
+	return nil
+}
+
+// Where the workspace's layers live: the base disk is mounted read-only
+// in the initramfs (it stays reachable through the overlay after the
+// switch), the session's own layer on the scratch disk.
+const (
+	workspaceBase = "/wsbase"
+	// workspaceRoot is the base disk's folder that holds the clone
+	// (workspace.BaseRoot on the host).
+	workspaceRoot  = "repo"
+	workspaceUpper = "/scratch/workspace/upper"
+	workspaceWork  = "/scratch/workspace/work"
+	// agentUID owns the workspace's top folder, as it owns every file of
+	// the base disk: the supervisor runs the agent as that owner.
+	agentUID = 1000
+)
+
+// mountWorkspace mounts the session's clone at target: the read-only base
+// disk dev (the same for every session at that commit) under a writable
+// layer on the scratch disk, which keeps the session's changes across
+// reboots. The agent writes only that layer: the base disk is read-only
+// to the hypervisor as well.
+func mountWorkspace(c *console, dev, target string) error {
+	if err := waitDevice(dev, 5*time.Second); err != nil {
+		return err
+	}
+	if err := (mountSpec{dev, workspaceBase, "ext4", unix.MS_RDONLY | unix.MS_NOATIME | unix.MS_NODEV | unix.MS_NOSUID, ""}).mount(); err != nil {
+		return err
+	}
+	for _, d := range []string{workspaceUpper, workspaceWork} {
+		if _, err := os.Stat(d); errors.Is(err, os.ErrNotExist) {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return err
+			}
+			if d == workspaceUpper {
+				if err := os.Chown(d, agentUID, agentUID); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := (mountSpec{"overlay", target, "overlay", unix.MS_NODEV | unix.MS_NOSUID,
+		"lowerdir=" + workspaceBase + "/" + workspaceRoot + ",upperdir=" + workspaceUpper + ",workdir=" + workspaceWork}).mount(); err != nil {
+		return err
+	}
+	c.mark("workspace mounted (%s)", dev)
 	return nil
 }
 

@@ -1,0 +1,385 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"sandbar/app/sandbox"
+	"sandbar/app/store"
+	"sandbar/app/workspace"
+)
+
+// A session's clone lives on a disk inside its VM: a read-only base disk
+// per project and commit (built on the host from Sandbar's own repository
+// of the project) under a copy-on-write layer on the session's scratch
+// disk. The host never runs git, or opens a file, where the agent writes.
+// Work comes back as data: the guest packs its branch and a snapshot of
+// its working tree (workspace.SaveScript), and the host takes the pack
+// into Sandbar's repository with git's own checks (ImportSave) before a
+// merge fetches from there.
+
+// Files of a session's directory that name its workspace.
+const (
+	// baseFile holds the commit a session's branch started from.
+	baseFile = "base-commit"
+	// baseDiskFile holds the path of the session's base disk.
+	baseDiskFile = "base-disk"
+	// legacyWorkspace is the clone a Sandbar before the in-VM workspace
+	// shared with the VM; its files are the agent's, so no git runs there.
+	legacyWorkspace = "workspace"
+)
+
+// Bounds on what the host reads back from a session's VM.
+const (
+	// MaxSavedWork bounds the pack a session's work comes back in.
+	MaxSavedWork = 2 << 30
+	// maxGitOutput bounds one git command's output read from the guest.
+	maxGitOutput = 16 << 20
+	// saveTimeout bounds one save, from the script's start to the refs.
+	saveTimeout = 10 * time.Minute
+	// guestGitTimeout bounds one git command run in the guest for status.
+	guestGitTimeout = time.Minute
+)
+
+// ErrLegacySession: the session was made by a Sandbar that shared its
+// clone with the VM; it cannot run or merge any more.
+var ErrLegacySession = errors.New("session made by an older Sandbar")
+
+// legacyError says what to do with a session from before the in-VM
+// workspace: its folder is kept as it was.
+func (m *Manager) legacyError(s store.Session) error {
+	return fmt.Errorf("session %s was made by an older Sandbar, which shared its clone with the VM, and Sandbar no longer runs git where an agent wrote: its files are kept, untouched, in %s — look at them yourself (treat its .git as untrusted: do not run git there with your usual configuration), then delete the session with `sandbar rm --force %s`, and start a new one (%w)",
+		s.ID, filepath.Join(m.cfg.Paths.Session(s.ID), legacyWorkspace), short(s.ID), ErrLegacySession)
+}
+
+// isLegacy reports whether the session's directory holds a shared clone
+// and no base disk: a session from before the in-VM workspace.
+func (m *Manager) isLegacy(s store.Session) bool {
+	dir := m.cfg.Paths.Session(s.ID)
+	if _, err := os.Lstat(filepath.Join(dir, baseDiskFile)); err == nil {
+		return false
+	}
+	fi, err := os.Lstat(filepath.Join(dir, legacyWorkspace))
+	return err == nil && fi.IsDir()
+}
+
+// mirror opens Sandbar's repository of a project; one at a time per
+// project, since base disks are built there.
+func (m *Manager) mirror(ctx context.Context, projectID int64) (*workspace.Mirror, func(), error) {
+	m.mu.Lock()
+	if m.mirrorLocks == nil {
+		m.mirrorLocks = map[int64]*sync.Mutex{}
+	}
+	mu := m.mirrorLocks[projectID]
+	if mu == nil {
+		mu = &sync.Mutex{}
+		m.mirrorLocks[projectID] = mu
+	}
+	m.mu.Unlock()
+	mu.Lock()
+	mr, err := workspace.OpenMirror(ctx, m.cfg.Paths.ProjectRepo(projectID))
+	if err != nil {
+		mu.Unlock()
+		return nil, func() {}, err
+	}
+	return mr, mu.Unlock, nil
+}
+
+// readSessionFile reads one small file of a session's directory (Sandbar
+// writes them; the bound and the regular-file check are there all the
+// same).
+func readSessionFile(dir, name string) (string, error) {
+	p := filepath.Join(dir, name)
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > 4096 {
+		return "", fmt.Errorf("%s is not a small regular file", p)
+	}
+	b, err := os.ReadFile(p)
+	return strings.TrimSpace(string(b)), err
+}
+
+// provision makes the session's workspace: the project's history copied
+// into Sandbar's repository (only what is new), and the base disk at the
+// session's base commit built, or reused when another session made it.
+func (r *run) provision(ctx context.Context) error {
+	start := time.Now()
+	lastPct, lastPhase := -10, ""
+	progress := func(p workspace.Progress) {
+		if p.Phase != lastPhase || p.Percent >= lastPct+10 || p.Percent == 100 {
+			lastPct, lastPhase = p.Percent, p.Phase
+			r.m.hub.publish(Event{Session: r.id, Time: time.Now(), Kind: EventState, State: StateProvisioning,
+				Reason: fmt.Sprintf("%s %d%%", strings.ToLower(p.Phase[:1])+p.Phase[1:], p.Percent)})
+		}
+	}
+	mr, unlock, err := r.m.mirror(ctx, r.s.ProjectID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	commit, err := mr.Fetch(ctx, r.repo, r.s.Base, progress)
+	if err != nil {
+		return err
+	}
+	info, err := mr.BuildBase(ctx, workspace.BaseOptions{
+		Source: r.repo, Commit: commit, Dir: r.m.cfg.Paths.ProjectBases(r.s.ProjectID), Progress: progress,
+	})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(r.dir, baseFile), []byte(commit+"\n"), 0o600); err != nil {
+		return fmt.Errorf("record the session's base: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(r.dir, baseDiskFile), []byte(info.Path+"\n"), 0o600); err != nil {
+		return fmt.Errorf("record the session's base disk: %w", err)
+	}
+	took := time.Since(start)
+	r.timing(ctx, "clone", took)
+	how := fmt.Sprintf("built its workspace disk (%s)", humanSize(info.Size))
+	if info.Reused {
+		how = "reused its workspace disk"
+	}
+	r.systemLine(fmt.Sprintf("cloned %s at %s on branch %s: %s in %s; the clone lives inside the VM", r.repo.Root, short(commit), r.s.Branch, how, took.Round(time.Millisecond)))
+	if len(info.Copied) > 0 {
+		r.systemLine(fmt.Sprintf("copied %d ignored files listed in .sandbarinclude/.worktreeinclude", len(info.Copied)))
+	}
+	for _, s := range info.Skipped {
+		r.systemLine("include list: left out " + s)
+	}
+	if n := len(info.LFSPointers); n > 0 {
+		some := info.LFSPointers[:min(n, 5)]
+		more := ""
+		if n > len(some) {
+			more = fmt.Sprintf(" and %d more", n-len(some))
+		}
+		what := fmt.Sprintf("%d Git LFS files are pointer files", n)
+		if n == 1 {
+			what = "1 Git LFS file is a pointer file"
+		}
+		r.systemLine(fmt.Sprintf("%s in this session (%s%s): Sandbar does not bring LFS content into sessions yet, so the agent sees the pointer text", what, strings.Join(some, ", "), more))
+	}
+	return nil
+}
+
+// baseDisk is the session's base disk, as provision recorded it.
+func (r *run) baseDisk() (string, error) {
+	p, err := readSessionFile(r.dir, baseDiskFile)
+	if err != nil {
+		return "", fmt.Errorf("session %s has no workspace disk recorded (%v): start a new session", r.id, err)
+	}
+	if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("the workspace disk of session %s (%s) is gone: start a new session", r.id, p)
+	}
+	return p, nil
+}
+
+// guestGit runs git in the session's clone inside its VM, through
+// workspace.GuestGitScript, reading at most maxGitOutput bytes back.
+func (r *run) guestGit(ctx context.Context, args ...string) (string, error) {
+	r.mu.Lock()
+	sb := r.sb
+	r.mu.Unlock()
+	if sb == nil {
+		return "", fmt.Errorf("session %s is not running: %w", r.id, ErrState)
+	}
+	ctx, cancel := context.WithTimeout(ctx, guestGitTimeout)
+	defer cancel()
+	out := &boundedBuffer{max: maxGitOutput}
+	errb := &boundedBuffer{max: 4096}
+	res, err := sb.Client.Exec(ctx, sandbox.ExecRequest{
+		Argv:    append([]string{"sh", "-c", workspace.GuestGitScript, "git"}, args...),
+		Timeout: guestGitTimeout, // in the workspace
+
+	}, out, errb)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("git %s in the VM: %w", args[0], err)
+	case out.over:
+		return "", fmt.Errorf("git %s in the VM printed more than %d MiB: not shown", args[0], maxGitOutput>>20)
+	case res.Code != 0:
+		return out.String(), fmt.Errorf("git %s in the VM exited %d: %s", args[0], res.Code, strings.TrimSpace(lastLine(errb.String())))
+	}
+	return out.String(), nil
+}
+
+// liveChanges asks the VM for the clone's changes since its base.
+func (r *run) liveChanges(ctx context.Context) (workspace.Changes, error) {
+	return workspace.Status(ctx, r.guestGit, r.m.baseCommit(r.s))
+}
+
+// notifyChanged asks watchChanges for a fresh view, without waiting.
+func (r *run) notifyChanged() {
+	select {
+	case r.wsChanged <- struct{}{}:
+	default:
+	}
+}
+
+// watchChanges turns the guest's workspace:changed notices into Changes
+// events, one computation at a time, coalescing notices that arrive
+// meanwhile, until stop closes.
+func (r *run) watchChanges(stop <-chan struct{}) {
+	ctx, cancel := context.WithCancel(r.ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wsChanged:
+		}
+		ch, err := r.liveChanges(ctx)
+		if err != nil {
+			r.log.Debug("workspace changes", "err", err)
+			continue
+		}
+		r.m.hub.publish(Event{Session: r.id, Time: time.Now(), Kind: EventChanges, Changes: &ch})
+	}
+}
+
+// save brings the session's work back into Sandbar's repository: the
+// branch, plus a snapshot of uncommitted work (see workspace.SaveScript).
+// Saves run one at a time.
+func (r *run) save(ctx context.Context) (workspace.SaveInfo, error) {
+	r.saveMu.Lock()
+	defer r.saveMu.Unlock()
+	r.mu.Lock()
+	sb := r.sb
+	r.mu.Unlock()
+	if sb == nil {
+		return workspace.SaveInfo{}, fmt.Errorf("session %s is not running: %w", r.id, ErrState)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, saveTimeout)
+	defer cancel()
+	mr, unlock, err := r.m.mirror(ctx, r.s.ProjectID)
+	if err != nil {
+		return workspace.SaveInfo{}, err
+	}
+	defer unlock()
+
+	pr, pw := io.Pipe()
+	errb := &boundedBuffer{max: 4096}
+	type result struct {
+		res sandbox.ExecResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := sb.Client.Exec(ctx, sandbox.ExecRequest{
+			Argv:    []string{"sh", "-c", workspace.SaveScript, "sandbar-save", r.s.Branch, r.m.baseCommit(r.s)},
+			Timeout: saveTimeout, // in the workspace
+
+		}, pw, errb)
+		pw.Close()
+		done <- result{res, err}
+	}()
+	info, err := mr.ImportSave(ctx, pr, r.id, MaxSavedWork)
+	if err != nil {
+		cancel() // stop the VM's side; its output is no longer read
+	}
+	pr.CloseWithError(errors.New("the session's work was not read to the end"))
+	ex := <-done
+	if err != nil {
+		switch {
+		case ex.err != nil:
+			err = fmt.Errorf("%w (%v)", err, ex.err)
+		case ex.res.Code != 0:
+			err = fmt.Errorf("%w (in the VM, git said: %s)", err, strings.TrimSpace(lastLine(errb.String())))
+		}
+		return info, fmt.Errorf("save the session's work: %w", err)
+	}
+	r.timing(ctx, "save", time.Since(start))
+	r.log.Info("work saved", "branch", short(info.Branch), "snapshot", short(info.Snapshot), "bytes", info.Bytes, "took", time.Since(start))
+	return info, nil
+}
+
+// saveBeforeStop saves the session's work before its VM stops, and says
+// so in the session's log either way.
+func (r *run) saveBeforeStop() {
+	ctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
+	defer cancel()
+	info, err := r.save(ctx)
+	if err != nil {
+		r.systemLine("the session's work could not be saved: " + err.Error() + ": its clone is kept on the session's disk; restart the session to try again")
+		return
+	}
+	what := "no changes"
+	if info.Snapshot != info.Head {
+		what = "uncommitted changes kept as a snapshot"
+	}
+	r.systemLine(fmt.Sprintf("work saved: branch %s at %s, %s (%s)", r.s.Branch, short(info.Branch), what, humanSize(info.Bytes)))
+}
+
+// boundedBuffer keeps at most max bytes and notes that more came.
+type boundedBuffer struct {
+	bytes.Buffer
+	max  int
+	over bool
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.Len(); room < len(p) {
+		b.over = true
+		if room > 0 {
+			b.Buffer.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return b.Buffer.Write(p)
+}
+
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+func humanSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// savedWork opens the project's mirror for reading a session's saved work.
+func (m *Manager) savedWork(ctx context.Context, s store.Session) (*workspace.Mirror, func(), error) {
+	if m.isLegacy(s) {
+		return nil, func() {}, m.legacyError(s)
+	}
+	return m.mirror(ctx, s.ProjectID)
+}
+
+// removeSessionDir deletes a session's directory. A scratch disk can be
+// large, and a legacy clone may hold anything the agent made (symlinks
+// included: RemoveAll does not follow them).
+func removeSessionDir(dir string) error {
+	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("delete %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,586 @@
+package workspace
+
+import (
+	"archive/tar"
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"sandbar/guest/image"
+)
+
+// AgentUID owns every file of a base disk: the guest runs the agent as
+// the workspace's owner.
+const AgentUID = 1000
+
+// BaseRoot is the folder of a base disk that holds the clone; the guest
+// mounts it at /workspace. (The disk's own root has lost+found, which
+// the agent may not read and git would complain about.)
+const BaseRoot = "repo"
+
+// BaseOptions say which base disk to build.
+type BaseOptions struct {
+	// Source is the person's repository; its include lists and the
+	// files they select are read from its working tree.
+	Source Repo
+	// Commit is the commit to check out, already in the mirror (see
+	// Mirror.Fetch).
+	Commit string
+	// Dir is the folder base disks are kept in; BuildBase names the file.
+	Dir string
+	// Progress, if set, is called with Phase and Percent as the build goes.
+	Progress func(Progress)
+}
+
+// BaseInfo describes a base disk.
+type BaseInfo struct {
+	// Path is the read-only ext4 image.
+	Path string
+	// Commit is the commit it holds checked out (HEAD, detached).
+	Commit string
+	// Reused: the disk was there already (same commit, same included files).
+	Reused bool
+	// Copied and Skipped are what the include lists brought over and left
+	// behind (see CloneInfo).
+	Copied, Skipped []string
+	// LFSPointers lists the files Git LFS manages, which hold pointer text.
+	LFSPointers []string
+	// Size is the image's size in bytes.
+	Size int64
+	Took time.Duration
+}
+
+// Base disk phases, for Progress.
+const (
+	PhaseFetching = "Copying history"
+	PhaseBuilding = "Building the workspace disk"
+)
+
+// BuildBase writes (or reuses) a read-only ext4 disk that holds a clone
+// of the mirror at o.Commit: the working tree checked out, .git with the
+// commit's whole history in one pack, an index, and the files the
+// source's .sandbarinclude/.worktreeinclude select. Every session of the
+// project at that commit boots on the same disk and writes only to its
+// own copy-on-write layer inside its VM, so a new session costs neither
+// time nor space that grows with the repository.
+//
+// It is built without git ever checking anything out: files come from
+// the mirror's objects as they are stored (no filter, no attribute of
+// the repository is applied), so nothing the repository configures runs.
+// The disk's name says what it holds (commit and included files), and it
+// is written to a temporary name and renamed, so a disk that exists is
+// whole.
+func (m *Mirror) BuildBase(ctx context.Context, o BaseOptions) (BaseInfo, error) {
+	start := time.Now()
+	progress := func(phase string, pct int) {
+		if o.Progress != nil {
+			o.Progress(Progress{Phase: phase, Percent: pct})
+		}
+	}
+	if !isHex(o.Commit) || !m.hasCommit(ctx, o.Commit) {
+		return BaseInfo{}, fmt.Errorf("build the workspace disk: %q is not a commit in Sandbar's repository %s", o.Commit, m.Dir)
+	}
+	inc, err := readIncluded(ctx, o.Source.Root)
+	if err != nil {
+		return BaseInfo{}, err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "sandbar base v1\x00%s\x00%s\x00", o.Commit, o.Source.Remote)
+	for _, f := range inc.files {
+		fmt.Fprintf(h, "%s\x00%o\x00%s\x00%x\x00", f.rel, f.mode, f.link, sha256.Sum256(f.data))
+	}
+	name := "base-" + o.Commit[:12] + "-" + hex.EncodeToString(h.Sum(nil))[:12] + ".ext4"
+	info := BaseInfo{Path: filepath.Join(o.Dir, name), Commit: o.Commit, Copied: inc.copied(), Skipped: inc.skipped}
+	if fi, err := os.Lstat(info.Path); err == nil && fi.Mode().IsRegular() {
+		info.Reused, info.Size, info.Took = true, fi.Size(), time.Since(start)
+		info.LFSPointers = readLines(info.Path + ".lfs")
+		return info, nil
+	}
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+		return BaseInfo{}, fmt.Errorf("create %s: %w", o.Dir, err)
+	}
+	tmpDir, err := os.MkdirTemp(o.Dir, ".build-")
+	if err != nil {
+		return BaseInfo{}, fmt.Errorf("build the workspace disk in %s: %w", o.Dir, err)
+	}
+	defer os.RemoveAll(tmpDir)
+
+	progress(PhaseBuilding, 0)
+	// The commit's history in one pack (deltas reused, so this copies
+	// more than it computes) and an index for its tree.
+	packOut, err := gitInput(ctx, m.Dir, strings.NewReader(o.Commit+"\n"), "pack-objects", "--revs", "--delta-base-offset", "-q", filepath.Join(tmpDir, "pack"))
+	if err != nil {
+		return BaseInfo{}, fmt.Errorf("pack the history of %s: %w", short(o.Commit), err)
+	}
+	packName := "pack-" + strings.TrimSpace(packOut)
+	if !isHex(strings.TrimSpace(packOut)) {
+		return BaseInfo{}, fmt.Errorf("pack the history of %s: git printed %q", short(o.Commit), packOut)
+	}
+	index := filepath.Join(tmpDir, "index")
+	if _, err := gitEnvInput(ctx, m.Dir, []string{"GIT_INDEX_FILE=" + index}, nil, "read-tree", "--end-of-options", o.Commit); err != nil {
+		return BaseInfo{}, fmt.Errorf("index the tree of %s: %w", short(o.Commit), err)
+	}
+	entries, err := m.treeEntries(ctx, o.Commit)
+	if err != nil {
+		return BaseInfo{}, err
+	}
+	progress(PhaseBuilding, 10)
+	if info.LFSPointers, err = m.lfsPointers(ctx, o.Commit, index, entries); err != nil {
+		return BaseInfo{}, err
+	}
+
+	out := filepath.Join(tmpDir, name)
+	mtime := time.Now()
+	err = image.TarToExt4(out, func(w io.Writer) error {
+		tw := tar.NewWriter(w)
+		bw := &baseWriter{tw: tw, mtime: mtime, dirs: map[string]bool{}}
+		if err := bw.dir("."); err != nil {
+			return err
+		}
+		gitFiles := []struct {
+			name string
+			data []byte
+		}{
+			{".git/HEAD", []byte(o.Commit + "\n")},
+			{".git/config", []byte(cloneConfig(o.Source.Remote))},
+			{".git/refs/sandbar/base", []byte(o.Commit + "\n")},
+			{".git/info/exclude", []byte(excludeText(inc.copied()))},
+		}
+		for _, d := range []string{".git", ".git/refs", ".git/refs/heads", ".git/refs/tags", ".git/objects", ".git/objects/info", ".git/objects/pack", ".git/info"} {
+			if err := bw.dir(d); err != nil {
+				return err
+			}
+		}
+		for _, f := range gitFiles {
+			if err := bw.file(f.name, 0o644, int64(len(f.data)), strings.NewReader(string(f.data))); err != nil {
+				return err
+			}
+		}
+		for _, f := range []struct{ from, to string }{
+			{filepath.Join(tmpDir, packName+".pack"), ".git/objects/pack/" + packName + ".pack"},
+			{filepath.Join(tmpDir, packName+".idx"), ".git/objects/pack/" + packName + ".idx"},
+			{index, ".git/index"},
+		} {
+			if err := bw.copyFile(f.from, f.to, 0o444); err != nil {
+				return err
+			}
+		}
+		if err := m.writeTree(ctx, bw, entries, func(done int) { progress(PhaseBuilding, 10+80*done/max(len(entries), 1)) }); err != nil {
+			return err
+		}
+		for _, f := range inc.files {
+			if err := bw.included(f); err != nil {
+				return err
+			}
+		}
+		return tw.Close()
+	})
+	if err != nil {
+		return BaseInfo{}, fmt.Errorf("build the workspace disk for %s: %w", short(o.Commit), err)
+	}
+	if err := os.Chmod(out, 0o444); err != nil {
+		return BaseInfo{}, err
+	}
+	// What a reuse reports, beside the disk.
+	if err := os.WriteFile(info.Path+".lfs", []byte(strings.Join(info.LFSPointers, "\n")), 0o600); err != nil {
+		return BaseInfo{}, err
+	}
+	if err := os.Rename(out, info.Path); err != nil {
+		return BaseInfo{}, fmt.Errorf("build the workspace disk: %w", err)
+	}
+	fi, err := os.Stat(info.Path)
+	if err != nil {
+		return BaseInfo{}, err
+	}
+	info.Size, info.Took = fi.Size(), time.Since(start)
+	progress(PhaseDone, 100)
+	return info, nil
+}
+
+// cloneConfig is the .git/config of a session's clone: the source's
+// remote as origin (without any password, see Resolve), so an agent given
+// a token can push.
+func cloneConfig(remote string) string {
+	var b strings.Builder
+	b.WriteString("[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n")
+	if remote != "" {
+		fmt.Fprintf(&b, "[remote \"origin\"]\n\turl = %s\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n", gitQuoteValue(remote))
+	}
+	return b.String()
+}
+
+// gitQuoteValue makes s one double-quoted git config value.
+func gitQuoteValue(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", "", "\r", "", "\x00", "")
+	return `"` + r.Replace(s) + `"`
+}
+
+func excludeText(copied []string) string {
+	var b strings.Builder
+	b.WriteString("# Files Sandbar copied from .sandbarinclude / .worktreeinclude:\n")
+	for _, c := range copied {
+		b.WriteString("/" + escapeIgnore(c) + "\n")
+	}
+	return b.String()
+}
+
+// treeEntry is one entry of `git ls-tree -r`.
+type treeEntry struct {
+	mode int64
+	kind string // blob or commit
+	oid  string
+	size int64
+	path string
+}
+
+// treeEntries lists every file of commit's tree, with sizes.
+func (m *Mirror) treeEntries(ctx context.Context, commit string) ([]treeEntry, error) {
+	out, err := git(ctx, m.Dir, "ls-tree", "-r", "-z", "--long", "--full-tree", "--end-of-options", commit)
+	if err != nil {
+		return nil, fmt.Errorf("list the files of %s: %w", short(commit), err)
+	}
+	var es []treeEntry
+	for _, rec := range splitZ(out) {
+		meta, p, ok := strings.Cut(rec, "\t")
+		f := strings.Fields(meta)
+		if !ok || len(f) != 4 {
+			return nil, fmt.Errorf("list the files of %s: unexpected line %q", short(commit), rec)
+		}
+		mode, err := strconv.ParseInt(f[0], 8, 64)
+		if err != nil {
+			return nil, fmt.Errorf("list the files of %s: mode %q", short(commit), f[0])
+		}
+		e := treeEntry{mode: mode, kind: f[1], oid: f[2], path: p}
+		if f[3] != "-" {
+			e.size, _ = strconv.ParseInt(f[3], 10, 64)
+		}
+		es = append(es, e)
+	}
+	return es, nil
+}
+
+// writeTree writes the working tree: blobs as files or symlinks, as git
+// stores them, and each submodule as an empty folder.
+func (m *Mirror) writeTree(ctx context.Context, bw *baseWriter, es []treeEntry, done func(int)) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	cmd := command(ctx, m.Dir, "cat-file", "--batch")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("read objects from %s: %w", m.Dir, err)
+	}
+	defer func() {
+		in.Close()
+		cmd.Wait()
+	}()
+	// Requests go in from another goroutine: cat-file's output would
+	// fill its pipe before it read them all.
+	reqDone := make(chan error, 1)
+	go func() {
+		bw := bufio.NewWriter(in)
+		for _, e := range es {
+			if e.kind == "blob" {
+				if _, err := bw.WriteString(e.oid + "\n"); err != nil {
+					reqDone <- err
+					return
+				}
+			}
+		}
+		reqDone <- errors.Join(bw.Flush(), in.Close())
+	}()
+	r := bufio.NewReaderSize(outPipe, 1<<20)
+	for i, e := range es {
+		if i%256 == 0 {
+			done(i)
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if e.kind == "commit" {
+			if err := bw.dir(e.path); err != nil {
+				return err
+			}
+			continue
+		}
+		if e.kind != "blob" {
+			continue
+		}
+		hdr, err := r.ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("read %s from %s: %w", e.path, m.Dir, err)
+		}
+		f := strings.Fields(hdr)
+		if len(f) != 3 || f[0] != e.oid || f[1] != "blob" {
+			return fmt.Errorf("read %s from %s: git printed %q", e.path, m.Dir, strings.TrimSpace(hdr))
+		}
+		size, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			return fmt.Errorf("read %s: size %q", e.path, f[2])
+		}
+		body := io.LimitReader(r, size)
+		switch {
+		case e.mode == 0o120000:
+			target, err := io.ReadAll(io.LimitReader(body, 4096))
+			if err != nil {
+				return err
+			}
+			if err := bw.symlink(e.path, string(target)); err != nil {
+				return err
+			}
+			io.Copy(io.Discard, body)
+		default:
+			perm := int64(0o644)
+			if e.mode&0o111 != 0 {
+				perm = 0o755
+			}
+			if err := bw.file(e.path, perm, size, body); err != nil {
+				return err
+			}
+		}
+		if _, err := r.Discard(1); err != nil { // the newline after each object
+			return err
+		}
+	}
+	return <-reqDone
+}
+
+// baseWriter writes a base disk's tar stream: everything owned by the
+// agent's uid, folders made as they are first needed.
+type baseWriter struct {
+	tw    *tar.Writer
+	mtime time.Time
+	dirs  map[string]bool
+}
+
+func (b *baseWriter) parents(name string) error {
+	if name == "." {
+		return nil
+	}
+	d := path.Dir(name)
+	if b.dirs[d] {
+		return nil
+	}
+	return b.dir(d)
+}
+
+func (b *baseWriter) hdr(name string, typ byte, mode int64) *tar.Header {
+	return &tar.Header{Name: BaseRoot + "/" + name, Typeflag: typ, Mode: mode, Uid: AgentUID, Gid: AgentUID, ModTime: b.mtime, Format: tar.FormatPAX}
+}
+
+func (b *baseWriter) dir(name string) error {
+	if err := b.parents(name); err != nil {
+		return err
+	}
+	if b.dirs[name] {
+		return nil
+	}
+	b.dirs[name] = true
+	if name == "." {
+		return b.tw.WriteHeader(b.hdr("", tar.TypeDir, 0o755))
+	}
+	return b.tw.WriteHeader(b.hdr(name+"/", tar.TypeDir, 0o755))
+}
+
+func (b *baseWriter) file(name string, mode, size int64, r io.Reader) error {
+	if err := b.parents(name); err != nil {
+		return err
+	}
+	h := b.hdr(name, tar.TypeReg, mode)
+	h.Size = size
+	if err := b.tw.WriteHeader(h); err != nil {
+		return err
+	}
+	n, err := io.Copy(b.tw, r)
+	if err == nil && n != size {
+		err = fmt.Errorf("%s: %d bytes, want %d", name, n, size)
+	}
+	return err
+}
+
+func (b *baseWriter) symlink(name, target string) error {
+	if err := b.parents(name); err != nil {
+		return err
+	}
+	h := b.hdr(name, tar.TypeSymlink, 0o777)
+	h.Linkname = target
+	return b.tw.WriteHeader(h)
+}
+
+func (b *baseWriter) copyFile(from, to string, mode int64) error {
+	f, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	return b.file(to, mode, fi.Size(), f)
+}
+
+func (b *baseWriter) included(f includedFile) error {
+	if f.link != "" {
+		return b.symlink(f.rel, f.link)
+	}
+	return b.file(f.rel, int64(f.mode.Perm()), int64(len(f.data)), strings.NewReader(string(f.data)))
+}
+
+// lfsPointers lists the files of commit that Git LFS manages, by the
+// commit's own .gitattributes (read as data from index, an index of
+// commit's tree, never applied).
+func (m *Mirror) lfsPointers(ctx context.Context, commit, index string, es []treeEntry) ([]string, error) {
+	out, err := git(ctx, m.Dir, "grep", "-l", "-z", "--no-color", "-I", "-e", "filter=lfs", commit, "--", "*.gitattributes", ".gitattributes")
+	if err != nil || out == "" {
+		return nil, nil
+	}
+	var paths strings.Builder
+	for _, e := range es {
+		if e.kind == "blob" {
+			paths.WriteString(e.path + "\x00")
+		}
+	}
+	attr, err := gitEnvInput(ctx, m.Dir, []string{"GIT_INDEX_FILE=" + index}, strings.NewReader(paths.String()), "check-attr", "--cached", "-z", "--stdin", "filter")
+	if err != nil {
+		return nil, fmt.Errorf("read the attributes of %s: %w", short(commit), err)
+	}
+	recs := splitZ(attr)
+	var lfs []string
+	for i := 0; i+2 < len(recs); i += 3 {
+		if recs[i+2] == "lfs" {
+			lfs = append(lfs, recs[i])
+		}
+	}
+	return lfs, nil
+}
+
+// readLines reads a small list Sandbar wrote, one item a line.
+func readLines(p string) []string {
+	b, err := readRegular(p, 16<<20)
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	return strings.Split(string(b), "\n")
+}
+
+// includedFile is one file an include list selects, read whole.
+type includedFile struct {
+	rel  string
+	mode fs.FileMode
+	link string
+	data []byte
+}
+
+// includedSet is what the source's include lists select.
+type includedSet struct {
+	files   []includedFile
+	skipped []string
+}
+
+func (s includedSet) copied() []string {
+	out := make([]string, len(s.files))
+	for i, f := range s.files {
+		out[i] = f.rel
+	}
+	return out
+}
+
+// maxIncluded bounds what include lists may bring into a base disk: they
+// are for .env files and the like, not data sets.
+const maxIncluded = 256 << 20
+
+// readIncluded reads the files the source's include lists select (see
+// copyIncluded for the rules), each checked with Lstat as a regular file
+// or a symlink that stays inside the repository.
+func readIncluded(ctx context.Context, src string) (includedSet, error) {
+	picked, err := pickIncluded(ctx, src)
+	if err != nil || len(picked) == 0 {
+		return includedSet{}, err
+	}
+	var s includedSet
+	var total int64
+	for _, rel := range picked {
+		if strings.ContainsAny(rel, "\n\r") {
+			s.skipped = append(s.skipped, rel+": a name with a line break cannot be excluded in the clone")
+			continue
+		}
+		p := filepath.Join(src, filepath.FromSlash(rel))
+		fi, err := os.Lstat(p)
+		if err != nil {
+			s.skipped = append(s.skipped, rel+": "+err.Error())
+			continue
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				s.skipped = append(s.skipped, rel+": "+err.Error())
+				continue
+			}
+			if filepath.IsAbs(target) || !filepath.IsLocal(filepath.Join(filepath.Dir(filepath.FromSlash(rel)), target)) {
+				s.skipped = append(s.skipped, rel+" -> "+target+": symlink out of the repository")
+				continue
+			}
+			s.files = append(s.files, includedFile{rel: rel, mode: fi.Mode(), link: target})
+		case fi.Mode().IsRegular():
+			if total+fi.Size() > maxIncluded {
+				s.skipped = append(s.skipped, fmt.Sprintf("%s: the included files pass %d MiB: include less", rel, maxIncluded>>20))
+				continue
+			}
+			data, err := readRegular(p, maxIncluded-total)
+			if err != nil {
+				s.skipped = append(s.skipped, rel+": "+err.Error())
+				continue
+			}
+			total += int64(len(data))
+			s.files = append(s.files, includedFile{rel: rel, mode: fi.Mode(), data: data})
+		default:
+			s.skipped = append(s.skipped, rel+": not a regular file")
+		}
+	}
+	return s, nil
+}
+
+// readRegular reads a regular file of at most limit bytes, refusing
+// anything else (a FIFO would block, a device would not end).
+func readRegular(p string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	if fi.Size() > limit {
+		return nil, fmt.Errorf("larger than %d bytes", limit)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(data)) > limit {
+		err = fmt.Errorf("larger than %d bytes", limit)
+	}
+	return data, err
+}
