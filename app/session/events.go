@@ -20,9 +20,13 @@ const (
 	EventStats      EventKind = "stats"      // guest and host resource use
 	EventChanges    EventKind = "changes"    // the workspace changed
 	EventRemoved    EventKind = "removed"    // the session was deleted
+	// EventTurn: a Claude Code agent ended a turn (its stream-json
+	// "result") and waits for a message; Turn says how the turn ended.
+	// Custom agents have no turns.
+	EventTurn EventKind = "turn"
 	// EventDropped: the subscriber fell behind and Dropped events after
-	// the one before this were not delivered to it (state changes are
-	// never dropped). Session is the subscription's ("" for all). Re-read
+	// the one before this were not delivered to it (state changes and
+	// turn ends are never dropped). Session is the subscription's ("" for all). Re-read
 	// from the store what the missed events would have said.
 	EventDropped EventKind = "dropped"
 )
@@ -42,6 +46,30 @@ type Event struct {
 	Entry   *Entry             `json:"entry,omitempty"`
 	Stats   *Stats             `json:"stats,omitempty"`
 	Changes *workspace.Changes `json:"changes,omitempty"`
+	Turn    *Turn              `json:"turn,omitempty"`
+}
+
+// Turn is how a turn of a Claude Code agent ended.
+type Turn struct {
+	// Code is 0 when the turn succeeded and 1 when its result was an
+	// error (is_error, or a subtype other than success): what `sandbar
+	// start --wait` exits with.
+	Code    int    `json:"code"`
+	Summary string `json:"summary"` // Entry.Summary of the result
+}
+
+// turnOf is the end of the turn whose result entry is e.
+func turnOf(e Entry) *Turn {
+	t := &Turn{Summary: e.Summary()}
+	if e.IsError {
+		t.Code = 1
+		if first := firstLine(e.Text); first != "" {
+			t.Summary = "error: " + first
+		} else {
+			t.Summary = "error: " + t.Summary
+		}
+	}
+	return t
 }
 
 // Stats is a session's resource use: the guest's view and the host's
@@ -70,10 +98,11 @@ const (
 // hub fans events out to subscribers. Each subscriber has its own queue,
 // so a slow one never blocks the sessions. The queue is bounded: when it
 // is full, further log, transcript, stats and changes events are dropped
-// and counted in one EventDropped in their place; a state or removed
-// event is kept, in place of an older one of the same session and kind
+// and counted in one EventDropped in their place; a state, turn or
+// removed event is kept, in place of an older one of the same session and kind
 // still queued (it says everything that one said), so what is queued
-// beyond the bound is at most two events per session.
+// beyond the bound is at most three events per session. A turn event is
+// kept the same way: `sandbar start --wait` returns on it.
 type hub struct {
 	mu   sync.Mutex
 	subs map[*subscriber]struct{}
@@ -148,7 +177,7 @@ func (s *subscriber) push(ev Event) {
 	full := len(s.queue) >= maxQueueEvents || len(s.queue) > 0 && s.bytes+size > maxQueueBytes
 	switch {
 	case !full:
-	case ev.Kind == EventState || ev.Kind == EventRemoved:
+	case ev.Kind == EventState || ev.Kind == EventTurn || ev.Kind == EventRemoved:
 		for i, q := range s.queue {
 			if i != s.mark && q.Kind == ev.Kind && q.Session == ev.Session {
 				s.remove(i)

@@ -24,7 +24,7 @@ func queued(s *subscriber) (events, bytes int) {
 // reach the bound in bytes first) holds at most the queue's bound, the
 // publisher never waits for it, and once it reads it sees the
 // lines it got, one event saying how many it missed, and the state
-// change published after the flood (state changes are kept, never
+// change and turn end published after the flood (those are kept, never
 // dropped). Another session's subscriber is not affected.
 func TestHubBoundsASlowSubscriber(t *testing.T) {
 	for _, tt := range []struct {
@@ -60,6 +60,7 @@ func testSlowSubscriber(t *testing.T, lines, size int) {
 		for i := range lines {
 			h.publish(Event{Session: "chatty", Kind: EventLog, Log: &store.LogLine{Seq: int64(i + 1), Text: text}})
 		}
+		h.publish(Event{Session: "chatty", Kind: EventTurn, Turn: &Turn{Code: 1}})
 		h.publish(Event{Session: "chatty", Kind: EventState, State: StateStopped})
 		h.publish(Event{Session: "other", Kind: EventState, State: StateRunning})
 	}()
@@ -69,12 +70,12 @@ func testSlowSubscriber(t *testing.T, lines, size int) {
 		t.Fatalf("publishing %d lines took over 30 s: the publisher waits for a subscriber that reads nothing", lines)
 	}
 	n, b := queued(sub)
-	// Beyond the bound: the EventDropped and the two state changes.
-	if n > maxQueueEvents+3 || b > maxQueueBytes+2*eventSize(Event{Log: &store.LogLine{Text: text}}) {
+	// Beyond the bound: the EventDropped, the turn and the two state changes.
+	if n > maxQueueEvents+4 || b > maxQueueBytes+2*eventSize(Event{Log: &store.LogLine{Text: text}}) {
 		t.Errorf("the slow subscriber holds %d events, %d bytes; want at most %d events, %d bytes", n, b, maxQueueEvents, maxQueueBytes)
 	}
 
-	got, dropped, stopped := 0, 0, false
+	got, dropped, stopped, turn := 0, 0, false, false
 	last := int64(0)
 	for !stopped {
 		select {
@@ -91,6 +92,8 @@ func testSlowSubscriber(t *testing.T, lines, size int) {
 					t.Errorf("a dropped event says %d were dropped", ev.Dropped)
 				}
 				dropped += ev.Dropped
+			case EventTurn:
+				turn = ev.Turn != nil && ev.Turn.Code == 1
 			case EventState:
 				if ev.Session == "chatty" {
 					stopped = true
@@ -99,6 +102,9 @@ func testSlowSubscriber(t *testing.T, lines, size int) {
 		case <-time.After(30 * time.Second):
 			t.Fatalf("after %d lines and %d dropped, the state change published last never came", got, dropped)
 		}
+	}
+	if !turn {
+		t.Error("the turn's end, published after the flood, was dropped")
 	}
 	if got+dropped != lines || dropped == 0 {
 		t.Errorf("got %d lines and %d dropped, of %d: want every line either delivered or counted as dropped, and some dropped", got, dropped, lines)

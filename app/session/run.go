@@ -563,6 +563,7 @@ func (r *run) onEvent(ev protocol.Event) {
 				r.addEntry(e)
 				if e.Kind == EntryResult {
 					r.setActivity(r.ctx, ActivityWaiting, "waiting for your message: "+e.Summary())
+					r.m.hub.publish(Event{Session: r.id, Time: e.Time, Kind: EventTurn, Turn: turnOf(e)})
 				}
 			}
 		}
