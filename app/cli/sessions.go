@@ -96,7 +96,7 @@ func start(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "sandbar start")
 	var o session.Options
 	memory, disk, agent := startFlags(fs, &o)
-	wait := fs.Bool("wait", false, "show the agent's output live and exit with its exit code")
+	wait := fs.Bool("wait", false, "show the agent's output live and exit with its exit code; with Claude Code, return when its turn ends (0, or 1 for an error result) and leave the session waiting")
 	fs.Usage = func() {
 		fmt.Fprintf(env.Stderr, "usage: sandbar start [flags] [PROJECT]\n\nStarts an agent session on a fresh clone of the project's repository, in its own VM.\n\nflags:\n")
 		fs.PrintDefaults()
@@ -121,6 +121,9 @@ func start(ctx context.Context, env *Env, args []string) error {
 	if *agent != "" {
 		o.Agent = session.AgentSpec{Command: "sh", Args: []string{"-c", *agent}}
 	}
+	if *wait && o.Agent.Claude() && o.Prompt == "" {
+		return UsageError{Msg: "sandbar start --wait: Claude Code waits for a first message, so there is no turn to wait for: give one with --prompt"}
+	}
 	// The image build is long the first time: do it here, with progress.
 	if _, err := imageOrBuild(ctx, env); err != nil {
 		return err
@@ -129,29 +132,40 @@ func start(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var events <-chan session.Event
 	if *wait {
-		sctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		if events, err = e.Subscribe(sctx, ""); err != nil {
-			return err
-		}
+		return startAndWait(ctx, env, e, o)
 	}
 	s, err := e.Start(ctx, o)
 	if err != nil {
 		return err
 	}
-	if !*wait {
-		fmt.Fprintf(env.Stdout, "session %s started on branch %s\n", s.ID, s.Branch)
-		fmt.Fprintf(env.Stdout, "  follow it: sandbar logs -f %s\n", s.ID[:6])
-		return nil
+	fmt.Fprintf(env.Stdout, "session %s started on branch %s\n", s.ID, s.Branch)
+	fmt.Fprintf(env.Stdout, "  follow it: sandbar logs -f %s\n", s.ID[:6])
+	return nil
+}
+
+// startAndWait is `start --wait`: it starts the session through the
+// engine e and follows it.
+func startAndWait(ctx context.Context, env *Env, e *session.Remote, o session.Options) error {
+	// Subscribed first, so nothing the session does is missed.
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events, err := e.Subscribe(sctx, "")
+	if err != nil {
+		return err
+	}
+	s, err := e.Start(ctx, o)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(env.Stderr, "sandbar: session %s on branch %s\n", s.ID, s.Branch)
 	return follow(ctx, env, e, s.ID, events)
 }
 
 // follow prints a session's events until it ends, then exits with the
-// agent's exit code. Ctrl-C stops the session.
+// agent's exit code; or, for Claude Code, until its turn ends, then exits
+// with the turn's result (0, or 1 for an error) and leaves the session
+// waiting for a message. Ctrl-C stops the session.
 func follow(ctx context.Context, env *Env, e *session.Remote, id string, events <-chan session.Event) error {
 	lastReason := ""
 	for {
@@ -166,12 +180,24 @@ func follow(ctx context.Context, env *Env, e *session.Remote, id string, events 
 			if !ok {
 				return errors.New("lost the engine while following the session: `sandbar ls` shows its state")
 			}
-			if ev.Session != id {
+			if ev.Session != id && ev.Kind != session.EventDropped {
 				continue
 			}
 			switch ev.Kind {
 			case session.EventLog:
 				printLogLine(env, *ev.Log)
+			case session.EventDropped:
+				fmt.Fprintf(env.Stderr, "sandbar: %d events not shown (this terminal fell behind): `sandbar logs %s` has every line\n", ev.Dropped, short(id))
+			case session.EventTurn:
+				if ev.Turn == nil {
+					continue
+				}
+				fmt.Fprintf(env.Stderr, "sandbar: the agent's turn ended (%s); the session waits for your message: sandbar chat %s TEXT, or sandbar stop %s\n",
+					ev.Turn.Summary, short(id), short(id))
+				if ev.Turn.Code != 0 {
+					return ExitError{Code: ev.Turn.Code}
+				}
+				return nil
 			case session.EventState:
 				if ev.Reason != lastReason && env.IsTerminal {
 					fmt.Fprintf(env.Stderr, "sandbar: %s %s: %s\n", ev.State, ev.Activity, ev.Reason)

@@ -83,8 +83,26 @@ func (p Paths) ProjectRepo(id int64) string { return filepath.Join(p.Project(id)
 func (p Paths) ProjectBases(id int64) string { return filepath.Join(p.Project(id), "bases") }
 
 // Ensure creates the directories that must exist before anything runs.
+// The data directory and its sessions folder are the person's alone
+// (0700): one an older Sandbar made 0755 is tightened. Images and
+// downloads hold nothing private, and SANDBAR_IMAGE_DIR may be shared, so
+// they are only created.
 func (p Paths) Ensure() error {
-	for _, dir := range []string{p.Home, p.Sessions(), p.Images, p.Downloads} {
+	for _, dir := range []string{p.Home, p.Sessions()} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("create %s: %w (check the permissions of its parent, or set SANDBAR_HOME)", dir, err)
+		}
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return fmt.Errorf("create %s: %w (check the permissions of its parent, or set SANDBAR_HOME)", dir, err)
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(dir, 0o700); err != nil {
+				return fmt.Errorf("make %s private: %w (run chmod 700 on it, or set SANDBAR_HOME to a directory of your own)", dir, err)
+			}
+		}
+	}
+	for _, dir := range []string{p.Images, p.Downloads} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w (check the permissions of its parent, or set SANDBAR_HOME)", dir, err)
 		}

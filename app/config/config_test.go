@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -82,5 +83,47 @@ func TestEnsureAndSessionPaths(t *testing.T) {
 	}
 	if got, want := p.DB(), filepath.Join(root, "sandbar.db"); got != want {
 		t.Errorf("DB = %q, want %q", got, want)
+	}
+}
+
+// TestEnsureMakesTheDataDirectoryPrivate: under umask 0, a new data
+// directory and its sessions folder are 0700, and one an older Sandbar
+// left 0755 is tightened.
+func TestEnsureMakesTheDataDirectoryPrivate(t *testing.T) {
+	old := syscall.Umask(0)
+	t.Cleanup(func() { syscall.Umask(old) })
+	root := t.TempDir()
+	p, err := Resolve(envOf(map[string]string{"SANDBAR_HOME": filepath.Join(root, "home"), "HOME": root}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode := func(dir string) os.FileMode {
+		t.Helper()
+		fi, err := os.Stat(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Mode().Perm()
+	}
+	if err := p.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{p.Home, p.Sessions()} {
+		if got := mode(dir); got != 0o700 {
+			t.Errorf("new %s: mode %#o, want 0700", dir, got)
+		}
+	}
+	for _, dir := range []string{p.Home, p.Sessions()} {
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{p.Home, p.Sessions()} {
+		if got := mode(dir); got != 0o700 {
+			t.Errorf("old %s left 0755: mode %#o after Ensure, want 0700", dir, got)
+		}
 	}
 }

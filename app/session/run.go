@@ -68,8 +68,7 @@ type run struct {
 	seq        int64
 	lastActive time.Time
 	activity   string
-	logW       *bufio.Writer
-	logF       *os.File
+	logW       *boundedLog
 	trF        *os.File
 	pending    []store.LogLine
 	flushWake  chan struct{}
@@ -527,6 +526,7 @@ func (r *run) onEvent(ev protocol.Event) {
 				r.addEntry(e)
 				if e.Kind == EntryResult {
 					r.setActivity(r.ctx, ActivityWaiting, "waiting for your message: "+e.Summary())
+					r.m.hub.publish(Event{Session: r.id, Time: e.Time, Kind: EventTurn, Turn: turnOf(e)})
 				}
 			}
 		}
@@ -575,9 +575,9 @@ func (r *run) systemLine(text string) { r.addLine("system", text) }
 func (r *run) addLine(stream, text string) {
 	r.mu.Lock()
 	r.seq++
-	l := store.LogLine{Seq: r.seq, Stream: stream, Time: time.Now(), Text: text}
+	l := store.LogLine{Seq: r.seq, Stream: stream, Time: time.Now(), Text: boundLogText(text)}
 	if r.logW != nil {
-		fmt.Fprintf(r.logW, "%s %-6s %s\n", l.Time.UTC().Format("2006-01-02T15:04:05.000Z"), stream, text)
+		fmt.Fprintf(r.logW, "%s %-6s %s\n", l.Time.UTC().Format("2006-01-02T15:04:05.000Z"), stream, l.Text)
 	}
 	r.pending = append(r.pending, l)
 	n := len(r.pending)
@@ -604,7 +604,7 @@ func (r *run) addEntry(e Entry) {
 // openFiles opens the log and transcript for appending and finds the
 // log's next sequence number.
 func (r *run) openFiles() error {
-	f, err := os.OpenFile(filepath.Join(r.dir, logFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := openBoundedLog(filepath.Join(r.dir, logFile), maxLogFile)
 	if err != nil {
 		return fmt.Errorf("open the agent log: %w", err)
 	}
@@ -615,7 +615,7 @@ func (r *run) openFiles() error {
 	}
 	last, _ := r.m.cfg.Store.LastLogs(r.ctx, r.id, 1)
 	r.mu.Lock()
-	r.logF, r.logW, r.trF = f, bufio.NewWriterSize(f, 64<<10), t
+	r.logW, r.trF = f, t
 	if len(last) > 0 && last[0].Seq > r.seq {
 		r.seq = last[0].Seq
 	}
@@ -630,8 +630,7 @@ func (r *run) closeFiles() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.logW != nil {
-		r.logW.Flush()
-		r.logF.Close()
+		r.logW.Close()
 		r.trF.Close()
 		r.logW = nil
 		r.trF = nil

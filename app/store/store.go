@@ -106,6 +106,9 @@ func openAt(path string, version int) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("create the data directory for %s: %w: check its permissions or set SANDBAR_HOME", abs, err)
 	}
+	if err := makePrivate(abs); err != nil {
+		return nil, err
+	}
 	ctx := context.Background()
 	if err := retryBusy(ctx, func() error { return check(ctx, abs) }); err != nil {
 		return nil, err
@@ -125,6 +128,63 @@ func openAt(path string, version int) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// makePrivate makes the database at abs, its directory (the data
+// directory) and the files SQLite keeps beside it readable by their owner
+// alone, whatever the umask: it creates a missing database file 0600, so
+// SQLite, which gives the -wal, -shm and -journal files the database's
+// mode, makes those 0600 too; and it tightens what an older Sandbar left
+// 0755 or 0644. A symlink or anything else odd is left for check to refuse.
+func makePrivate(abs string) error {
+	dir := filepath.Dir(abs)
+	if err := tighten(dir, true, 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case err == nil:
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("create the database %s: %w", abs, err)
+		}
+	case !errors.Is(err, os.ErrExist):
+		return fmt.Errorf("create the database %s: %w: check the permissions of %s or set SANDBAR_HOME", abs, err, dir)
+	}
+	for _, name := range []string{abs, abs + "-wal", abs + "-shm", abs + "-journal"} {
+		if err := tighten(name, false, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tighten sets the permission bits of path to mode when it grants anyone
+// but its owner anything. A directory is followed through a symlink (the
+// data directory may be one); a file must be a regular file itself. A
+// missing path, or one of another type than wanted, is left alone.
+func tighten(path string, dir bool, mode os.FileMode) error {
+	stat := os.Lstat
+	if dir {
+		stat = os.Stat
+	}
+	fi, err := stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("make %s private: %w: check its permissions", path, err)
+	}
+	wanted := fi.Mode().IsRegular()
+	if dir {
+		wanted = fi.IsDir()
+	}
+	if !wanted || fi.Mode().Perm()&0o077 == 0 {
+		return nil
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		return fmt.Errorf("make %s private: %w: run chmod %o on it, or set SANDBAR_HOME to a directory of your own", path, err, mode)
+	}
+	return nil
 }
 
 // fileURI is the SQLite URI of the file at the absolute path abs.

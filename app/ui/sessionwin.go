@@ -179,8 +179,8 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project) *sessionWindow 
 	w.logs = NewLogView(DefaultLogCapacity, hint)
 	w.logs.post = w.post
 	if w.dir != "" {
-		// agent.log holds every line; the view and the store keep the
-		// newest.
+		// agent.log holds the newest 64 to 128 MiB (with agent.log.1);
+		// the view and the store keep fewer lines.
 		if o := fileOpener(filepath.Join(w.dir, "agent.log"), lookPath); o.missing == "" {
 			w.logs.OnOpenOlder = func() { w.launch(o) }
 		}
