@@ -1,0 +1,210 @@
+//go:build linux
+
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sandbar/app/config"
+	"sandbar/app/sandbox"
+	"sandbar/app/session"
+	"sandbar/app/store"
+	"sandbar/guest/image"
+)
+
+// hugoLike makes a repository shaped like gohugoio/hugo (2,547 files in
+// about 300 folders, ~10 MB of text) under root, committed once.
+func hugoLike(b *testing.B, root string) string {
+	b.Helper()
+	repo := filepath.Join(root, "hugo-like")
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := strings.Fields("func return if else for range package import type struct interface map string int error nil true false var const go defer select case switch")
+	for i := range 2547 {
+		dir := filepath.Join(repo, fmt.Sprintf("pkg%02d", i%30), fmt.Sprintf("sub%02d", (i/30)%10))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		var buf bytes.Buffer
+		for buf.Len() < 1000+rng.IntN(6000) {
+			buf.WriteString(words[rng.IntN(len(words))])
+			if rng.IntN(8) == 0 {
+				buf.WriteByte('\n')
+			} else {
+				buf.WriteByte(' ')
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("file%04d.go", i)), buf.Bytes(), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{
+		{"init", "-q"},
+		{"add", "-A"},
+		{"-c", "user.name=B", "-c", "user.email=b@example.com", "commit", "-q", "-m", "hugo-like"},
+	} {
+		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return repo
+}
+
+// statusScript times `git status` in the session's clone (/workspace: the
+// base disk under the session's layer) and in a copy of it on the same
+// VM's scratch disk, each after one run that refreshes the index.
+const statusScript = `set -e
+n=$1
+t() { s=$(date +%s%N); git status --porcelain >/dev/null; e=$(date +%s%N); echo "$1 $(( (e - s) / 1000 ))"; }
+cd /workspace
+git status >/dev/null
+i=0; while [ $i -lt $n ]; do t workspace; i=$((i+1)); done
+rm -rf /var/tmp/copy; cp -a /workspace /var/tmp/copy; cd /var/tmp/copy
+git status >/dev/null
+i=0; while [ $i -lt $n ]; do t scratch; i=$((i+1)); done
+rm -rf /var/tmp/copy
+`
+
+// BenchmarkSessionWorkspace: on a hugo-sized repository, in one running
+// session (2 vCPU, 2 GiB): git status on the in-VM workspace against the
+// same VM's scratch disk (target ≤ 1.2×), save + merge of a session with
+// one new commit (target ≤ 1 s), and the disk a new session costs (its
+// overlay; the base disk is the project's, shared by its sessions).
+func BenchmarkSessionWorkspace(b *testing.B) {
+	e := setup(b)
+	root := b.TempDir()
+	repo := hugoLike(b, root)
+	paths := config.Paths{Home: filepath.Join(root, "home"), Images: filepath.Dir(e.img.Dir), Downloads: filepath.Join(root, "dl")}
+	st, err := store.Open(filepath.Join(paths.Home, "sandbar.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	m, err := session.New(context.Background(), session.Config{
+		Paths: paths, Store: st, Secrets: noSecrets{}, Hypervisor: e.hv,
+		Image: func(context.Context) (*image.Image, error) { return e.img, nil },
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close(context.Background())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	first := time.Now()
+	s, err := m.Start(ctx, session.Options{Repo: repo, CPUs: 2, MemoryMiB: 2048, DiskGiB: 4, NoNetwork: true,
+		Agent: session.AgentSpec{Command: "sleep", Args: []string{"3600"}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := waitRunning(ctx, m, s.ID); err != nil {
+		b.Fatal(err)
+	}
+	fmt.Printf("first session on the repository (base disk built): running after %s\n", time.Since(first).Round(time.Millisecond))
+
+	// Disk: what the new session wrote of its own.
+	overlay := allocated(filepath.Join(paths.Session(s.ID), sandbox.ScratchFile))
+	var baseSize int64
+	if bases, _ := filepath.Glob(filepath.Join(paths.ProjectBases(s.ProjectID), "*.ext4")); len(bases) == 1 {
+		if fi, err := os.Stat(bases[0]); err == nil {
+			baseSize = fi.Size()
+		}
+	}
+
+	var out bytes.Buffer
+	res, err := m.Exec(ctx, s.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", statusScript, "status", strconv.Itoa(e.runs)}, Timeout: 10 * time.Minute}, &out, &out)
+	if err != nil || res.Code != 0 {
+		b.Fatalf("status script: %v %+v\n%s", err, res, out.String())
+	}
+	ws := &series{Metric: "git status, hugo-sized, session workspace", Key: "status-workspace", Unit: "ms"}
+	sc := &series{Metric: "git status, hugo-sized, same VM's scratch disk", Key: "status-scratch", Unit: "ms"}
+	sca := bufio.NewScanner(&out)
+	for sca.Scan() {
+		f := strings.Fields(sca.Text())
+		if len(f) != 2 {
+			continue
+		}
+		us, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			continue
+		}
+		switch f[0] {
+		case "workspace":
+			ws.add(us / 1000)
+		case "scratch":
+			sc.add(us / 1000)
+		}
+	}
+	if len(ws.vals) == 0 || len(sc.vals) == 0 {
+		b.Fatalf("no timings in:\n%s", out.String())
+	}
+
+	merge := &series{Metric: "save + merge, one new commit", Key: "save-merge", Unit: "ms"}
+	for i := range e.runs {
+		var o bytes.Buffer
+		res, err := m.Exec(ctx, s.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c",
+			fmt.Sprintf(`echo %d >> pkg00/sub00/file0000.go && git -c user.name=A -c user.email=a@b commit -qam "change %d"`, i, i)}}, &o, &o)
+		if err != nil || res.Code != 0 {
+			b.Fatalf("commit: %v %+v\n%s", err, res, o.String())
+		}
+		start := time.Now()
+		if _, err := m.Merge(ctx, s.ID, false); err != nil {
+			b.Fatal(err)
+		}
+		merge.add(ms(time.Since(start)))
+	}
+	m.Stop(ctx, s.ID)
+	m.Remove(ctx, s.ID, true)
+
+	wsM, scM := median(ws.vals), median(sc.vals)
+	fmt.Printf("git status ratio workspace/scratch: %.2f (median %.1f ms vs %.1f ms)\n", wsM/scM, wsM, scM)
+	fmt.Printf("disk of a new session: overlay %.1f MiB allocated; the project's base disk %.1f MiB, shared\n", float64(overlay)/(1<<20), float64(baseSize)/(1<<20))
+	b.ReportMetric(wsM/scM, "status-ratio")
+	b.ReportMetric(float64(overlay)/(1<<20), "overlay-MiB")
+	b.ReportMetric(float64(baseSize)/(1<<20), "base-MiB")
+	e.report(b, ws, sc, merge)
+}
+
+// allocated is the disk space a sparse file takes.
+func allocated(p string) int64 {
+	var st syscall.Stat_t
+	if err := syscall.Stat(p, &st); err != nil {
+		return -1
+	}
+	return st.Blocks * 512
+}
+
+func median(vs []float64) float64 { return summarize(vs).Median }
+
+// waitRunning waits for the session's agent to have started.
+func waitRunning(ctx context.Context, m *session.Manager, id string) error {
+	events := m.Subscribe(ctx, id)
+	for {
+		s, err := m.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		switch s.State {
+		case session.StateRunning:
+			return nil
+		case session.StateFailed, session.StateStopped:
+			return fmt.Errorf("session %s %s: %s", id, s.State, s.Reason)
+		}
+		select {
+		case <-events:
+		case <-ctx.Done():
+			return fmt.Errorf("session %s did not start running: %w", id, ctx.Err())
+		}
+	}
+}
