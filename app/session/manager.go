@@ -735,6 +735,7 @@ func (m *Manager) Remove(ctx context.Context, ref string, force bool) error {
 		if err := mr.Forget(ctx, s.ID); err != nil {
 			m.log.Warn("forget the session's saved work", "session", s.ID, "err", err)
 		}
+		m.pruneBases(ctx, s.ProjectID)
 		unlock()
 	}
 	m.hub.publish(Event{Session: s.ID, Time: time.Now(), Kind: EventRemoved})

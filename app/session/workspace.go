@@ -374,6 +374,39 @@ func (m *Manager) savedWork(ctx context.Context, s store.Session) (*workspace.Mi
 	return m.mirror(ctx, s.ProjectID)
 }
 
+// pruneBases deletes a project's base disks that no session boots on any
+// more, keeping the newest (the next session most likely starts there).
+// A base disk is as large as the repository's checkout and history.
+func (m *Manager) pruneBases(ctx context.Context, projectID int64) {
+	dir := m.cfg.Paths.ProjectBases(projectID)
+	disks, _ := filepath.Glob(filepath.Join(dir, "base-*.ext4"))
+	if len(disks) < 2 {
+		return
+	}
+	sessions, err := m.cfg.Store.Sessions(ctx, store.SessionFilter{ProjectID: projectID})
+	if err != nil {
+		return
+	}
+	used := map[string]bool{}
+	for _, s := range sessions {
+		if p, err := readSessionFile(m.cfg.Paths.Session(s.ID), baseDiskFile); err == nil {
+			used[p] = true
+		}
+	}
+	newest, newestTime := "", time.Time{}
+	for _, d := range disks {
+		if fi, err := os.Lstat(d); err == nil && fi.ModTime().After(newestTime) {
+			newest, newestTime = d, fi.ModTime()
+		}
+	}
+	for _, d := range disks {
+		if !used[d] && d != newest {
+			os.Remove(d)
+			os.Remove(d + ".lfs")
+		}
+	}
+}
+
 // removeSessionDir deletes a session's directory. A scratch disk can be
 // large, and a legacy clone may hold anything the agent made (symlinks
 // included: RemoveAll does not follow them).

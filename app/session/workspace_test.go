@@ -1,0 +1,105 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBaseDisksShared: sessions at one commit boot on one base disk; a
+// base disk no session uses any more is deleted, the newest kept.
+func TestBaseDisksShared(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	start := func() string {
+		t.Helper()
+		s, err := f.m.Start(ctx, Options{Repo: f.repo, Agent: AgentSpec{Command: "true"}, CPUs: 1, MemoryMiB: 512})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s = f.wait(t, s.ID); s.State != StateStopped {
+			t.Fatalf("session %s: %s %q", s.ID, s.State, s.Reason)
+		}
+		return s.ID
+	}
+	disk := func(id string) string {
+		t.Helper()
+		p, err := readSessionFile(f.paths.Session(id), baseDiskFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, b := start(), start()
+	if disk(a) != disk(b) {
+		t.Errorf("two sessions at one commit have two base disks: %s, %s", disk(a), disk(b))
+	}
+	if fi, err := os.Stat(disk(a)); err != nil || fi.Mode().Perm()&0o222 != 0 {
+		t.Errorf("base disk %s: %v, mode %v; want read-only", disk(a), err, fi.Mode())
+	}
+	git(t, f.repo, "commit", "-q", "--allow-empty", "-m", "second")
+	c := start()
+	if disk(c) == disk(a) {
+		t.Fatal("a session at a new commit reused the old base disk")
+	}
+	for _, id := range []string{a, b} {
+		if err := f.m.Remove(ctx, id, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(disk(c)); err != nil {
+		t.Errorf("the base disk in use is gone: %v", err)
+	}
+	disks, _ := filepath.Glob(filepath.Join(f.paths.ProjectBases(1), "base-*.ext4"))
+	if len(disks) != 1 {
+		t.Errorf("base disks left: %q, want only %s", disks, disk(c))
+	}
+}
+
+// TestLegacySession: a session from before the in-VM workspace (a shared
+// clone in sessions/<id>/workspace) is never run, merged or read with git;
+// every verb says where its files are, and only rm --force deletes it.
+func TestLegacySession(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s, err := f.m.Start(ctx, Options{Repo: f.repo, Agent: AgentSpec{Command: "true"}, CPUs: 1, MemoryMiB: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, s.ID)
+	dir := f.paths.Session(s.ID)
+	// What an older Sandbar left: a clone the agent wrote, with a trap.
+	os.Remove(filepath.Join(dir, baseDiskFile))
+	ws := filepath.Join(dir, legacyWorkspace)
+	os.MkdirAll(filepath.Join(ws, ".git"), 0o755)
+	pwned := filepath.Join(t.TempDir(), "pwned")
+	os.WriteFile(filepath.Join(ws, ".git", "config"), []byte("[core]\n\tfsmonitor = touch "+pwned+"\n"), 0o644)
+	os.Symlink("/", filepath.Join(ws, "root"))
+
+	for name, verb := range map[string]func() error{
+		"restart": func() error { _, err := f.m.Restart(ctx, s.ID); return err },
+		"merge":   func() error { _, err := f.m.Merge(ctx, s.ID, false); return err },
+		"changes": func() error { _, err := f.m.Changes(ctx, s.ID); return err },
+		"rm":      func() error { return f.m.Remove(ctx, s.ID, false) },
+	} {
+		err := verb()
+		if !errors.Is(err, ErrLegacySession) || !strings.Contains(err.Error(), ws) || !strings.Contains(err.Error(), "rm --force") {
+			t.Errorf("%s: err = %v, want ErrLegacySession naming %s", name, err, ws)
+		}
+	}
+	if err := f.m.Remove(ctx, s.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("rm --force left %s: %v", dir, err)
+	}
+	if _, err := os.Stat(pwned); err == nil {
+		t.Error("git ran in the old shared clone")
+	}
+	if _, err := os.Stat("/"); err != nil {
+		t.Fatal("the symlink's target went with the session")
+	}
+}
