@@ -58,35 +58,6 @@ func gitEnv() []string {
 	return append(out, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
 }
 
-// neutralFilters returns -c settings that disarm every filter driver
-// configured for the repository at dir. Reading config runs nothing.
-func neutralFilters(ctx context.Context, dir string) []string {
-	args := []string{"-C", dir}
-	if os.Geteuid() == 0 {
-		args = append([]string{"-c", "safe.directory=*"}, args...)
-	}
-	cmd := exec.CommandContext(ctx, "git", append(args, "config", "-z", "--get-regexp", `^filter\.`)...)
-	cmd.Env = gitEnv()
-	out, _ := cmd.Output() // exit 1: no filters; not a repository: nothing to disarm
-	seen := map[string]bool{}
-	var neutral []string
-	for _, rec := range strings.Split(string(out), "\x00") {
-		key, _, _ := strings.Cut(rec, "\n")
-		i, j := strings.Index(key, "."), strings.LastIndex(key, ".")
-		if i < 0 || j <= i {
-			continue
-		}
-		name := key[i+1 : j]
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
-		neutral = append(neutral, "-c", "filter."+name+".clean=cat", "-c", "filter."+name+".smudge=cat",
-			"-c", "filter."+name+".process=", "-c", "filter."+name+".required=false")
-	}
-	return neutral
-}
-
 // GitDeadline bounds a host git command whose context has no deadline of
 // its own: nothing Sandbar runs may hang for good.
 const GitDeadline = 30 * time.Minute
@@ -101,21 +72,12 @@ func withDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
 // command builds a git command run in dir ("" for no -C) that dies with
 // its context and, on Linux, with this process.
 func command(ctx context.Context, dir string, args ...string) *exec.Cmd {
-	// A session's clone is written by the agent inside its VM, so its
-	// .git/config is not trusted: nothing Sandbar runs on the host may
-	// execute what it names. Hooks and the fsmonitor are turned off here;
-	// diffs run with --no-ext-diff --no-textconv (see status.go), and
-	// every filter driver the repository's config names is replaced by
-	// cat (clean, smudge) or nothing (process).
+	// Host git runs only in the person's repository and in Sandbar's own
+	// (see Mirror), never where an agent writes: a session's clone lives
+	// in its VM. Hooks and the fsmonitor are off all the same, since
+	// Sandbar's reads need neither, and diffs run with --no-ext-diff
+	// --no-textconv.
 	full := []string{"-c", "core.quotepath=off", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"}
-	if os.Geteuid() == 0 {
-		// Sandbar running as root gives session clones to the agent's
-		// uid (see app/session), which git would call dubious ownership.
-		full = append(full, "-c", "safe.directory=*")
-	}
-	if dir != "" {
-		full = append(full, neutralFilters(ctx, dir)...)
-	}
 	if dir != "" {
 		full = append(full, "-C", dir)
 	}

@@ -21,17 +21,16 @@ import (
 // (see Mirror.ImportSave).
 const SaveScript = `set -e
 branch=$1 base=$2
-t=$(mktemp -d /var/tmp/sandbar-save.XXXXXX)
-trap 'rm -rf "$t"' EXIT
-export GIT_INDEX_FILE="$t/index" GIT_OPTIONAL_LOCKS=0
+export GIT_INDEX_FILE=/tmp/sandbar-save-$$.index GIT_OPTIONAL_LOCKS=0
 export GIT_AUTHOR_NAME=Sandbar GIT_AUTHOR_EMAIL=sandbar@localhost GIT_COMMITTER_NAME=Sandbar GIT_COMMITTER_EMAIL=sandbar@localhost
-head=$(git rev-parse -q --verify 'HEAD^{commit}') || head=$base
+trap 'rm -f "$GIT_INDEX_FILE" "$GIT_INDEX_FILE.lock"' EXIT
+set -- $(git rev-parse -q --verify 'HEAD^{commit}' 2>/dev/null) $(git rev-parse -q --verify 'HEAD^{tree}' 2>/dev/null)
+head=${1:-$base} htree=${2:-}
 br=$(git rev-parse -q --verify "refs/heads/$branch^{commit}") || br=$head
-idx=$(git rev-parse --git-path index)
-if [ -f "$idx" ]; then cp "$idx" "$GIT_INDEX_FILE"; else git read-tree "$head"; fi
+if [ -f .git/index ]; then cp .git/index "$GIT_INDEX_FILE"; else git read-tree "$head"; fi
 git add -A
 tree=$(git write-tree)
-if [ "$tree" = "$(git rev-parse "$head^{tree}")" ]; then
+if [ "$tree" = "$htree" ]; then
 	snap=$head
 else
 	snap=$(echo 'Sandbar: uncommitted work' | git commit-tree -p "$head" "$tree")
@@ -99,9 +98,13 @@ func (m *Mirror) ImportSave(ctx context.Context, r io.Reader, id string, max int
 	}
 	// Every commit named must be whole: the pack plus what the mirror had.
 	want := []string{info.Branch, info.Snapshot, info.Head}
-	for _, c := range want {
-		if !m.hasCommit(ctx, c) {
-			return info, fmt.Errorf("the session's work names commit %s, which it did not send: it was not saved", short(c))
+	types, err := gitInput(ctx, m.Dir, strings.NewReader(strings.Join(want, "\n")+"\n"), "cat-file", "--batch-check=%(objecttype)")
+	if err != nil {
+		return info, fmt.Errorf("look up the session's commits in %s: %w", m.Dir, err)
+	}
+	for i, t := range strings.Split(strings.TrimSpace(types), "\n") {
+		if i < len(want) && t != "commit" {
+			return info, fmt.Errorf("the session's work names commit %s, which it did not send: it was not saved", short(want[i]))
 		}
 	}
 	if _, err := git(ctx, m.Dir, append([]string{"rev-list", "--objects", "--quiet"}, append(want, "--not", "--all")...)...); err != nil {
