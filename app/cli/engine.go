@@ -52,7 +52,8 @@ func OpenManager(ctx context.Context, env *Env) (*session.Manager, *store.Store,
 			}
 			return img, err
 		},
-		Logger: env.Logger,
+		Logger:       env.Logger,
+		WatchSources: true,
 	})
 	if err != nil {
 		st.Close()

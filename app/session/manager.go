@@ -101,6 +101,10 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// StopGrace is how long the agent gets after SIGTERM; default 5 s.
 	StopGrace time.Duration
+	// WatchSources makes the Manager watch each project's refs and keep
+	// its base disk at the checked-out commit built (see refwatch.go):
+	// what the engine does.
+	WatchSources bool
 }
 
 // AgentSpec says what runs as the agent. The zero value is Claude Code.
@@ -150,7 +154,13 @@ type Manager struct {
 	runs map[string]*run
 	// mirrorLocks serialise the work in each project's own repository.
 	mirrorLocks map[int64]*sync.Mutex
-	wg          sync.WaitGroup
+	// watched holds the projects whose refs are watched; closing stops
+	// new watches, and life ends them.
+	watched    map[int64]bool
+	closing    bool
+	life       context.Context
+	lifeCancel context.CancelFunc
+	wg         sync.WaitGroup
 }
 
 // New returns a Manager and recovers what a previous Sandbar left: live
@@ -176,8 +186,17 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{cfg: cfg, log: cfg.Logger, hub: newHub(), owner: selfOwner(), runs: map[string]*run{}}
+	m.life, m.lifeCancel = context.WithCancel(context.Background())
 	if err := m.recover(ctx); err != nil {
+		m.lifeCancel()
 		return nil, err
+	}
+	if cfg.WatchSources {
+		if ps, err := cfg.Store.Projects(ctx); err == nil {
+			for _, p := range ps {
+				m.watchSource(p)
+			}
+		}
 	}
 	return m, nil
 }
@@ -239,6 +258,9 @@ func (m *Manager) AddProject(ctx context.Context, path string) (store.Project, s
 		return p, "", fmt.Errorf("%s is already the project %q: %w", repo.Root, p.Name, store.ErrExists)
 	}
 	p, err := m.cfg.Store.AddProject(ctx, store.Project{Name: repo.Name, Path: repo.Root, DefaultBranch: repo.Branch})
+	if err == nil {
+		m.watchSource(p)
+	}
 	return p, note, err
 }
 
@@ -428,6 +450,7 @@ func (m *Manager) Start(ctx context.Context, o Options) (store.Session, error) {
 		return store.Session{}, err
 	}
 	m.cfg.Store.TouchProject(ctx, proj.ID, now)
+	m.watchSource(proj)
 	m.publishState(s)
 	r := m.newRun(s, repo, env, o.IdleStop)
 	m.launch(r, func(ctx context.Context) error { return r.provisionAndRun(ctx) })
@@ -840,7 +863,9 @@ func (m *Manager) Close(ctx context.Context) error {
 	for _, r := range m.runs {
 		runs = append(runs, r)
 	}
+	m.closing = true
 	m.mu.Unlock()
+	m.lifeCancel()
 	for _, r := range runs {
 		r.requestStop(ReasonQuit)
 	}

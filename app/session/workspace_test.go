@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBaseDisksShared: sessions at one commit boot on one base disk; a
@@ -102,4 +103,43 @@ func TestLegacySession(t *testing.T) {
 	if _, err := os.Stat("/"); err != nil {
 		t.Fatal("the symlink's target went with the session")
 	}
+}
+
+// TestSourceRefsRefreshBase: the engine watches a project's refs; a new
+// commit in the person's repository gets its base disk built before any
+// session asks for it.
+func TestSourceRefsRefreshBase(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	m, err := New(ctx, Config{Paths: f.paths, Store: f.st, Hypervisor: f.hv, Secrets: mapSecrets{},
+		Image: f.m.cfg.Image, HostMemory: 16 << 30, HostCPUs: 4, WatchSources: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(ctx)
+	p, _, err := m.AddProject(ctx, f.repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitBase := func(head string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			disks, _ := filepath.Glob(filepath.Join(f.paths.ProjectBases(p.ID), "base-"+head[:12]+"-*.ext4"))
+			if len(disks) == 1 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no base disk for %s within 30 s", head[:12])
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// At once for where the repository is; then for each commit.
+	waitBase(git(t, f.repo, "rev-parse", "HEAD"))
+	git(t, f.repo, "commit", "-q", "--allow-empty", "-m", "moved on")
+	waitBase(git(t, f.repo, "rev-parse", "HEAD"))
+	git(t, f.repo, "switch", "-q", "-c", "topic")
+	git(t, f.repo, "commit", "-q", "--allow-empty", "-m", "on a new branch")
+	waitBase(git(t, f.repo, "rev-parse", "HEAD"))
 }

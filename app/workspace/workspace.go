@@ -251,3 +251,21 @@ func short(commit string) string {
 	}
 	return commit
 }
+
+// GitDirs returns the repository's git folder (its HEAD) and its common
+// folder (refs, packed-refs), which differ for a linked worktree.
+func GitDirs(ctx context.Context, r Repo) (gitDir, common string, err error) {
+	out, err := git(ctx, r.Root, "rev-parse", "--absolute-git-dir", "--git-common-dir")
+	if err != nil {
+		return "", "", fmt.Errorf("find the git folder of %s: %w", r.Root, err)
+	}
+	f := strings.Split(strings.TrimSpace(out), "\n")
+	if len(f) != 2 {
+		return "", "", fmt.Errorf("find the git folder of %s: git printed %q", r.Root, out)
+	}
+	gitDir, common = f[0], f[1]
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(r.Root, common)
+	}
+	return gitDir, filepath.Clean(common), nil
+}

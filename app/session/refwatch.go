@@ -1,0 +1,132 @@
+package session
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"sandbar/app/store"
+	"sandbar/app/workspace"
+)
+
+// Keeping base disks fresh: the engine watches each project's refs (the
+// person's repository, which only the person writes) and, when they have
+// been still for refreshQuiet after a change, copies what is new into
+// Sandbar's repository and builds the base disk of the checked-out commit,
+// so the next session at that commit starts without waiting for it.
+const refreshQuiet = 2 * time.Second
+
+// watchSource starts watching a project's repository, once per project
+// and engine. The watch ends with the Manager (Close).
+func (m *Manager) watchSource(p store.Project) {
+	if !m.cfg.WatchSources {
+		return
+	}
+	m.mu.Lock()
+	if m.watched == nil {
+		m.watched = map[int64]bool{}
+	}
+	if m.watched[p.ID] || m.closing {
+		m.mu.Unlock()
+		return
+	}
+	m.watched[p.ID] = true
+	m.wg.Add(1)
+	m.mu.Unlock()
+	go func() {
+		defer m.wg.Done()
+		m.watchRefs(p)
+	}()
+}
+
+// watchRefs runs until the Manager closes.
+func (m *Manager) watchRefs(p store.Project) {
+	ctx := m.life
+	log := m.log.With("project", p.Name)
+	repo, err := workspace.Resolve(ctx, p.Path)
+	if err != nil {
+		log.Info("not watching the project's repository", "err", err)
+		return
+	}
+	gitDir, common, err := workspace.GitDirs(ctx, repo)
+	if err != nil {
+		log.Info("not watching the project's repository", "err", err)
+		return
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		log.Warn("watch the project's repository", "err", err)
+		return
+	}
+	defer w.Close()
+	// HEAD and packed-refs sit in the git folders; branches under refs/heads.
+	add := func(root string) {
+		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				w.Add(p)
+			}
+			return nil
+		})
+	}
+	w.Add(gitDir)
+	w.Add(common)
+	add(filepath.Join(common, "refs", "heads"))
+	// The repository may have moved on while no engine watched it.
+	quiet := time.After(0)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			name := filepath.Base(ev.Name)
+			if strings.HasSuffix(name, ".lock") || (filepath.Dir(ev.Name) == common || filepath.Dir(ev.Name) == gitDir) &&
+				name != "HEAD" && name != "packed-refs" {
+				continue
+			}
+			if ev.Has(fsnotify.Create) {
+				if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
+					add(ev.Name)
+				}
+			}
+			quiet = time.After(refreshQuiet)
+		case <-w.Errors:
+		case <-quiet:
+			quiet = nil
+			m.refreshBase(ctx, p)
+		}
+	}
+}
+
+// refreshBase brings the project's new history into Sandbar's repository
+// and builds the base disk of the repository's current commit.
+func (m *Manager) refreshBase(ctx context.Context, p store.Project) {
+	start := time.Now()
+	repo, err := workspace.Resolve(ctx, p.Path)
+	if err != nil {
+		return
+	}
+	mr, unlock, err := m.mirror(ctx, p.ID)
+	if err != nil {
+		m.log.Warn("refresh the project's base disk", "project", p.Name, "err", err)
+		return
+	}
+	defer unlock()
+	commit, err := mr.Fetch(ctx, repo, "", nil)
+	if err == nil {
+		var info workspace.BaseInfo
+		info, err = mr.BuildBase(ctx, workspace.BaseOptions{Source: repo, Commit: commit, Dir: m.cfg.Paths.ProjectBases(p.ID)})
+		if err == nil && !info.Reused {
+			m.log.Info("base disk ready", "project", p.Name, "commit", short(commit), "took", time.Since(start).Round(time.Millisecond))
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		m.log.Warn("refresh the project's base disk", "project", p.Name, "err", err)
+	}
+}
