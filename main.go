@@ -50,6 +50,7 @@ func run() int {
 		Stdout:      os.Stdout,
 		Stderr:      os.Stderr,
 		IsTerminal:  isTerminal(os.Stdout),
+		Term:        os.Getenv("TERM"),
 		WorkDir:     wd,
 		Logger:      logger,
 		Version:     version,

@@ -25,6 +25,8 @@ type Env struct {
 	Stderr io.Writer
 	// IsTerminal says whether Stdout is a terminal (progress bars, colour).
 	IsTerminal bool
+	// Term is the local terminal's TERM, passed to `sandbar shell`.
+	Term string
 	// WorkDir is the directory sandbar was started in.
 	WorkDir string
 	Logger  *slog.Logger
@@ -75,6 +77,7 @@ func commands() []command {
 		{name: "logs", summary: "print a session's log: sandbar logs [-f] ID", run: logs},
 		{name: "chat", summary: "send a message to a session's agent: sandbar chat ID TEXT", run: chat},
 		{name: "exec", summary: "run a command in a session's VM: sandbar exec ID -- CMD...", run: execCmd},
+		{name: "shell", summary: "open a terminal in a session's VM: sandbar shell ID [-- CMD...]", run: shellCmd},
 		{name: "stop", summary: "stop a session", run: stop},
 		{name: "restart", summary: "restart a stopped, failed or interrupted session", run: restart},
 		{name: "merge", summary: "bring a session's branch into its repository", run: merge},

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"sandbar/guest/protocol"
 )
@@ -48,11 +46,12 @@ type Client struct {
 	closeErr sync.Once
 }
 
-// pendingExec is one Exec waiting for its result.
+// pendingExec is one exec waiting for its result.
 type pendingExec struct {
 	stdout, stderr io.Writer
 	result         chan protocol.Event
-	writeErr       error // first error writing its output; reader goroutine only
+	writeErr       error       // first error writing its output; reader goroutine only
+	ack            func(int64) // stdin acknowledged; nil for a plain exec
 }
 
 // NewClient starts reading events from conn. Close ends it.
@@ -131,6 +130,11 @@ func (c *Client) route(ev protocol.Event) bool {
 			}
 		}
 		return true
+	case protocol.EvExecStdinAck:
+		if p.ack != nil {
+			p.ack(ev.N)
+		}
+		return true
 	case protocol.EvExecResult, protocol.EvError:
 		c.mu.Lock()
 		delete(c.execs, ev.ID)
@@ -203,93 +207,3 @@ func (c *Client) SeqGaps() uint64 { return c.seqGaps.Load() }
 
 // Close closes the channel; the reader goroutine ends.
 func (c *Client) Close() error { return c.conn.Close() }
-
-// ExecRequest is one command to run in the guest.
-type ExecRequest struct {
-	Argv []string
-	Cwd  string
-	Env  map[string]string
-	// User is protocol.UserAgent (default) or protocol.UserRoot.
-	User    string
-	Timeout time.Duration
-	Stdin   []byte
-}
-
-// ExecResult is how an exec ended.
-type ExecResult struct {
-	Code     int
-	Signal   string
-	TimedOut bool
-}
-
-// Exec runs req in the guest, writing its output to stdout and stderr (nil
-// discards) as it arrives, and returns when it has exited. Cancelling ctx
-// kills it (exec:kill) and returns ctx's error once the guest confirms.
-// A command the guest could not start is an error naming why.
-func (c *Client) Exec(ctx context.Context, req ExecRequest, stdout, stderr io.Writer) (ExecResult, error) {
-	id := "x" + strconv.FormatUint(c.nextID.Add(1), 10)
-	cmd := protocol.Command{Cmd: protocol.CmdExec, ID: id, Argv: req.Argv, Cwd: req.Cwd, Env: req.Env,
-		User: req.User, Timeout: req.Timeout.Milliseconds()}
-	if req.Stdin != nil {
-		cmd.SetStdin(req.Stdin)
-	}
-	if err := cmd.Validate(); err != nil {
-		return ExecResult{}, err
-	}
-	p := &pendingExec{stdout: stdout, stderr: stderr, result: make(chan protocol.Event, 1)}
-	c.mu.Lock()
-	c.execs[id] = p
-	c.mu.Unlock()
-	forget := func() {
-		c.mu.Lock()
-		delete(c.execs, id)
-		c.mu.Unlock()
-	}
-	if err := c.Send(cmd); err != nil {
-		forget()
-		return ExecResult{}, fmt.Errorf("exec %s: %w", req.Argv[0], err)
-	}
-	finished := make(chan struct{})
-	defer close(finished)
-	var ctxErr error
-	done := ctx.Done()
-	for {
-		select {
-		case ev := <-p.result:
-			if ev.Ev == protocol.EvError {
-				return ExecResult{}, fmt.Errorf("exec %s: the guest refused it: %s", req.Argv[0], ev.Message)
-			}
-			if ev.Error != "" {
-				return ExecResult{}, fmt.Errorf("exec %s: %s", req.Argv[0], ev.Error)
-			}
-			res := ExecResult{Code: ev.Code, Signal: ev.Signal, TimedOut: ev.TimedOut}
-			if ctxErr != nil {
-				return res, ctxErr
-			}
-			if p.writeErr != nil {
-				return res, fmt.Errorf("exec %s: write its output: %w", req.Argv[0], p.writeErr)
-			}
-			return res, nil
-		case <-c.done:
-			forget()
-			return ExecResult{}, fmt.Errorf("exec %s: %w", req.Argv[0], c.err)
-		case <-done:
-			ctxErr = ctx.Err()
-			done = nil
-			c.Send(protocol.Command{Cmd: protocol.CmdExecKill, ID: id})
-			// The guest answers with exec:result; bound the wait anyway.
-			go func() {
-				select {
-				case <-time.After(10 * time.Second):
-					forget()
-					select {
-					case p.result <- protocol.Event{Ev: protocol.EvExecResult, Code: -1, Signal: "SIGKILL"}:
-					default:
-					}
-				case <-c.done:
-				case <-finished:
-				}
-			}()
-		}
-	}
-}

@@ -155,6 +155,7 @@ type reply struct {
 	Note    string                 `json:"note,omitempty"`
 	Exec    *sandbox.ExecResult    `json:"exec_result,omitempty"`
 	Merge   *workspace.MergeResult `json:"merge,omitempty"`
+	Started bool                   `json:"started,omitempty"` // shell: the command runs
 	Done    bool                   `json:"done,omitempty"`
 	Error   string                 `json:"error,omitempty"`
 	Code    string                 `json:"code,omitempty"`
@@ -169,11 +170,6 @@ func (e *Engine) handle(ctx context.Context, c net.Conn) {
 	if err != nil {
 		return
 	}
-	// The caller hanging up cancels what it asked for (exec, subscribe).
-	go func() {
-		io.Copy(io.Discard, br)
-		cancel()
-	}()
 	var req request
 	enc := json.NewEncoder(c)
 	var mu sync.Mutex
@@ -186,6 +182,16 @@ func (e *Engine) handle(ctx context.Context, c net.Conn) {
 		send(reply{Done: true, Error: "bad request: " + err.Error()})
 		return
 	}
+	if req.Op == "shell" {
+		// The caller keeps talking: frames of stdin and resizes.
+		e.serveShell(ctx, cancel, c, br, req, send)
+		return
+	}
+	// The caller hanging up cancels what it asked for (exec, subscribe).
+	go func() {
+		io.Copy(io.Discard, br)
+		cancel()
+	}()
 	done := func(r reply, err error) {
 		r.Done = true
 		if err != nil {

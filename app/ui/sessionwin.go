@@ -107,6 +107,7 @@ type sessionWindow struct {
 	merge   *widget.Button
 	del     *widget.Button
 	openers []*openerButton
+	running bool // the session's VM runs: the Terminal can open
 	openMsg *widget.Label
 	notice  *noticeBar
 
@@ -164,7 +165,9 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project) *sessionWindow 
 	w.openMsg.Importance = widget.LowImportance
 	w.openMsg.Truncation = fyne.TextTruncateEllipsis
 	openRow := container.NewHBox(widget.NewLabel("Workspace:"))
-	for _, o := range workspaceOpeners(w.workspace(), os.Getenv, lookPath) {
+	self, _ := os.Executable()
+	openers := append([]opener{shellOpener(self, w.id, os.Getenv, lookPath)}, workspaceOpeners(w.workspace(), os.Getenv, lookPath)...)
+	for _, o := range openers {
 		b := newOpenerButton(w, o)
 		w.openers = append(w.openers, b)
 		openRow.Add(b.btn)
@@ -403,6 +406,10 @@ func (w *sessionWindow) applySession(s store.Session) {
 	setEnabled(w.merge, s.State != session.StateProvisioning)
 	w.res.setSession(s)
 	w.exec.setRunning(s.State == session.StateRunning)
+	if running := s.State == session.StateRunning; running != w.running {
+		w.running = running
+		w.showOpenNote()
+	}
 
 	switch {
 	case s.State == session.StateRunning:

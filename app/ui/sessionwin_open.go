@@ -17,6 +17,19 @@ type opener struct {
 	dir   string   // its working directory
 	// missing says why it is unavailable, "" when it is available.
 	missing string
+	// vm: it opens into the session's VM (sandbar shell), not the
+	// workspace folder, so it needs the session running.
+	vm bool
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// appleScriptString quotes s as an AppleScript string literal.
+func appleScriptString(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }
 
 // lookPath finds a command on PATH.
@@ -62,6 +75,10 @@ func (w *sessionWindow) showOpenNote() {
 		}
 	}
 	for _, b := range w.openers {
+		if b.o.vm && b.o.missing == "" {
+			setEnabled(b.btn, w.running)
+			continue
+		}
 		if b.o.missing != "" {
 			notes = append(notes, b.o.label+": "+b.o.missing)
 			b.btn.Disable()

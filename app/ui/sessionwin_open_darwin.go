@@ -9,11 +9,19 @@ import (
 	"fyne.io/fyne/v2/theme"
 )
 
-// workspaceOpeners lists the ways to open dir on macOS: Finder, Terminal,
-// and an editor ($VISUAL, else Visual Studio Code).
+// shellOpener opens Terminal.app running `sandbar shell id`: a shell
+// inside the session's VM. Terminal's do script takes a shell command
+// line inside an AppleScript string, so it is quoted for both.
+func shellOpener(self, id string, getenv func(string) string, look func(string) (string, error)) opener {
+	line := shellQuote(self) + " shell " + shellQuote(id)
+	script := "tell application \"Terminal\"\nactivate\ndo script " + appleScriptString(line) + "\nend tell"
+	return opener{label: "Terminal", icon: theme.ComputerIcon(), vm: true, argv: []string{"osascript", "-e", script}}
+}
+
+// workspaceOpeners lists the ways to open dir on macOS: Finder and an
+// editor ($VISUAL, else Visual Studio Code).
 func workspaceOpeners(dir string, getenv func(string) string, look func(string) (string, error)) []opener {
 	files := opener{label: "Finder", icon: theme.FolderOpenIcon(), dir: dir, argv: []string{"open", dir}}
-	term := opener{label: "Terminal", icon: theme.ComputerIcon(), dir: dir, argv: []string{"open", "-a", "Terminal", dir}}
 	ed := opener{label: "Editor", icon: theme.DocumentCreateIcon(), dir: dir}
 	switch {
 	case getenv("VISUAL") != "":
@@ -27,7 +35,7 @@ func workspaceOpeners(dir string, getenv func(string) string, look func(string) 
 			ed.missing = "install Visual Studio Code, or set $VISUAL"
 		}
 	}
-	return []opener{files, term, ed}
+	return []opener{files, ed}
 }
 
 // hasApp reports whether the app bundle is in /Applications or

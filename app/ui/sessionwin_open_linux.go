@@ -12,29 +12,61 @@ import (
 // of the person's terminal. Each opens in its working directory.
 var linuxTerminals = []string{"x-terminal-emulator", "gnome-terminal", "konsole", "xfce4-terminal", "kitty", "alacritty", "xterm"}
 
+// findTerminal returns the person's terminal app: $TERMINAL, else the
+// first of linuxTerminals installed; "" when there is none.
+func findTerminal(getenv func(string) string, look func(string) (string, error)) string {
+	if t := getenv("TERMINAL"); t != "" {
+		if _, err := look(t); err == nil {
+			return t
+		}
+	}
+	for _, t := range linuxTerminals {
+		if _, err := look(t); err == nil {
+			return t
+		}
+	}
+	return ""
+}
+
+// terminalArgv is the command line that opens terminal app t running
+// argv: most take -e and the command after it; a few spell it otherwise.
+func terminalArgv(t string, argv []string) []string {
+	switch filepath.Base(t) {
+	case "gnome-terminal":
+		return append([]string{t, "--"}, argv...)
+	case "xfce4-terminal":
+		return append([]string{t, "-x"}, argv...)
+	case "kitty":
+		return append([]string{t}, argv...)
+	}
+	return append([]string{t, "-e"}, argv...)
+}
+
+// shellOpener opens a terminal app running `sandbar shell id`: a shell
+// inside the session's VM. Without a terminal app it says what to run.
+func shellOpener(self, id string, getenv func(string) string, look func(string) (string, error)) opener {
+	o := opener{label: "Terminal", icon: theme.ComputerIcon(), vm: true}
+	if t := findTerminal(getenv, look); t != "" {
+		o.argv = terminalArgv(t, []string{self, "shell", id})
+	} else {
+		o.missing = "no terminal app found (x-terminal-emulator, gnome-terminal, konsole, xterm…, or $TERMINAL): run `sandbar shell " + id + "` in one"
+	}
+	return o
+}
+
 // workspaceOpeners lists the ways to open dir on Linux: the file manager
-// (xdg-open), a terminal, and an editor ($VISUAL, else $EDITOR in a
-// terminal, else VS Code's code).
+// (xdg-open) and an editor ($VISUAL, else $EDITOR in a terminal, else VS
+// Code's code).
 func workspaceOpeners(dir string, getenv func(string) string, look func(string) (string, error)) []opener {
 	files := xdgOpener(opener{label: "Files", icon: theme.FolderOpenIcon(), dir: dir}, dir, look)
 
-	term := opener{label: "Terminal", icon: theme.ComputerIcon(), dir: dir}
-	for _, t := range linuxTerminals {
-		if _, err := look(t); err == nil {
-			term.argv = []string{t}
-			break
-		}
-	}
-	if term.argv == nil {
-		term.missing = "no terminal found (x-terminal-emulator, gnome-terminal, konsole, xterm…)"
-	}
-
 	ed := opener{label: "Editor", icon: theme.DocumentCreateIcon(), dir: dir}
+	term := findTerminal(getenv, look)
 	switch {
 	case getenv("VISUAL") != "":
 		ed.argv = editorArgv(getenv("VISUAL"), dir)
-	case getenv("EDITOR") != "" && term.argv != nil:
-		ed.argv = append([]string{term.argv[0], "-e"}, editorArgv(getenv("EDITOR"), dir)...)
+	case getenv("EDITOR") != "" && term != "":
+		ed.argv = terminalArgv(term, editorArgv(getenv("EDITOR"), dir))
 	default:
 		if _, err := look("code"); err == nil {
 			ed.argv = []string{"code", dir}
@@ -42,7 +74,7 @@ func workspaceOpeners(dir string, getenv func(string) string, look func(string) 
 			ed.missing = "set $VISUAL or $EDITOR, or install VS Code (code)"
 		}
 	}
-	return []opener{files, term, ed}
+	return []opener{files, ed}
 }
 
 // detach starts cmd in a session of its own.

@@ -13,9 +13,13 @@ func workspaceOpeners(dir string, getenv func(string) string, look func(string) 
 	why := "not available on this system"
 	return []opener{
 		{label: "Files", icon: theme.FolderOpenIcon(), dir: dir, missing: why},
-		{label: "Terminal", icon: theme.ComputerIcon(), dir: dir, missing: why},
 		{label: "Editor", icon: theme.DocumentCreateIcon(), dir: dir, missing: why},
 	}
+}
+
+// shellOpener has nothing to offer where Sandbar does not run.
+func shellOpener(self, id string, getenv func(string) string, look func(string) (string, error)) opener {
+	return opener{label: "Terminal", icon: theme.ComputerIcon(), vm: true, missing: "not available on this system: run `sandbar shell " + id + "`"}
 }
 
 func detach(*exec.Cmd) {}

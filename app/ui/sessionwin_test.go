@@ -308,13 +308,25 @@ func TestWorkspaceOpeners(t *testing.T) {
 		editor   string
 	}{
 		{"nothing", env(), found(), "missing", "missing"},
-		{"debian", env("EDITOR", "vim"), found("xdg-open", "x-terminal-emulator"), "x-terminal-emulator", "x-terminal-emulator -e vim /work/space"},
-		{"visual wins", env("VISUAL", "code -w", "EDITOR", "vim"), found("xdg-open", "xterm", "code"), "xterm", "code -w /work/space"},
-		{"vs code", env(), found("code", "konsole"), "konsole", "code /work/space"},
+		{"debian", env("EDITOR", "vim"), found("xdg-open", "x-terminal-emulator"), "x-terminal-emulator -e /opt/sandbar shell abc", "x-terminal-emulator -e vim /work/space"},
+		{"visual wins", env("VISUAL", "code -w", "EDITOR", "vim"), found("xdg-open", "xterm", "code"), "xterm -e /opt/sandbar shell abc", "code -w /work/space"},
+		{"vs code", env(), found("code", "konsole"), "konsole -e /opt/sandbar shell abc", "code /work/space"},
+		{"gnome", env("EDITOR", "nano"), found("gnome-terminal", "xterm"), "gnome-terminal -- /opt/sandbar shell abc", "gnome-terminal -- nano /work/space"},
+		{"$TERMINAL first", env("TERMINAL", "kitty"), found("kitty", "xterm"), "kitty /opt/sandbar shell abc", "missing"},
+		{"$TERMINAL not installed", env("TERMINAL", "foot"), found("xfce4-terminal"), "xfce4-terminal -x /opt/sandbar shell abc", "missing"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			os := byLabel(workspaceOpeners(dir, c.env, c.look))
+			os := byLabel(append(workspaceOpeners(dir, c.env, c.look), shellOpener("/opt/sandbar", "abc", c.env, c.look)))
+			if _, ok := os["Terminal"]; !ok {
+				t.Fatal("no Terminal opener")
+			}
+			if term := os["Terminal"]; !term.vm || term.dir != "" {
+				t.Errorf("the Terminal opens into the VM, not a host folder: %+v", term)
+			}
+			if term := os["Terminal"]; term.missing != "" && !strings.Contains(term.missing, "sandbar shell abc") {
+				t.Errorf("no terminal app: %q does not say what to run", term.missing)
+			}
 			check := func(label, want string) {
 				o := os[label]
 				got := strings.Join(o.argv, " ")
@@ -324,7 +336,7 @@ func TestWorkspaceOpeners(t *testing.T) {
 				if runtime.GOOS == "linux" && got != want {
 					t.Errorf("%s: %q (missing %q), want %q", label, got, o.missing, want)
 				}
-				if o.missing == "" && o.dir != dir {
+				if o.missing == "" && !o.vm && o.dir != dir {
 					t.Errorf("%s runs in %q", label, o.dir)
 				}
 			}
@@ -358,6 +370,14 @@ func TestSessionWindowOpenButtons(t *testing.T) {
 		test.Tap(b.btn)
 	}
 	for _, l := range launched {
+		// Nothing opens the agent's repository in a host shell: the
+		// Terminal is a shell inside the VM.
+		if strings.Contains(l, " shell "+s.ID) {
+			if strings.Contains(l, ws) {
+				t.Errorf("the Terminal launched %q, which names the workspace", l)
+			}
+			continue
+		}
 		if !strings.HasPrefix(l, ws+"|") || !strings.Contains(l, ws) {
 			t.Errorf("launched %q, want it in and on %s", l, ws)
 		}
@@ -471,5 +491,17 @@ func TestSessionWindowChatErrorShowsInline(t *testing.T) {
 	}
 	if w.chatSend.Disabled() {
 		t.Error("Send stays disabled after a failed send")
+	}
+}
+
+func TestShellQuoting(t *testing.T) {
+	self := `/Applications/Sand "bar".app/it's\sandbar`
+	line := shellQuote(self) + " shell " + shellQuote("abc")
+	out, err := exec.Command("sh", "-c", "printf '%s|' "+line).Output()
+	if err != nil || string(out) != self+"|shell|abc|" {
+		t.Fatalf("sh read %q as %q (%v)", line, out, err)
+	}
+	if got, want := appleScriptString(`say "hi" \ bye`), `"say \"hi\" \\ bye"`; got != want {
+		t.Errorf("appleScriptString = %s, want %s", got, want)
 	}
 }

@@ -51,8 +51,12 @@ const (
 	CmdStop     = "stop"
 	CmdExec     = "exec"
 	CmdExecKill = "exec:kill"
-	CmdSetTime  = "settime"
-	CmdShutdown = "shutdown"
+	// CmdExecStdin feeds stdin to a running exec that asked for a PTY or
+	// for stdin_open; CmdExecResize changes a PTY exec's window size.
+	CmdExecStdin  = "exec:stdin"
+	CmdExecResize = "exec:resize"
+	CmdSetTime    = "settime"
+	CmdShutdown   = "shutdown"
 )
 
 // Event names (guest → host).
@@ -65,11 +69,36 @@ const (
 	EvExecStdout   = "exec:stdout"
 	EvExecStderr   = "exec:stderr"
 	EvExecResult   = "exec:result"
+	// EvExecStdinAck says how many bytes of exec:stdin the guest has
+	// handed to the program (N): the host's stdin window opens by that.
+	EvExecStdinAck = "exec:stdin_ack"
 	EvStats        = "stats"
 	EvError        = "error"
 	// EvWorkspace says files in the workspace changed (debounced); the
 	// host asks for the details with an exec when it wants them.
 	EvWorkspace = "workspace:changed"
+)
+
+// FeaturePTY in system:ready's features says the guest serves PTY and
+// interactive execs (exec pty/stdin_open, exec:stdin, exec:resize). They
+// were added without a version bump; a host checks the feature instead.
+const FeaturePTY = "pty"
+
+// Bounds of interactive execs.
+const (
+	// MaxStdinPiece bounds the stdin bytes of one exec:stdin.
+	MaxStdinPiece = 32 << 10
+	// StdinWindow is how many stdin bytes a host may have sent to one
+	// exec and not yet seen acknowledged (exec:stdin_ack); the guest
+	// refuses more.
+	StdinWindow = 256 << 10
+	// MaxWinSize bounds a PTY's rows and columns.
+	MaxWinSize = 4096
+	// MaxTermLen bounds the TERM a PTY exec may name.
+	MaxTermLen = 64
+	// DefaultRows and DefaultCols size a PTY whose exec names no size.
+	DefaultRows = 24
+	DefaultCols = 80
 )
 
 // Users a start or exec may ask for.
@@ -116,9 +145,27 @@ type Command struct {
 	// Stdin is written to the exec's stdin, then closed; without it the
 	// exec reads /dev/null. Bytes that are not UTF-8 travel in StdinB64
 	// instead (see SetStdin).
-	Stdin    string `json:"stdin,omitempty"`
-	StdinB64 []byte `json:"stdin_b64,omitempty"`
+	Stdin    string `json:"stdin,omitempty"`     // exec, exec:stdin
+	StdinB64 []byte `json:"stdin_b64,omitempty"` // exec, exec:stdin
+	// PTY runs the exec on a new pseudo-terminal (its stdin, stdout and
+	// stderr; output comes as exec:stdout), sized Rows×Cols (default
+	// 24×80) with TERM set to Term (default xterm-256color). Its stdin
+	// stays open for exec:stdin.
+	PTY  bool   `json:"pty,omitempty"`
+	Rows int    `json:"rows,omitempty"` // exec with pty, exec:resize
+	Cols int    `json:"cols,omitempty"` // exec with pty, exec:resize
+	Term string `json:"term,omitempty"`
+	// StdinOpen keeps a pipe exec's stdin open after Stdin, for
+	// exec:stdin.
+	StdinOpen bool `json:"stdin_open,omitempty"`
+
+	// exec:stdin: no more stdin follows. A pipe exec's stdin is closed;
+	// a PTY exec gets the terminal's end-of-file character (^D).
+	EOF bool `json:"eof,omitempty"`
 }
+
+// DefaultTerm is the TERM of a PTY exec that names none.
+const DefaultTerm = "xterm-256color"
 
 // Agent says what to run as the session's agent.
 type Agent struct {
@@ -188,6 +235,36 @@ func (c Command) Validate() error {
 		if !validUser(c.User) {
 			return bad("user must be %q or %q, not %q", UserAgent, UserRoot, c.User)
 		}
+		if c.PTY {
+			if err := validWinSize(c.Rows, c.Cols, true); err != nil {
+				return bad("%v", err)
+			}
+			if !validTerm(c.Term) {
+				return bad("term must be at most %d letters, digits or ._+- characters, not %q", MaxTermLen, c.Term)
+			}
+			if c.StdinOpen {
+				return bad("pty and stdin_open are exclusive: a PTY's stdin is always open")
+			}
+		} else if c.Rows != 0 || c.Cols != 0 || c.Term != "" {
+			return bad("rows, cols and term need pty")
+		}
+	case CmdExecStdin:
+		if c.ID == "" {
+			return bad("id of the exec to feed is required")
+		}
+		if c.Stdin != "" && c.StdinB64 != nil {
+			return bad("stdin and stdin_b64 are exclusive")
+		}
+		if n := len(c.StdinBytes()); n > MaxStdinPiece {
+			return bad("%d bytes of stdin is more than %d: split it", n, MaxStdinPiece)
+		}
+	case CmdExecResize:
+		if c.ID == "" {
+			return bad("id of the exec to resize is required")
+		}
+		if err := validWinSize(c.Rows, c.Cols, false); err != nil {
+			return bad("%v", err)
+		}
 	case CmdExecKill:
 		if c.ID == "" {
 			return bad("id of the exec to kill is required")
@@ -207,6 +284,31 @@ func (c Command) Validate() error {
 
 func validUser(u string) bool { return u == "" || u == UserAgent || u == UserRoot }
 
+// validWinSize checks a PTY size; zero means the default only where
+// optional.
+func validWinSize(rows, cols int, optional bool) error {
+	if optional && rows == 0 && cols == 0 {
+		return nil
+	}
+	if rows < 1 || rows > MaxWinSize || cols < 1 || cols > MaxWinSize {
+		return fmt.Errorf("rows and cols must be 1 to %d, not %d×%d", MaxWinSize, rows, cols)
+	}
+	return nil
+}
+
+func validTerm(t string) bool {
+	if len(t) > MaxTermLen {
+		return false
+	}
+	for _, r := range t {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '+' || r == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // Event is one guest→host message, flat like Command.
 type Event struct {
 	Ev  string `json:"ev"`
@@ -219,6 +321,8 @@ type Event struct {
 	Kernel  string `json:"kernel,omitempty"`
 	CPUs    int    `json:"cpus,omitempty"`
 	Memory  uint64 `json:"memory,omitempty"` // bytes
+	// Features names what this guest serves beyond Version (FeaturePTY).
+	Features []string `json:"features,omitempty"`
 
 	// agent:started
 	PID int `json:"pid,omitempty"`
@@ -234,6 +338,9 @@ type Event struct {
 	Signal   string `json:"signal,omitempty"`
 	TimedOut bool   `json:"timed_out,omitempty"`
 	Error    string `json:"error,omitempty"` // exec:result: it could not start
+
+	// exec:stdin_ack: stdin bytes handed to the program since the last ack.
+	N int64 `json:"n,omitempty"`
 
 	// stats
 	CPU      float64 `json:"cpu,omitempty"` // percent of all vCPUs, 0–100
@@ -328,6 +435,10 @@ func (e Event) Validate() error {
 	switch e.Ev {
 	case EvReady, EvAgentStarted, EvAgentStdout, EvAgentStderr, EvAgentExit,
 		EvStats, EvError, EvWorkspace:
+	case EvExecStdinAck:
+		if e.ID == "" || e.N <= 0 || e.N > StdinWindow {
+			return fmt.Errorf("%w: %s needs an id and 1 to %d bytes, not %d", ErrMalformed, e.Ev, StdinWindow, e.N)
+		}
 	case EvExecStdout, EvExecStderr, EvExecResult:
 		if e.ID == "" {
 			return fmt.Errorf("%w: %s without id", ErrMalformed, e.Ev)
@@ -378,4 +489,14 @@ func (e *LineError) Unwrap() error { return e.Err }
 func IsRecoverable(err error) bool {
 	var le *LineError
 	return errors.As(err, &le)
+}
+
+// HasFeature reports whether a system:ready event names feature f.
+func (e Event) HasFeature(f string) bool {
+	for _, g := range e.Features {
+		if g == f {
+			return true
+		}
+	}
+	return false
 }

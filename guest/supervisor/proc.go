@@ -33,6 +33,10 @@ type spawnSpec struct {
 	dir   string
 	user  User
 	stdin bool
+	// tty, when set, is the slave of a pseudo-terminal: the child's
+	// stdin, stdout and stderr, and its controlling terminal in a new
+	// session. The child then has no pipes.
+	tty *os.File
 }
 
 // spawn starts spec.argv. The program is looked up in the child's PATH,
@@ -56,6 +60,23 @@ func spawn(spec spawnSpec) (*child, error) {
 		return r, w, err
 	}
 	c := &child{exited: make(chan struct{})}
+	if spec.tty != nil {
+		attr := sysProcAttr(spec.user)
+		// A session leader cannot change its process group: Setsid alone
+		// makes the child the leader of a new session and group.
+		attr.Setpgid = false
+		attr.Setsid, attr.Setctty, attr.Ctty = true, true, 0
+		c.cmd = &exec.Cmd{
+			Path: path, Args: spec.argv, Env: envList(spec.env), Dir: spec.dir,
+			Stdin: spec.tty, Stdout: spec.tty, Stderr: spec.tty,
+			SysProcAttr: attr,
+		}
+		if err := c.cmd.Start(); err != nil {
+			return nil, err
+		}
+		c.pgid = c.cmd.Process.Pid
+		return c, nil
+	}
 	var stdinR, stdoutW, stderrW *os.File
 	if spec.stdin {
 		if stdinR, c.stdin, err = pipe(); err != nil {

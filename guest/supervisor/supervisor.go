@@ -194,7 +194,8 @@ func (s *session) run(ctx context.Context) error {
 	}
 
 	kernel, cpus, mem := s.cfg.Sys.Facts()
-	s.emit(protocol.Event{Ev: protocol.EvReady, Version: protocol.Version, Kernel: kernel, CPUs: cpus, Memory: mem})
+	s.emit(protocol.Event{Ev: protocol.EvReady, Version: protocol.Version, Kernel: kernel, CPUs: cpus, Memory: mem,
+		Features: []string{protocol.FeaturePTY}})
 	s.log.Info("supervisor ready", "kernel", kernel, "cpus", cpus, "memory", mem)
 
 	for {
@@ -246,6 +247,10 @@ func (s *session) handle(ctx context.Context, c protocol.Command) {
 		s.exec(c)
 	case protocol.CmdExecKill:
 		s.execKill(c)
+	case protocol.CmdExecStdin:
+		s.execStdin(c)
+	case protocol.CmdExecResize:
+		s.execResize(c)
 	case protocol.CmdSetTime:
 		t, _ := c.WallTime()
 		if err := s.cfg.Sys.SetTime(t); err != nil {
