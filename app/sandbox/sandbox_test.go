@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -231,5 +232,27 @@ func TestConsoleTail(t *testing.T) {
 	}
 	if ConsoleTail(filepath.Join(t.TempDir(), "none"), 3) != "" {
 		t.Error("tail of a missing file is not empty")
+	}
+}
+
+// TestSpecForWorkspaceDisk: a workspace disk is the read-only fourth disk
+// after the scratch disk it needs, and excludes a share.
+func TestSpecForWorkspaceDisk(t *testing.T) {
+	img := &image.Image{Kernel: "/i/k", Initramfs: "/i/r", RootFS: "/i/root.ext4", AgentDisk: "/i/agent.ext4"}
+	spec, err := SpecFor(img, defaultGuest{}, Options{Dir: "/s", ScratchSize: 1 << 30, Workspace: "/p/base.ext4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.Disks) != 4 || spec.Disks[3] != (vm.Disk{Path: "/p/base.ext4", ReadOnly: true}) || spec.Disks[2].ReadOnly {
+		t.Errorf("disks %+v", spec.Disks)
+	}
+	if !slices.Contains(spec.CommandLine, "sandbar.workspace=/dev/vdd") || !slices.Contains(spec.CommandLine, "sandbar.scratch=/dev/vdc") || len(spec.Shares) != 0 {
+		t.Errorf("command line %q shares %+v", spec.CommandLine, spec.Shares)
+	}
+	if _, err := SpecFor(img, defaultGuest{}, Options{Dir: "/s", Workspace: "/p/base.ext4"}); err == nil {
+		t.Error("a workspace disk without a scratch disk was accepted")
+	}
+	if _, err := SpecFor(img, defaultGuest{}, Options{Dir: "/s", ScratchSize: 1 << 30, Workspace: "/p/base.ext4", Share: "/tmp"}); err == nil {
+		t.Error("a workspace disk with a share was accepted")
 	}
 }

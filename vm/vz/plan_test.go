@@ -186,3 +186,23 @@ func TestConnectRetryable(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanSessionWorkspaceDisk: a session's VM has no share; its clone's
+// base disk is the fourth disk, read-only to the hypervisor as well, and
+// the guest is told where it is.
+func TestPlanSessionWorkspaceDisk(t *testing.T) {
+	spec := testSpec()
+	spec.Shares = nil
+	spec.Disks = append(spec.Disks, vm.Disk{Path: "/p/bases/base-abc.ext4", ReadOnly: true})
+	spec.CommandLine = vm.GuestArgs(vm.GuestOptions{Root: 0, Agent: 1, Scratch: 2, Workspace: 3, Share: "none", Net: GuestNet})
+	p, err := buildPlan(spec, macLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Disks) != 4 || p.Disks[3] != (Disk{Path: "/p/bases/base-abc.ext4", ReadOnly: true, Caching: CachingCached, Sync: SyncFull}) {
+		t.Errorf("disks %+v: want the base disk read-only as the fourth", p.Disks)
+	}
+	if !strings.Contains(p.CommandLine, "sandbar.workspace=/dev/vdd") || strings.Contains(p.CommandLine, "sandbar.share=virtiofs") || len(p.Shares) != 0 {
+		t.Errorf("command line %q, shares %+v", p.CommandLine, p.Shares)
+	}
+}
