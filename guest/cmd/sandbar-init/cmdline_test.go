@@ -51,6 +51,13 @@ func TestParseCmdline(t *testing.T) {
 		{name: "static bad gateway", in: "sandbar.net=static:10.0.2.15/24,gw,10.0.2.3", wantErr: "gateway"},
 		{name: "bad time", in: "sandbar.time=yesterday", wantErr: "want unix seconds"},
 		{name: "root not a device", in: "sandbar.root=vda", wantErr: "sandbar.root=\"vda\""},
+		{
+			name: "a session: workspace disk, no share",
+			in:   "sandbar.root=/dev/vda sandbar.agent=/dev/vdb sandbar.scratch=/dev/vdc sandbar.workspace=/dev/vdd sandbar.share=none",
+			want: config{root: "/dev/vda", agent: "/dev/vdb", scratch: "/dev/vdc", workspace: "/dev/vdd", share: "none",
+				net: netConfig{mode: "none"}, modParams: map[string][]string{}},
+		},
+		{name: "workspace not a device", in: "sandbar.workspace=../x", wantErr: "sandbar.workspace=\"../x\""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
