@@ -77,6 +77,8 @@ func commands() []command {
 		{name: "exec", summary: "run a command in a session's VM: sandbar exec ID -- CMD...", run: execCmd},
 		{name: "stop", summary: "stop a session", run: stop},
 		{name: "restart", summary: "restart a stopped, failed or interrupted session", run: restart},
+		{name: "changes", summary: "list a session's changed files: sandbar changes [--json] ID", run: changesCmd},
+		{name: "diff", summary: "print one changed file's diff: sandbar diff ID PATH", run: diffCmd},
 		{name: "merge", summary: "bring a session's branch into its repository", run: merge},
 		{name: "rm", summary: "delete sessions", run: remove},
 		{name: "secrets", summary: "keep API keys and tokens in the keyring", sub: []command{
