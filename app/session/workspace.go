@@ -36,9 +36,9 @@ const (
 	// legacyWorkspace is the clone a Sandbar before the in-VM workspace
 	// shared with the VM; its files are the agent's, so no git runs there.
 	legacyWorkspace = "workspace"
-	// exportDir is the read-only export of the session's saved files
+	// ExportDir is the read-only export of the session's saved files
 	// (workspace.Mirror.Export), for the person's own tools.
-	exportDir = "export"
+	ExportDir = "export"
 	// savedAtFile holds when the session's work was last saved.
 	savedAtFile = "saved-at"
 )
@@ -387,7 +387,7 @@ func (m *Manager) savedWork(ctx context.Context, s store.Session) (*workspace.Mi
 // included: RemoveAll does not follow them).
 func removeSessionDir(dir string) error {
 	// The export's folders are read-only.
-	if err := workspace.RemoveExport(filepath.Join(dir, exportDir)); err != nil {
+	if err := workspace.RemoveExport(filepath.Join(dir, ExportDir)); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -430,7 +430,7 @@ func (m *Manager) Export(ctx context.Context, ref string) (string, time.Time, er
 		return "", time.Time{}, err
 	}
 	defer unlock()
-	info, err := mr.Export(ctx, s.ID, filepath.Join(m.cfg.Paths.Session(s.ID), exportDir))
+	info, err := mr.Export(ctx, s.ID, filepath.Join(m.cfg.Paths.Session(s.ID), ExportDir))
 	if err != nil {
 		return "", time.Time{}, err
 	}

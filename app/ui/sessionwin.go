@@ -108,7 +108,11 @@ type sessionWindow struct {
 	del     *widget.Button
 	openers []*openerButton
 	openMsg *widget.Label
-	notice  *noticeBar
+	// exportDir and exported are the read-only copy last made and when
+	// the work it holds was saved; "" before one is made.
+	exportDir string
+	exported  time.Time
+	notice    *noticeBar
 
 	tabs       *container.AppTabs
 	logs       *LogView
@@ -163,8 +167,13 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project) *sessionWindow 
 	w.openMsg = widget.NewLabel("")
 	w.openMsg.Importance = widget.LowImportance
 	w.openMsg.Truncation = fyne.TextTruncateEllipsis
-	openRow := container.NewHBox(widget.NewLabel("Workspace:"))
-	for _, o := range workspaceOpeners(w.workspace(), os.Getenv, lookPath) {
+	openRow := container.NewHBox(widget.NewLabel("Read-only copy:"))
+	// Nothing opens the agent's own files, which live in its VM: the
+	// openers open a read-only export Sandbar writes from the session's
+	// saved work when one is pressed.
+	export := w.exportPath()
+	for _, o := range workspaceOpeners(export, os.Getenv, lookPath) {
+		o.export = export != "" && o.dir == export
 		b := newOpenerButton(w, o)
 		w.openers = append(w.openers, b)
 		openRow.Add(b.btn)
@@ -224,12 +233,13 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project) *sessionWindow 
 	return w
 }
 
-// workspace is the session's clone, "" when unknown.
-func (w *sessionWindow) workspace() string {
+// exportPath is where the session's read-only export goes, "" when
+// unknown.
+func (w *sessionWindow) exportPath() string {
 	if w.dir == "" {
 		return ""
 	}
-	return filepath.Join(w.dir, "workspace")
+	return filepath.Join(w.dir, session.ExportDir)
 }
 
 // start runs the window's goroutines: events, then the uptime clock.
