@@ -389,9 +389,9 @@ func (w *sessionWindow) applySession(s store.Session) {
 		// The watcher reports changes from the agent's start on; what
 		// came before (the clone, a restart) is read now.
 		w.spawn(w.changes.reload)
-		w.showOpenNote()
 	}
 	w.sess = s
+	w.showOpenNote()
 	w.dot.FillColor = stateDotColor(s.State, s.Activity)
 	w.dot.Refresh()
 	text := stateWords(s.State, s.Activity)
