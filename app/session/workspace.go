@@ -386,9 +386,20 @@ func (m *Manager) savedWork(ctx context.Context, s store.Session) (*workspace.Mi
 // large, and a legacy clone may hold anything the agent made (symlinks
 // included: RemoveAll does not follow them).
 func removeSessionDir(dir string) error {
-	// The export's folders are read-only.
-	if err := workspace.RemoveExport(filepath.Join(dir, ExportDir)); err != nil {
-		return err
+	// The export's folders are read-only, and so are those of one left
+	// half-written (.export-*) by a Sandbar that died while writing it.
+	exports := []string{filepath.Join(dir, ExportDir)}
+	if es, err := os.ReadDir(dir); err == nil {
+		for _, e := range es {
+			if e.IsDir() && strings.HasPrefix(e.Name(), ".export-") {
+				exports = append(exports, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	for _, d := range exports {
+		if err := workspace.RemoveExport(d); err != nil {
+			return err
+		}
 	}
 	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("delete %s: %w", dir, err)
