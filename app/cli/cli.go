@@ -80,6 +80,8 @@ func commands() []command {
 		{name: "shell", summary: "open a terminal in a session's VM: sandbar shell ID [-- CMD...]", run: shellCmd},
 		{name: "stop", summary: "stop a session", run: stop},
 		{name: "restart", summary: "restart a stopped, failed or interrupted session", run: restart},
+		{name: "changes", summary: "list a session's changed files: sandbar changes [--json] ID", run: changesCmd},
+		{name: "diff", summary: "print one changed file's diff: sandbar diff ID PATH", run: diffCmd},
 		{name: "merge", summary: "bring a session's branch into its repository", run: merge},
 		{name: "rm", summary: "delete sessions", run: remove},
 		{name: "secrets", summary: "keep API keys and tokens in the keyring", sub: []command{

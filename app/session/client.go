@@ -13,8 +13,10 @@ import (
 // Client is the session manager of a Sandbar process that is not its data
 // directory's engine: a window opened while `sandbar serve` (started by a
 // CLI command) or another window runs the sessions. It reads the store and
-// the clones itself, through its Manager, which runs nothing, and asks the
-// engine for everything that touches a VM. Engine reaches the engine,
+// the saved work of stopped sessions itself, through its Manager, which
+// runs nothing, and asks the engine for everything that touches a VM:
+// the changes, diffs and export of a live session come from the engine,
+// since only the process that runs a VM can ask it. Engine reaches the engine,
 // starting a headless one when none answers, so that the engine Client
 // used quitting or dying costs a moment of reconnection, not the window.
 type Client struct {
@@ -84,6 +86,52 @@ func (c *Client) Exec(ctx context.Context, id string, req sandbox.ExecRequest, s
 		return sandbox.ExecResult{}, err
 	}
 	return r.Exec(ctx, id, req, stdout, stderr)
+}
+
+// inEngine reports whether session ref is live, so that its VM, if it
+// has one, belongs to the engine. One whose owner died is the engine's
+// too: it marks it interrupted and answers from the saved work.
+func (c *Client) inEngine(ctx context.Context, ref string) bool {
+	s, err := c.Manager.Get(ctx, ref)
+	return err == nil && Live(s.State)
+}
+
+// Changes reads a live session's changes through the engine, and a
+// stopped one's from its saved work here.
+func (c *Client) Changes(ctx context.Context, id string) (workspace.Changes, error) {
+	if !c.inEngine(ctx, id) {
+		return c.Manager.Changes(ctx, id)
+	}
+	r, err := c.Engine(ctx)
+	if err != nil {
+		return workspace.Changes{}, err
+	}
+	return r.Changes(ctx, id)
+}
+
+// FileDiff is one file's diff, through the engine for a live session.
+func (c *Client) FileDiff(ctx context.Context, id string, f workspace.FileChange) (string, error) {
+	if !c.inEngine(ctx, id) {
+		return c.Manager.FileDiff(ctx, id, f)
+	}
+	r, err := c.Engine(ctx)
+	if err != nil {
+		return "", err
+	}
+	return r.FileDiff(ctx, id, f)
+}
+
+// Export writes a session's read-only export; the engine saves a live
+// session's work first.
+func (c *Client) Export(ctx context.Context, id string) (string, time.Time, error) {
+	if !c.inEngine(ctx, id) {
+		return c.Manager.Export(ctx, id)
+	}
+	r, err := c.Engine(ctx)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return r.Export(ctx, id)
 }
 
 // clientRetryMax bounds the wait between attempts to reach an engine.

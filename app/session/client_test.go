@@ -3,10 +3,14 @@ package session
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"sandbar/app/sandbox"
+	"sandbar/app/workspace"
 	"sandbar/guest/image"
 	"sandbar/vm/vmtest"
 )
@@ -151,5 +155,65 @@ func TestClientDrivesTheEngine(t *testing.T) {
 	}
 	cancel()
 	for range events {
+	}
+}
+
+// TestClientReadsWorkThroughTheEngine: a window beside the engine sees a
+// running session's changes, diffs and files through the engine (its own
+// Manager runs no VM to ask), and a stopped one's from the saved work.
+func TestClientReadsWorkThroughTheEngine(t *testing.T) {
+	f := newFixture(t)
+	serveEngine(t, f)
+	c := newClient(t, f)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	agent := `printf 'hello\nagain\n' > README.md; echo new > added.txt; echo edited; while read -r l; do :; done`
+	s, err := c.Start(ctx, Options{Repo: f.repo, Agent: AgentSpec{Command: "sh", Args: []string{"-c", agent}}, MemoryMiB: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, f, s.ID, "edited")
+
+	ch, err := c.Changes(ctx, s.ID)
+	if err != nil || len(ch.Files) != 2 {
+		t.Fatalf("live changes through the engine: %+v, %v; want README.md and added.txt", ch, err)
+	}
+	d, err := c.FileDiff(ctx, s.ID, workspace.FileChange{Path: "README.md", Status: "modified"})
+	if err != nil || !strings.Contains(d, "+again") {
+		t.Errorf("live diff through the engine: %q, %v", d, err)
+	}
+	before := time.Now()
+	dir, when, err := c.Export(ctx, s.ID)
+	if err != nil {
+		t.Fatalf("export through the engine: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "added.txt")); err != nil || string(b) != "new\n" {
+		t.Errorf("the export lacks the uncommitted file: %q, %v", b, err)
+	}
+	if when.Before(before.Add(-time.Second)) {
+		t.Errorf("the export is as of %v, before it was asked for (%v): the running session was not saved first", when, before)
+	}
+	if want := filepath.Join(f.paths.Session(s.ID), "export"); dir != want {
+		t.Errorf("export in %s, want %s", dir, want)
+	}
+
+	if _, err := c.Stop(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Stopped: read here, from the saved work.
+	ch, err = c.Changes(ctx, s.ID)
+	if err != nil || len(ch.Files) != 2 {
+		t.Errorf("saved changes: %+v, %v", ch, err)
+	}
+	d, err = c.FileDiff(ctx, s.ID, workspace.FileChange{Path: "added.txt", Status: "untracked"})
+	if err != nil || !strings.Contains(d, "+new") {
+		t.Errorf("saved diff: %q, %v", d, err)
+	}
+	// Removing the session removes its read-only export too.
+	if err := c.Remove(ctx, s.ID, true); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	if _, err := os.Lstat(f.paths.Session(s.ID)); !os.IsNotExist(err) {
+		t.Errorf("the session's folder is still there after rm: %v", err)
 	}
 }

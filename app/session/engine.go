@@ -137,13 +137,14 @@ func (e *Engine) Close() error {
 
 // request is one call; reply lines answer it.
 type request struct {
-	Op      string               `json:"op"`
-	ID      string               `json:"id,omitempty"`
-	Text    string               `json:"text,omitempty"`
-	Force   bool                 `json:"force,omitempty"`
-	Options *Options             `json:"options,omitempty"`
-	Exec    *sandbox.ExecRequest `json:"exec,omitempty"`
-	Path    string               `json:"path,omitempty"`
+	Op      string                `json:"op"`
+	ID      string                `json:"id,omitempty"`
+	Text    string                `json:"text,omitempty"`
+	Force   bool                  `json:"force,omitempty"`
+	Options *Options              `json:"options,omitempty"`
+	Exec    *sandbox.ExecRequest  `json:"exec,omitempty"`
+	Path    string                `json:"path,omitempty"`
+	File    *workspace.FileChange `json:"file,omitempty"`
 }
 
 type reply struct {
@@ -156,9 +157,19 @@ type reply struct {
 	Exec    *sandbox.ExecResult    `json:"exec_result,omitempty"`
 	Merge   *workspace.MergeResult `json:"merge,omitempty"`
 	Started bool                   `json:"started,omitempty"` // shell: the command runs
+	Changes *workspace.Changes     `json:"changes,omitempty"`
+	Diff    *string                `json:"diff,omitempty"`
+	Export  *exportReply           `json:"export,omitempty"`
 	Done    bool                   `json:"done,omitempty"`
 	Error   string                 `json:"error,omitempty"`
 	Code    string                 `json:"code,omitempty"`
+}
+
+// exportReply is where Export wrote a session's files, and when the
+// work it holds was saved.
+type exportReply struct {
+	Dir  string    `json:"dir"`
+	When time.Time `json:"when"`
 }
 
 func (e *Engine) handle(ctx context.Context, c net.Conn) {
@@ -229,6 +240,19 @@ func (e *Engine) handle(ctx context.Context, c net.Conn) {
 	case "merge":
 		res, err := m.Merge(ctx, req.ID, req.Force)
 		done(reply{Merge: &res}, err)
+	case "changes":
+		ch, err := m.Changes(ctx, req.ID)
+		done(reply{Changes: &ch}, err)
+	case "diff":
+		if req.File == nil {
+			done(reply{}, fmt.Errorf("diff without a file: %w", ErrBadOptions))
+			return
+		}
+		d, err := m.FileDiff(ctx, req.ID, *req.File)
+		done(reply{Diff: &d}, err)
+	case "export":
+		dir, when, err := m.Export(ctx, req.ID)
+		done(reply{Export: &exportReply{Dir: dir, When: when}}, err)
 	case "exec":
 		if req.Exec == nil {
 			done(reply{}, fmt.Errorf("exec without a command: %w", ErrBadOptions))
@@ -416,6 +440,44 @@ func (r *Remote) Merge(ctx context.Context, id string, force bool) (workspace.Me
 		return nil
 	})
 	return res, err
+}
+
+// Changes is Manager.Changes in the engine, which alone can ask a VM it
+// runs.
+func (r *Remote) Changes(ctx context.Context, id string) (workspace.Changes, error) {
+	var ch workspace.Changes
+	err := r.call(ctx, request{Op: "changes", ID: id}, func(rep reply) error {
+		if rep.Changes != nil {
+			ch = *rep.Changes
+		}
+		return nil
+	})
+	return ch, err
+}
+
+// FileDiff is Manager.FileDiff in the engine.
+func (r *Remote) FileDiff(ctx context.Context, id string, f workspace.FileChange) (string, error) {
+	var d string
+	err := r.call(ctx, request{Op: "diff", ID: id, File: &f}, func(rep reply) error {
+		if rep.Diff != nil {
+			d = *rep.Diff
+		}
+		return nil
+	})
+	return truncateDiff(d), err
+}
+
+// Export is Manager.Export in the engine, which saves a session it runs
+// first.
+func (r *Remote) Export(ctx context.Context, id string) (string, time.Time, error) {
+	var ex exportReply
+	err := r.call(ctx, request{Op: "export", ID: id}, func(rep reply) error {
+		if rep.Export != nil {
+			ex = *rep.Export
+		}
+		return nil
+	})
+	return ex.Dir, ex.When, err
 }
 
 // Exec is Manager.Exec in the engine.

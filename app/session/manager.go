@@ -814,17 +814,26 @@ func (m *Manager) FileDiff(ctx context.Context, ref string, f workspace.FileChan
 	}
 	if r := m.running(s.ID); r != nil && r.vmUp() {
 		out, err := workspace.FileDiff(ctx, r.guestGit, m.baseCommit(s), f)
-		if len(out) > maxDiff {
-			out = out[:maxDiff] + "\n[diff truncated]\n"
-		}
-		return out, err
+		return truncateDiff(out), err
 	}
 	mr, unlock, err := m.savedWork(ctx, s)
 	if err != nil {
 		return "", err
 	}
 	defer unlock()
-	return mr.SavedDiff(ctx, s.ID, m.baseCommit(s), f.Path, maxDiff)
+	out, err := mr.SavedDiff(ctx, s.ID, m.baseCommit(s), f.Path, maxDiff+1)
+	return truncateDiff(out), err
+}
+
+// DiffTruncated ends a diff cut at maxDiff bytes.
+const DiffTruncated = "\n[diff truncated]\n"
+
+// truncateDiff bounds a diff to maxDiff bytes, saying so.
+func truncateDiff(d string) string {
+	if len(d) > maxDiff {
+		return d[:maxDiff] + DiffTruncated
+	}
+	return d
 }
 
 // checkRemovable refuses to delete a session whose work is not in its

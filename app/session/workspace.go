@@ -36,6 +36,11 @@ const (
 	// legacyWorkspace is the clone a Sandbar before the in-VM workspace
 	// shared with the VM; its files are the agent's, so no git runs there.
 	legacyWorkspace = "workspace"
+	// ExportDir is the read-only export of the session's saved files
+	// (workspace.Mirror.Export), for the person's own tools.
+	ExportDir = "export"
+	// savedAtFile holds when the session's work was last saved.
+	savedAtFile = "saved-at"
 )
 
 // Bounds on what the host reads back from a session's VM.
@@ -306,6 +311,9 @@ func (r *run) save(ctx context.Context) (workspace.SaveInfo, error) {
 		}
 		return info, fmt.Errorf("save the session's work: %w", err)
 	}
+	if err := os.WriteFile(filepath.Join(r.dir, savedAtFile), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
+		r.log.Warn("record when the work was saved", "err", err)
+	}
 	r.timing(ctx, "save", time.Since(start))
 	r.log.Info("work saved", "branch", short(info.Branch), "snapshot", short(info.Snapshot), "bytes", info.Bytes, "took", time.Since(start))
 	return info, nil
@@ -411,8 +419,67 @@ func (m *Manager) pruneBases(ctx context.Context, projectID int64) {
 // large, and a legacy clone may hold anything the agent made (symlinks
 // included: RemoveAll does not follow them).
 func removeSessionDir(dir string) error {
+	// The export's folders are read-only, and so are those of one left
+	// half-written (.export-*) by a Sandbar that died while writing it.
+	exports := []string{filepath.Join(dir, ExportDir)}
+	if es, err := os.ReadDir(dir); err == nil {
+		for _, e := range es {
+			if e.IsDir() && strings.HasPrefix(e.Name(), ".export-") {
+				exports = append(exports, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	for _, d := range exports {
+		if err := workspace.RemoveExport(d); err != nil {
+			return err
+		}
+	}
 	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("delete %s: %w", dir, err)
 	}
 	return nil
+}
+
+// savedAt is when the session's work was last saved: recorded by save,
+// else (a session saved before that was recorded) when it ended.
+func (m *Manager) savedAt(s store.Session) time.Time {
+	if v, err := readSessionFile(m.cfg.Paths.Session(s.ID), savedAtFile); err == nil {
+		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			return t.Local()
+		}
+	}
+	return s.Ended
+}
+
+// Export writes the session's files, as last saved, into a read-only
+// folder Sandbar owns (see workspace.Mirror.Export) and returns it, with
+// when that work was saved. A session whose VM runs here is saved first,
+// so the export is its latest. The agent's own files stay in its VM:
+// nothing on the host opens them.
+func (m *Manager) Export(ctx context.Context, ref string) (string, time.Time, error) {
+	s, err := m.cfg.Store.FindSession(ctx, ref)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if m.isLegacy(s) {
+		return "", time.Time{}, m.legacyError(s)
+	}
+	if r := m.running(s.ID); r != nil && r.vmUp() {
+		if _, err := r.save(ctx); err != nil {
+			return "", time.Time{}, err
+		}
+	}
+	mr, unlock, err := m.mirror(ctx, s.ProjectID)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	defer unlock()
+	info, err := mr.Export(ctx, s.ID, filepath.Join(m.cfg.Paths.Session(s.ID), ExportDir))
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if len(info.Skipped) > 0 {
+		m.log.Info("export: left out", "session", s.ID, "count", len(info.Skipped), "first", info.Skipped[0])
+	}
+	return info.Dir, m.savedAt(s), nil
 }

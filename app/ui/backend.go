@@ -7,6 +7,7 @@ package ui
 import (
 	"context"
 	"io"
+	"time"
 
 	"sandbar/app/sandbox"
 	"sandbar/app/session"
@@ -15,7 +16,8 @@ import (
 )
 
 // Backend is what the UI needs of the session manager; *session.Manager
-// implements it. All methods are safe for concurrent use; the UI calls
+// implements it, and so does *session.Client (a window beside another
+// process's engine). All methods are safe for concurrent use; the UI calls
 // the slow ones (Start's validation, Stop, Merge, Remove, Exec) off the
 // UI goroutine and posts results back with fyne.Do.
 type Backend interface {
@@ -39,9 +41,20 @@ type Backend interface {
 	Logs(ctx context.Context, id string, afterSeq int64, limit int) ([]store.LogLine, error)
 	Transcript(ctx context.Context, id string) ([]session.Entry, error)
 	Changes(ctx context.Context, id string) (workspace.Changes, error)
+	// FileDiff is one changed file's diff, made by git inside the
+	// session's VM while it runs (else from its saved work): text from
+	// the agent's sandbox, to show and nothing more.
+	FileDiff(ctx context.Context, id string, f workspace.FileChange) (string, error)
+	// Export writes a read-only copy of the session's files, as last
+	// saved (a running session is saved first), into a folder Sandbar
+	// owns, and says where and as of when.
+	Export(ctx context.Context, id string) (dir string, when time.Time, err error)
 
 	Budget(ctx context.Context) (session.Budget, error)
 	HostCPUs() int
 }
 
-var _ Backend = (*session.Manager)(nil)
+var (
+	_ Backend = (*session.Manager)(nil)
+	_ Backend = (*session.Client)(nil)
+)

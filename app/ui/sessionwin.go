@@ -109,7 +109,11 @@ type sessionWindow struct {
 	openers []*openerButton
 	running bool // the session's VM runs: the Terminal can open
 	openMsg *widget.Label
-	notice  *noticeBar
+	// exportDir and exported are the read-only copy last made and when
+	// the work it holds was saved; "" before one is made.
+	exportDir string
+	exported  time.Time
+	notice    *noticeBar
 
 	tabs       *container.AppTabs
 	logs       *LogView
@@ -164,9 +168,18 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project) *sessionWindow 
 	w.openMsg = widget.NewLabel("")
 	w.openMsg.Importance = widget.LowImportance
 	w.openMsg.Truncation = fyne.TextTruncateEllipsis
-	openRow := container.NewHBox(widget.NewLabel("Workspace:"))
+	openRow := container.NewHBox(widget.NewLabel("Open:"))
+	// Nothing opens the agent's own files, which live in its VM: the
+	// Terminal is a shell inside the VM (sandbar shell), and the others
+	// open a read-only export Sandbar writes from the session's saved
+	// work when one is pressed.
 	self, _ := os.Executable()
-	openers := append([]opener{shellOpener(self, w.id, os.Getenv, lookPath)}, workspaceOpeners(w.workspace(), os.Getenv, lookPath)...)
+	export := w.exportPath()
+	openers := []opener{shellOpener(self, w.id, os.Getenv, lookPath)}
+	for _, o := range workspaceOpeners(export, os.Getenv, lookPath) {
+		o.export = export != "" && o.dir == export
+		openers = append(openers, o)
+	}
 	for _, o := range openers {
 		b := newOpenerButton(w, o)
 		w.openers = append(w.openers, b)
@@ -227,12 +240,13 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project) *sessionWindow 
 	return w
 }
 
-// workspace is the session's clone, "" when unknown.
-func (w *sessionWindow) workspace() string {
+// exportPath is where the session's read-only export goes, "" when
+// unknown.
+func (w *sessionWindow) exportPath() string {
 	if w.dir == "" {
 		return ""
 	}
-	return filepath.Join(w.dir, "workspace")
+	return filepath.Join(w.dir, session.ExportDir)
 }
 
 // start runs the window's goroutines: events, then the uptime clock.
@@ -382,9 +396,9 @@ func (w *sessionWindow) applySession(s store.Session) {
 		// The watcher reports changes from the agent's start on; what
 		// came before (the clone, a restart) is read now.
 		w.spawn(w.changes.reload)
-		w.showOpenNote()
 	}
 	w.sess = s
+	w.showOpenNote()
 	w.dot.FillColor = stateDotColor(s.State, s.Activity)
 	w.dot.Refresh()
 	text := stateWords(s.State, s.Activity)

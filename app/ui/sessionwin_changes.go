@@ -3,8 +3,6 @@ package ui
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -60,7 +58,7 @@ func newChangesPanel(w *sessionWindow) *changesPanel {
 			if f.From != "" {
 				name = f.From + " → " + f.Path
 			}
-			path.SetText(name)
+			path.SetText(displayLine(name))
 		})
 	c.selID = -1
 	c.list.OnSelected = func(id widget.ListItemID) {
@@ -101,7 +99,7 @@ func (c *changesPanel) reload(ctx context.Context) {
 	}
 	c.w.ui(func() {
 		if err != nil {
-			c.summary.SetText("Cannot read the workspace's changes: " + err.Error())
+			c.summary.SetText("Cannot read the session's changes: " + displayLine(err.Error()))
 			return
 		}
 		c.set(ch)
@@ -176,20 +174,14 @@ func diffStatCounts(stat string) (ins, del int, ok bool) {
 // diff shown until the new one is there.
 func (c *changesPanel) selectFile(f workspace.FileChange, reload bool) {
 	if !reload {
-		c.title.SetText(f.Path)
+		c.title.SetText(displayLine(f.Path))
 		c.diff.SetText("Loading…")
 	}
 	c.selected = f.Path
 	c.gen++
 	gen := c.gen
-	ws := c.w.workspace()
-	if ws == "" {
-		c.diff.SetText("Diffs need the session's folder, which this Sandbar backend does not give.")
-		return
-	}
-	base := c.base()
 	c.w.spawn(func(ctx context.Context) {
-		text, err := fileDiff(ctx, ws, base, f)
+		text, err := c.w.u.Backend.FileDiff(ctx, c.w.id, f)
 		if ctx.Err() != nil {
 			return
 		}
@@ -198,7 +190,7 @@ func (c *changesPanel) selectFile(f workspace.FileChange, reload bool) {
 				return
 			}
 			if err != nil {
-				c.diff.SetText("Cannot show the diff: " + err.Error())
+				c.diff.SetText("Cannot show the diff: " + displayLine(err.Error()))
 				return
 			}
 			c.showDiff(text)
@@ -206,28 +198,11 @@ func (c *changesPanel) selectFile(f workspace.FileChange, reload bool) {
 	})
 }
 
-// base is the commit the session's branch started from.
-func (c *changesPanel) base() string {
-	if c.w.dir != "" {
-		if b, err := os.ReadFile(filepath.Join(c.w.dir, "base-commit")); err == nil {
-			if s := strings.TrimSpace(string(b)); s != "" {
-				return s
-			}
-		}
-	}
-	if c.w.sess.Base != "" {
-		return c.w.sess.Base
-	}
-	return "HEAD"
-}
-
 // showDiff fills the diff view, one coloured row per line.
 func (c *changesPanel) showDiff(text string) {
-	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-	cut := 0
-	if len(lines) > diffMaxLines {
-		cut = len(lines) - diffMaxLines
-		lines = lines[:diffMaxLines]
+	lines, more := diffLines(text)
+	if strings.TrimSpace(text) == "" {
+		lines, more = []string{"No difference: the file is as it was at the session's start (the list may be behind)."}, ""
 	}
 	add := &widget.CustomTextGridStyle{FGColor: theme.Color(theme.ColorNameSuccess)}
 	del := &widget.CustomTextGridStyle{FGColor: theme.Color(theme.ColorNameError)}
@@ -235,14 +210,10 @@ func (c *changesPanel) showDiff(text string) {
 	meta := &widget.CustomTextGridStyle{FGColor: theme.Color(theme.ColorNamePlaceHolder), TextStyle: fyne.TextStyle{Bold: true}}
 	rows := make([]widget.TextGridRow, 0, len(lines)+1)
 	for _, l := range lines {
-		l = strings.ReplaceAll(l, "\t", "    ")
-		cells := make([]widget.TextGridCell, 0, len(l))
-		for _, r := range l {
-			cells = append(cells, widget.TextGridCell{Rune: r})
-		}
-		row := widget.TextGridRow{Cells: cells}
+		row := textRow(l)
 		switch {
-		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"),
+			strings.HasPrefix(l, "diff --git"), strings.HasPrefix(l, "index "), strings.HasPrefix(l, "Binary files"):
 			row.Style = meta
 		case strings.HasPrefix(l, "+"):
 			row.Style = add
@@ -255,16 +226,22 @@ func (c *changesPanel) showDiff(text string) {
 		}
 		rows = append(rows, row)
 	}
-	if cut > 0 {
-		note := fmt.Sprintf("… %d more lines: open the workspace in your editor to see them all", cut)
-		cells := make([]widget.TextGridCell, 0, len(note))
-		for _, r := range note {
-			cells = append(cells, widget.TextGridCell{Rune: r})
-		}
-		rows = append(rows, widget.TextGridRow{Cells: cells, Style: meta})
+	if more != "" {
+		row := textRow(more)
+		row.Style = meta
+		rows = append(rows, row)
 	}
 	c.diff.Rows = rows
 	c.diff.Refresh()
+}
+
+// textRow is one row of the diff view.
+func textRow(l string) widget.TextGridRow {
+	cells := make([]widget.TextGridCell, 0, len(l))
+	for _, r := range l {
+		cells = append(cells, widget.TextGridCell{Rune: r})
+	}
+	return widget.TextGridRow{Cells: cells}
 }
 
 // diffText is the diff shown, as text.

@@ -1,15 +1,18 @@
 package ui
 
 import (
-	"os"
+	"context"
 	"os/exec"
+	"slices"
 	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/widget"
+
+	"sandbar/app/session"
 )
 
-// opener is a way to open a session's workspace in another app.
+// opener is a way to open a session's files in another app.
 type opener struct {
 	label string
 	icon  fyne.Resource
@@ -17,6 +20,9 @@ type opener struct {
 	dir   string   // its working directory
 	// missing says why it is unavailable, "" when it is available.
 	missing string
+	// export: dir is the session's read-only export, written (or
+	// refreshed) by Backend.Export before the command starts.
+	export bool
 	// vm: it opens into the session's VM (sandbar shell), not the
 	// workspace folder, so it needs the session running.
 	vm bool
@@ -57,22 +63,16 @@ func newOpenerButton(w *sessionWindow, o opener) *openerButton {
 }
 
 // showOpenNote says which openers are unavailable and why, in place of
-// a tooltip (Fyne has none), and disables those whose workspace is not
-// there.
+// a tooltip (Fyne has none), and what the others open: a read-only copy
+// of the session's files, never the agent's own, which live in its VM.
 func (w *sessionWindow) showOpenNote() {
-	ws := w.workspace()
 	var notes []string
 	gone := ""
 	switch {
-	case ws == "":
-		gone = "this Sandbar backend does not say where the workspace is"
-	default:
-		if _, err := os.Stat(ws); err != nil {
-			gone = "the workspace is not there yet (it is cloned first)"
-			if !os.IsNotExist(err) {
-				gone = err.Error()
-			}
-		}
+	case w.dir == "":
+		gone = "this Sandbar backend does not say where the session's folder is"
+	case w.sess.State == session.StateProvisioning:
+		gone = "the session's workspace is being made"
 	}
 	for _, b := range w.openers {
 		if b.o.vm && b.o.missing == "" {
@@ -89,18 +89,56 @@ func (w *sessionWindow) showOpenNote() {
 	if gone != "" {
 		notes = append([]string{"Cannot open: " + gone}, notes...)
 	}
-	if len(notes) == 0 {
-		w.openMsg.SetText(ws)
-	} else {
-		w.openMsg.SetText(strings.Join(notes, " · "))
+	what := "These open a read-only copy of the session's files, made when you press one; the agent's own files live in its VM."
+	if w.exportDir != "" {
+		when := "its last save"
+		if !w.exported.IsZero() {
+			when = w.exported.Format("Jan 2 15:04:05")
+		}
+		what = "Read-only copy of the session's files as of " + when + ", in " + w.exportDir + ": the agent's own files live in its VM."
 	}
+	w.openMsg.SetText(strings.Join(append([]string{what}, notes...), " · "))
 }
 
-// launch starts o; its errors show in the notice.
+// launch starts o, after writing the read-only export it opens; errors
+// show in the notice.
 func (w *sessionWindow) launch(o opener) {
 	if len(o.argv) == 0 {
 		return
 	}
+	if !o.export {
+		w.startOpener(o)
+		return
+	}
+	w.spawn(func(ctx context.Context) {
+		dir, when, err := w.u.Backend.Export(ctx, w.id)
+		if ctx.Err() != nil {
+			return
+		}
+		w.ui(func() {
+			if err != nil {
+				w.notice.show(widget.DangerImportance, "Could not make the read-only copy for "+o.label+": "+err.Error())
+				return
+			}
+			if dir != o.dir {
+				// The backend put it elsewhere than the window thought.
+				o.argv = slices.Clone(o.argv)
+				for i, a := range o.argv {
+					if a == o.dir {
+						o.argv[i] = dir
+					}
+				}
+				o.dir = dir
+			}
+			w.exported, w.exportDir = when, dir
+			w.showOpenNote()
+			w.startOpener(o)
+		})
+	})
+}
+
+// startOpener runs o's command.
+func (w *sessionWindow) startOpener(o opener) {
 	cmd := exec.Command(o.argv[0], o.argv[1:]...)
 	cmd.Dir = o.dir
 	start := w.launcher

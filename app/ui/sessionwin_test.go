@@ -214,7 +214,7 @@ func TestSessionWindowChangesAndDiff(t *testing.T) {
 	w.changes.list.Select(idx["README.md"])
 	h.q.waitFor(t, 30*time.Second, "README.md's diff", func() bool { return strings.Contains(w.changes.diffText(), "+more") })
 	d := w.changes.diffText()
-	for _, want := range []string{"--- a/README.md", "+++ b/README.md", "@@ -1,1 +1,2 @@", " # demo"} {
+	for _, want := range []string{"--- a/README.md", "+++ b/README.md", "@@ -1 +1,2 @@", " # demo"} {
 		if !strings.Contains(d, want) {
 			t.Errorf("README.md diff lacks %q:\n%s", want, d)
 		}
@@ -346,20 +346,28 @@ func TestWorkspaceOpeners(t *testing.T) {
 	}
 }
 
+// TestSessionWindowOpenButtons: the Files and Editor buttons open a
+// read-only copy of the session's files that Sandbar writes when one is
+// pressed, never the agent's own folder, and the window says so.
 func TestSessionWindowOpenButtons(t *testing.T) {
 	h := newSWHarness(t)
-	s, _ := h.start(t, echoAgent)
+	s, _ := h.start(t, `echo v1 > made.txt; echo ready; while read l; do echo "$l" > made.txt; echo "wrote $l"; done`)
+	t.Setenv("VISUAL", "an-editor --wait") // so the Editor button is there on every machine
 	w := h.open(t, s.ID)
 	var launched []string
 	w.launcher = func(c *exec.Cmd) error {
 		launched = append(launched, c.Dir+"|"+strings.Join(c.Args, " "))
 		return nil
 	}
-	h.q.waitFor(t, 30*time.Second, "the workspace to exist", func() bool {
-		w.showOpenNote()
+	h.q.waitFor(t, 30*time.Second, "the agent to write its file", func() bool { return logHas(w.logs, "ready") })
+	h.q.waitFor(t, 30*time.Second, "the open buttons to be enabled", func() bool {
 		return !w.openers[0].btn.Disabled() || w.openers[0].o.missing != ""
 	})
-	ws := filepath.Join(h.env.Paths.Session(s.ID), "workspace")
+	if !strings.Contains(w.openMsg.Text, "read-only copy") || !strings.Contains(w.openMsg.Text, "VM") {
+		t.Errorf("the window does not say the buttons open a read-only copy, the agent's files being in its VM: %q", w.openMsg.Text)
+	}
+	export := filepath.Join(h.env.Paths.Session(s.ID), session.ExportDir)
+	tapped := 0
 	for _, b := range w.openers {
 		if b.o.missing != "" {
 			if !b.btn.Disabled() || !strings.Contains(w.openMsg.Text, b.o.missing) {
@@ -368,19 +376,53 @@ func TestSessionWindowOpenButtons(t *testing.T) {
 			continue
 		}
 		test.Tap(b.btn)
+		tapped++
+		h.q.waitFor(t, 30*time.Second, b.o.label+" to launch", func() bool { return len(launched) == tapped || w.notice.text() != "" })
+	}
+	if w.notice.text() != "" {
+		t.Fatalf("opening the copy failed: %s", w.notice.text())
 	}
 	for _, l := range launched {
 		// Nothing opens the agent's repository in a host shell: the
 		// Terminal is a shell inside the VM.
 		if strings.Contains(l, " shell "+s.ID) {
-			if strings.Contains(l, ws) {
-				t.Errorf("the Terminal launched %q, which names the workspace", l)
-			}
 			continue
 		}
-		if !strings.HasPrefix(l, ws+"|") || !strings.Contains(l, ws) {
-			t.Errorf("launched %q, want it in and on %s", l, ws)
+		if !strings.HasPrefix(l, export+"|") {
+			t.Errorf("launched %q, want it in %s", l, export)
 		}
+	}
+	if tapped == 0 {
+		t.Fatal("no open button could be pressed, though $VISUAL is set")
+	}
+	if b, err := os.ReadFile(filepath.Join(export, "made.txt")); err != nil || string(b) != "v1\n" {
+		t.Errorf("the copy lacks the agent's uncommitted file: %q, %v", b, err)
+	}
+	fi, err := os.Stat(filepath.Join(export, "made.txt"))
+	if err != nil || fi.Mode().Perm() != 0o444 {
+		t.Errorf("the copy's file is %v (%v), want read-only", fi.Mode(), err)
+	}
+	if !strings.Contains(w.openMsg.Text, "as of") || !strings.Contains(w.openMsg.Text, export) {
+		t.Errorf("after a copy is made the window does not say where and as of when: %q", w.openMsg.Text)
+	}
+	// The session moves on: the next press writes a new copy.
+	if err := h.env.Manager.Chat(context.Background(), s.ID, "v2"); err != nil {
+		t.Fatal(err)
+	}
+	h.q.waitFor(t, 30*time.Second, "the agent to write again", func() bool { return logHas(w.logs, "wrote v2") })
+	launched = nil
+	for _, b := range w.openers {
+		if b.o.missing == "" {
+			test.Tap(b.btn)
+			break
+		}
+	}
+	h.q.waitFor(t, 30*time.Second, "the second launch", func() bool { return len(launched) == 1 || w.notice.text() != "" })
+	if b, err := os.ReadFile(filepath.Join(export, "made.txt")); err != nil || string(b) != "v2\n" {
+		t.Errorf("the copy was not refreshed: %q, %v", b, err)
+	}
+	if _, err := os.Lstat(filepath.Join(h.env.Paths.Session(s.ID), "workspace")); !os.IsNotExist(err) {
+		t.Errorf("a workspace folder exists on the host: %v", err)
 	}
 
 	// The log's "Open the full log" opens agent.log, which keeps every

@@ -271,9 +271,21 @@ func (m *Mirror) treeEntries(ctx context.Context, commit string) ([]treeEntry, e
 	return es, nil
 }
 
-// writeTree writes the working tree: blobs as files or symlinks, as git
-// stores them, and each submodule as an empty folder.
-func (m *Mirror) writeTree(ctx context.Context, bw *baseWriter, es []treeEntry, done func(int)) error {
+// treeWriter is where writeTree puts a tree: a base disk's tar stream
+// (baseWriter) or a folder on the host (exportWriter). Names are
+// slash-separated and relative to the tree's root; each call gets the
+// whole of one entry.
+type treeWriter interface {
+	dir(name string) error
+	file(name string, mode, size int64, r io.Reader) error
+	symlink(name, target string) error
+}
+
+// writeTree writes a tree read from the mirror: blobs as files or
+// symlinks, as git stores them, and each submodule as an empty folder.
+// Nothing the repository configures is applied (cat-file runs no
+// filter).
+func (m *Mirror) writeTree(ctx context.Context, bw treeWriter, es []treeEntry, done func(int)) error {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	cmd := command(ctx, m.Dir, "cat-file", "--batch")
@@ -346,7 +358,6 @@ func (m *Mirror) writeTree(ctx context.Context, bw *baseWriter, es []treeEntry, 
 			if err := bw.symlink(e.path, string(target)); err != nil {
 				return err
 			}
-			io.Copy(io.Discard, body)
 		default:
 			perm := int64(0o644)
 			if e.mode&0o111 != 0 {
@@ -355,6 +366,11 @@ func (m *Mirror) writeTree(ctx context.Context, bw *baseWriter, es []treeEntry, 
 			if err := bw.file(e.path, perm, size, body); err != nil {
 				return err
 			}
+		}
+		// What a writer left unread (a file it skipped) is not the next
+		// object's header.
+		if _, err := io.Copy(io.Discard, body); err != nil {
+			return err
 		}
 		if _, err := r.Discard(1); err != nil { // the newline after each object
 			return err

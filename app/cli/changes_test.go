@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"sandbar/app/session"
+	"sandbar/app/session/sessiontest"
+	"sandbar/app/workspace"
+	"sandbar/vm"
+)
+
+// changesAgent edits, commits and leaves files uncommitted, one with a
+// terminal escape in its name and one in its content, then waits.
+const changesAgent = `printf '# x\nmore\n' > README.md
+mkdir -p src && echo 'package a' > src/a.go && git add src/a.go && git -c user.name=A -c user.email=a@example.com commit -qm add
+printf 'one\n\033]0;pwned\007two\n' > notes.txt
+printf 'x\n' > "$(printf 'evil\033[31mred.txt')"
+echo ready
+while read -r l; do :; done`
+
+// TestChangesAndDiff: `sandbar changes` and `sandbar diff` read a running
+// session's work through the engine, and a stopped one's from its saved
+// work without one; what came from the VM reaches the terminal with its
+// control characters escaped.
+func TestChangesAndDiff(t *testing.T) {
+	env := sessiontest.New(t)
+	r, cli, stdout, _ := engineFor(t, env)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := r.Start(ctx, session.Options{Repo: env.Repo(t, "changes répo"), MemoryMiB: 512, Agent: sessiontest.Shell(changesAgent)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, env, s.ID, "ready")
+
+	run := func(args ...string) (string, error) {
+		stdout.Reset()
+		err := Run(ctx, cli, args)
+		return stdout.String(), err
+	}
+	check := func(when string, wantUntracked string) {
+		t.Helper()
+		out, err := run("changes", s.ID[:6])
+		if err != nil {
+			t.Fatalf("%s: sandbar changes: %v", when, err)
+		}
+		for _, want := range []string{
+			"M modified  README.md\n",
+			"A added     src/a.go\n",
+			wantUntracked + " notes.txt\n",
+			`"evil\x1b[31mred.txt"`,
+			"4 files changed, 1 commit ahead of the base",
+			"insertions(+), 1 deletion(-)",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: sandbar changes lacks %q:\n%s", when, want, out)
+			}
+		}
+		if strings.ContainsRune(out, 0x1b) {
+			t.Errorf("%s: sandbar changes passed an escape character to the terminal:\n%q", when, out)
+		}
+
+		out, err = run("changes", "--json", s.ID)
+		var ch workspace.Changes
+		if err != nil || json.Unmarshal([]byte(out), &ch) != nil || len(ch.Files) != 4 || ch.Ahead != 1 {
+			t.Errorf("%s: sandbar changes --json: %v\n%s", when, err, out)
+		}
+
+		out, err = run("diff", s.ID, "README.md")
+		if err != nil || !strings.Contains(out, "--- a/README.md") || !strings.Contains(out, "+more") {
+			t.Errorf("%s: sandbar diff README.md: %v\n%s", when, err, out)
+		}
+		out, err = run("diff", s.ID, "./notes.txt")
+		if err != nil || !strings.Contains(out, `+\x1b]0;pwned\x07two`) || strings.ContainsRune(out, 0x1b) {
+			t.Errorf("%s: sandbar diff notes.txt: %v; want its escape shown, not sent:\n%q", when, err, out)
+		}
+		_, err = run("diff", s.ID, "nothere.txt")
+		if err == nil || !strings.Contains(err.Error(), "sandbar changes") {
+			t.Errorf("%s: sandbar diff of a file the session did not change: %v; want it to point at sandbar changes", when, err)
+		}
+	}
+	check("running", "? untracked")
+
+	if _, err := r.Stop(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Stopped, and no engine needed: the saved work is read here (the
+	// uncommitted files were saved as part of the snapshot, so they show
+	// as added).
+	hvs := vm.NewRegistry()
+	hvs.Register(env.Hypervisor, true)
+	cli.Hypervisors = hvs
+	check("stopped", "A added    ")
+
+	if err := Run(ctx, cli, []string{"changes"}); err == nil {
+		t.Error("sandbar changes with no id succeeded")
+	}
+	if err := Run(ctx, cli, []string{"changes", "ffffffffff"}); err == nil {
+		t.Error("sandbar changes of a session that does not exist succeeded")
+	}
+}
+
+// waitLog waits for a line of session id's log holding text.
+func waitLog(t *testing.T, env *sessiontest.Env, id, text string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		lines, _ := env.Manager.Logs(context.Background(), id, 0, 10000)
+		for _, l := range lines {
+			if strings.Contains(l.Text, text) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line %q from session %s within 30 s", text, id)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestTerminalSafe(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain\ttext\n":         "plain\ttext\n",
+		"é ü 日本":                "é ü 日本",
+		"a\x1b[2Jb":             `a\x1b[2Jb`,
+		"bell\a\r":              `bell\x07\x0d`,
+		"c1 \u009b31m":          `c1 \x9b31m`,
+		"bidi \u202eevil":       `bidi \u202eevil`,
+		"bad \xff\xfe":          `bad \xff\xfe`,
+		"replacement \uFFFD ok": "replacement \uFFFD ok",
+	} {
+		if got := terminalSafe(in); got != want {
+			t.Errorf("terminalSafe(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
