@@ -41,6 +41,8 @@ var mirrorConfig = [][2]string{
 	{"receive.fsckObjects", "true"},
 	{"gc.autoDetach", "false"},
 	{"core.logAllRefUpdates", "false"},
+	// Merge fetches submodule commits by id.
+	{"uploadpack.allowAnySHA1InWant", "true"},
 }
 
 // OpenMirror opens, or creates, Sandbar's repository at dir.
@@ -51,6 +53,16 @@ func OpenMirror(ctx context.Context, dir string) (*Mirror, error) {
 	}
 	m := &Mirror{Dir: abs}
 	if fi, err := os.Lstat(filepath.Join(abs, "HEAD")); err == nil && fi.Mode().IsRegular() {
+		// A repository made by an older Sandbar gets the settings added
+		// since (the last one names them all).
+		last := mirrorConfig[len(mirrorConfig)-1]
+		if v, _ := gitLine(ctx, abs, "config", "--get", last[0]); v != last[1] {
+			for _, kv := range mirrorConfig {
+				if _, err := git(ctx, abs, "config", kv[0], kv[1]); err != nil {
+					return nil, fmt.Errorf("configure Sandbar's repository %s: %w", abs, err)
+				}
+			}
+		}
 		return m, nil
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("Sandbar's repository %s: %w", abs, err)

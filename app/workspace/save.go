@@ -45,7 +45,10 @@ type SaveInfo struct {
 	// Branch, Snapshot and Head are commits: the session's branch, the
 	// snapshot of its working tree, and the HEAD that snapshot sits on.
 	Branch, Snapshot, Head string
-	// Bytes is the size of the pack that carried them.
+	// Submodules maps the path of each checked-out submodule (nested ones
+	// too) to its HEAD, as sent.
+	Submodules map[string]string
+	// Bytes is the size of the packs that carried them.
 	Bytes int64
 }
 
