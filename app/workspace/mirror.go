@@ -173,16 +173,25 @@ func validSessionID(id string) error {
 	return nil
 }
 
-// Forget deletes a session's refs from the mirror; its objects go with
-// the next gc.
+// Forget deletes a session's refs from the mirror (its branch, snapshot,
+// head and submodules); its objects go with the next gc.
 func (m *Mirror) Forget(ctx context.Context, id string) error {
 	if err := validSessionID(id); err != nil {
 		return err
 	}
-	for _, w := range []string{"branch", "snapshot", "head"} {
-		if _, err := git(ctx, m.Dir, "update-ref", "-d", sessionRef(id, w)); err != nil && ctx.Err() != nil {
-			return ctx.Err()
-		}
+	refs, err := git(ctx, m.Dir, "for-each-ref", "--format=%(refname)", sessionRefs+id+"/")
+	if err != nil {
+		return fmt.Errorf("read the refs of session %s in %s: %w", id, m.Dir, err)
+	}
+	var tx strings.Builder
+	for _, ref := range strings.Fields(refs) {
+		fmt.Fprintf(&tx, "delete %s\n", ref)
+	}
+	if tx.Len() == 0 {
+		return nil
+	}
+	if _, err := gitInput(ctx, m.Dir, strings.NewReader(tx.String()), "update-ref", "--stdin"); err != nil {
+		return fmt.Errorf("forget session %s in %s: %w", id, m.Dir, err)
 	}
 	return nil
 }

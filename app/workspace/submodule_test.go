@@ -2,9 +2,12 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -153,5 +156,141 @@ func TestBaseCarriesSubmodules(t *testing.T) {
 	info, err = c.m.BuildBase(ctx, BaseOptions{Source: src, Commit: c.base, Dir: filepath.Dir(c.disk)})
 	if err != nil || info.Reused || !slices.Contains(info.Submodules, "libs/off") {
 		t.Errorf("after checking out libs/off: %+v, %v", info, err)
+	}
+}
+
+// TestMergeSubmodules: the agent commits in a submodule and in the one
+// nested in it, bumps both, and saves; merge brings each commit into the
+// source's copy as the same branch, leaving their files, index and HEAD.
+func TestMergeSubmodules(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root, _, _ := superRepo(t)
+	c := sessionT(t, root, "subm")
+	coreDest := filepath.Join(c.dir, "libs", "core ü")
+	deepDest := filepath.Join(coreDest, "deep")
+	coreSrc := filepath.Join(root, "libs", "core ü")
+	deepSrc := filepath.Join(coreSrc, "deep")
+	before := snapshot(t, root, "refs/heads/"+c.branch)
+	coreBefore := snapshot(t, coreSrc, "refs/heads/"+c.branch)
+	deepBefore := snapshot(t, deepSrc, "refs/heads/"+c.branch)
+
+	deepCommit := commitT(t, deepDest, "deep.txt", "deep, by the agent\n", "agent: deep")
+	gitT(t, coreDest, "add", "deep")
+	coreCommit := commitT(t, coreDest, "core.txt", "core, by the agent\n", "agent: core")
+	gitT(t, c.dir, "add", "libs/core ü")
+	top := commitT(t, c.dir, "top.txt", "top\n", "agent: bump core")
+	info := c.save(t)
+	if info.Branch != top {
+		t.Fatalf("saved branch %s, want %s", info.Branch, top)
+	}
+	if got := info.Submodules["libs/core ü"]; got != coreCommit {
+		t.Errorf("saved submodules = %q", info.Submodules)
+	}
+
+	res, err := Merge(ctx, resolveT(t, root), c.m, c.id, c.branch, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"libs/core ü", "libs/core ü/deep"}; !slices.Equal(res.Submodules, want) {
+		t.Errorf("merged submodules = %q, want %q", res.Submodules, want)
+	}
+	if got := gitT(t, coreSrc, "rev-parse", "refs/heads/"+c.branch); got != coreCommit {
+		t.Errorf("core's %s = %s, want %s", c.branch, got, coreCommit)
+	}
+	if got := gitT(t, deepSrc, "rev-parse", "refs/heads/"+c.branch); got != deepCommit {
+		t.Errorf("deep's %s = %s, want %s", c.branch, got, deepCommit)
+	}
+	sameSnapshot(t, before, snapshot(t, root, "refs/heads/"+c.branch))
+	sameSnapshot(t, coreBefore, snapshot(t, coreSrc, "refs/heads/"+c.branch))
+	sameSnapshot(t, deepBefore, snapshot(t, deepSrc, "refs/heads/"+c.branch))
+	gitT(t, coreSrc, "fsck", "--no-progress")
+
+	// Again: nothing new. A branch of that name checked out in the
+	// source's copy is refused, before the superproject's branch moves.
+	if res, err := Merge(ctx, resolveT(t, root), c.m, c.id, c.branch, false); err != nil || len(res.Submodules) != 0 {
+		t.Errorf("repeat merge = %+v, %v", res, err)
+	}
+	gitT(t, coreSrc, "switch", "-q", "-c", "sandbar/other")
+	c2 := sessionT(t, root, "other")
+	commitT(t, filepath.Join(c2.dir, "libs", "core ü"), "x.txt", "x\n", "x")
+	gitT(t, c2.dir, "add", "libs/core ü")
+	commitT(t, c2.dir, "y.txt", "y\n", "bump")
+	c2.save(t)
+	_, err = Merge(ctx, resolveT(t, root), c2.m, c2.id, c2.branch, false)
+	if !errors.Is(err, ErrCheckedOut) || !strings.Contains(err.Error(), "submodule libs/core ü") {
+		t.Errorf("branch checked out in the submodule: err = %v", err)
+	}
+	if out := gitT(t, root, "branch", "--list", c2.branch); out != "" {
+		t.Errorf("a refused merge created %s", out)
+	}
+
+	// Not checked out in the source any more: the session's commit in it
+	// has nowhere to go, and the merge says what to do.
+	gitT(t, root, "submodule", "deinit", "-q", "-f", "--", "libs/core ü")
+	commitT(t, coreDest, "z.txt", "z\n", "z")
+	gitT(t, c.dir, "add", "libs/core ü")
+	commitT(t, c.dir, "z.txt", "z\n", "bump again")
+	c.save(t)
+	_, err = Merge(ctx, resolveT(t, root), c.m, c.id, c.branch, false)
+	if !errors.Is(err, errNoModuleCopy) || !strings.Contains(err.Error(), "run `git submodule update --init` there and merge again") {
+		t.Errorf("submodule not checked out: err = %v", err)
+	}
+	if got := gitT(t, root, "rev-parse", "refs/heads/"+c.branch); got != top {
+		t.Errorf("a refused merge moved %s to %s", c.branch, got)
+	}
+}
+
+// TestImportSaveModuleSections: submodule sections are hostile input
+// too: a pack for a submodule the session does not record is not kept,
+// and a section that lies about its size is refused.
+func TestImportSaveModuleSections(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := newRepo(t, "")
+	c := sessionT(t, root, "mods")
+	lib := newLib(t, "stray")
+	libHead := gitT(t, lib, "rev-parse", "HEAD")
+	pack := func(dir, revs string) string {
+		cmd := exec.Command("git", "-C", dir, "pack-objects", "--revs", "--stdout", "-q")
+		cmd.Env, cmd.Stdin = gitEnv(), strings.NewReader(revs)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	libPack := pack(lib, libHead+"\n")
+	mainPack := pack(c.dir, "^"+c.base+"\n")
+	hdr := "sandbar-save 2 " + c.base + " " + c.base + " " + c.base + "\n"
+	section := func(path string, n int) string {
+		return "module " + libHead + " " + strconv.Itoa(n) + " " + path + "\n" + libPack
+	}
+
+	info, err := c.m.ImportSave(ctx, strings.NewReader(hdr+section("not/a submodule", len(libPack))+"pack\n"+mainPack), c.id, 1<<20)
+	if err != nil {
+		t.Fatalf("a well-formed save: %v", err)
+	}
+	if len(info.Submodules) != 0 {
+		t.Errorf("a submodule the session does not record was kept: %q", info.Submodules)
+	}
+	if refs := gitT(t, c.m.Dir, "for-each-ref", sessionRefs+c.id+"/modules/"); refs != "" {
+		t.Errorf("refs for it: %s", refs)
+	}
+	for _, tc := range []struct{ name, in, want string }{
+		{"claims fewer", hdr + section("a", len(libPack)-30) + "pack\n" + mainPack, "did not pass git's checks"},
+		{"claims more", hdr + section("a", len(libPack)+100) + "pack\n" + mainPack, "ended inside the pack"},
+		{"claims more, swallowing the rest", hdr + section("a", len(libPack)+5+len(mainPack)) + "pack\n" + mainPack, "has bytes after its end"},
+		{"twice", hdr + section("a", len(libPack)) + section("a", len(libPack)) + "pack\n" + mainPack, "comes twice"},
+		{"over the bound", hdr + section("a", len(libPack)) + "pack\n" + mainPack, "too large"},
+	} {
+		max := int64(1 << 20)
+		if tc.name == "over the bound" {
+			max = int64(len(libPack))
+		}
+		_, err := c.m.ImportSave(ctx, strings.NewReader(tc.in), c.id, max)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		}
 	}
 }
