@@ -202,12 +202,13 @@ func (m *Mirror) ImportSave(ctx context.Context, r io.Reader, id string, max int
 		return info, fmt.Errorf("the session's work is missing objects (%s): it was not saved", gitMessage(err))
 	}
 	// Only submodules the session's branch or snapshot records are kept.
+	seen := map[string][]gitlink{}
 	for p := range info.Submodules {
-		inBranch, err := m.linkAt(ctx, info.Branch, p)
+		inBranch, err := m.linkAt(ctx, info.Branch, p, seen)
 		if err != nil {
 			return info, err
 		}
-		inSnap, err := m.linkAt(ctx, info.Snapshot, p)
+		inSnap, err := m.linkAt(ctx, info.Snapshot, p, seen)
 		if err != nil {
 			return info, err
 		}

@@ -453,13 +453,18 @@ func (m *Mirror) carriedCommit(ctx context.Context, commit string) bool {
 
 // linkAt finds the submodule at p (a path from the top of the clone) that
 // commit records, following submodules of submodules through commits the
-// mirror holds; "" when there is none.
-func (m *Mirror) linkAt(ctx context.Context, commit, p string) (string, error) {
+// mirror holds; "" when there is none. seen keeps the lists already read,
+// by commit and prefix.
+func (m *Mirror) linkAt(ctx context.Context, commit, p string, seen map[string][]gitlink) (string, error) {
 	prefix := ""
 	for depth := 0; depth <= maxSubmoduleDepth; depth++ {
-		links, err := m.gitlinks(ctx, commit, prefix, "")
-		if err != nil {
-			return "", err
+		links, ok := seen[commit+" "+prefix]
+		if !ok {
+			var err error
+			if links, err = m.gitlinks(ctx, commit, prefix, ""); err != nil {
+				return "", err
+			}
+			seen[commit+" "+prefix] = links
 		}
 		next := ""
 		for _, l := range links {
