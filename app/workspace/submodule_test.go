@@ -294,3 +294,28 @@ func TestImportSaveModuleSections(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeNeverFollowsSymlink: the source's folder for a submodule is a
+// symlink to a repository elsewhere, and the agent commits a submodule
+// there; merge refuses and never writes through the link.
+func TestMergeNeverFollowsSymlink(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root, _, _ := superRepo(t)
+	target := canonical(t, filepath.Join(root, "libs", "linked"))
+	before := snapshot(t, target)
+	c := sessionT(t, root, "link")
+	sub := filepath.Join(c.dir, "libs", "linked")
+	gitT(t, sub, "init", "-q", "-b", "main")
+	commitT(t, sub, "planted.txt", "x\n", "planted")
+	gitT(t, c.dir, "add", "libs/linked")
+	commitT(t, c.dir, "bump.txt", "x\n", "bump linked")
+	if info := c.save(t); info.Submodules["libs/linked"] == "" {
+		t.Fatalf("the planted submodule was not sent: %q", info.Submodules)
+	}
+	_, err := Merge(ctx, resolveT(t, root), c.m, c.id, c.branch, false)
+	if !errors.Is(err, errNoModuleCopy) {
+		t.Errorf("merge through a symlink: err = %v, want a refusal", err)
+	}
+	sameSnapshot(t, before, snapshot(t, target))
+}
