@@ -290,7 +290,7 @@ func TestSessionWithSubmodule(t *testing.T) {
 	}
 	s := w.ls()[0]
 	// System lines go to stderr.
-	if _, sys, _ := w.run("", "logs", s.ID); !strings.Contains(sys, "[system] checked out submodules from the repository's copies: libs/lib") {
+	if _, sys, _ := w.run("", "logs", s.ID); !strings.Contains(sys, "[system] carried submodules in from the repository's copies: libs/lib") {
 		t.Errorf("the log does not say the submodule was checked out:\n%s", sys)
 	}
 	merged := w.ok("merge", s.ID)

@@ -162,6 +162,12 @@ func (r *run) provision(ctx context.Context) error {
 	for _, s := range info.Skipped {
 		r.systemLine("include list: left out " + s)
 	}
+	if len(info.Submodules) > 0 {
+		r.systemLine("carried submodules in from the repository's copies: " + strings.Join(info.Submodules, ", "))
+	}
+	for _, s := range info.SkippedSubmodules {
+		r.systemLine("submodule left empty: " + s)
+	}
 	if n := len(info.LFSPointers); n > 0 {
 		some := info.LFSPointers[:min(n, 5)]
 		more := ""

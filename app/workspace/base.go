@@ -55,6 +55,10 @@ type BaseInfo struct {
 	// Copied and Skipped are what the include lists brought over and left
 	// behind (see CloneInfo).
 	Copied, Skipped []string
+	// Submodules lists the submodules (by path, nested ones too) carried
+	// in from the source's checked-out copies; SkippedSubmodules says, for
+	// each one left an empty folder, why and what to do.
+	Submodules, SkippedSubmodules []string
 	// LFSPointers lists the files Git LFS manages, which hold pointer text.
 	LFSPointers []string
 	// Size is the image's size in bytes.
@@ -96,13 +100,25 @@ func (m *Mirror) BuildBase(ctx context.Context, o BaseOptions) (BaseInfo, error)
 	if err != nil {
 		return BaseInfo{}, err
 	}
+	mods, skippedMods, err := m.carryModules(ctx, o.Source.Root, o.Source.Remote, o.Commit)
+	if err != nil {
+		return BaseInfo{}, fmt.Errorf("carry the submodules of %s in: %w", o.Source.Root, err)
+	}
 	h := sha256.New()
 	fmt.Fprintf(h, "sandbar base v1\x00%s\x00%s\x00", o.Commit, o.Source.Remote)
 	for _, f := range inc.files {
 		fmt.Fprintf(h, "%s\x00%o\x00%s\x00%x\x00", f.rel, f.mode, f.link, sha256.Sum256(f.data))
 	}
+	// The tree names the submodule commits; which of them are carried in
+	// depends on the source's checkouts.
+	for _, mc := range mods {
+		fmt.Fprintf(h, "module\x00%s\x00%s\x00%s\x00%s\x00", mc.path, mc.name, mc.commit, mc.url)
+	}
 	name := "base-" + o.Commit[:12] + "-" + hex.EncodeToString(h.Sum(nil))[:12] + ".ext4"
-	info := BaseInfo{Path: filepath.Join(o.Dir, name), Commit: o.Commit, Copied: inc.copied(), Skipped: inc.skipped}
+	info := BaseInfo{Path: filepath.Join(o.Dir, name), Commit: o.Commit, Copied: inc.copied(), Skipped: inc.skipped, SkippedSubmodules: skippedMods}
+	for _, mc := range mods {
+		info.Submodules = append(info.Submodules, mc.path)
+	}
 	if fi, err := os.Lstat(info.Path); err == nil && fi.Mode().IsRegular() {
 		info.Reused, info.Size, info.Took = true, fi.Size(), time.Since(start)
 		info.LFSPointers = readLines(info.Path + ".lfs")
@@ -118,19 +134,9 @@ func (m *Mirror) BuildBase(ctx context.Context, o BaseOptions) (BaseInfo, error)
 	defer os.RemoveAll(tmpDir)
 
 	progress(PhaseBuilding, 0)
-	// The commit's history in one pack (deltas reused, so this copies
-	// more than it computes) and an index for its tree.
-	packOut, err := gitInput(ctx, m.Dir, strings.NewReader(o.Commit+"\n"), "pack-objects", "--revs", "--delta-base-offset", "-q", filepath.Join(tmpDir, "pack"))
+	packName, index, err := m.packAndIndex(ctx, o.Commit, tmpDir)
 	if err != nil {
-		return BaseInfo{}, fmt.Errorf("pack the history of %s: %w", short(o.Commit), err)
-	}
-	packName := "pack-" + strings.TrimSpace(packOut)
-	if !isHex(strings.TrimSpace(packOut)) {
-		return BaseInfo{}, fmt.Errorf("pack the history of %s: git printed %q", short(o.Commit), packOut)
-	}
-	index := filepath.Join(tmpDir, "index")
-	if _, err := gitEnvInput(ctx, m.Dir, []string{"GIT_INDEX_FILE=" + index}, nil, "read-tree", "--end-of-options", o.Commit); err != nil {
-		return BaseInfo{}, fmt.Errorf("index the tree of %s: %w", short(o.Commit), err)
+		return BaseInfo{}, err
 	}
 	entries, err := m.treeEntries(ctx, o.Commit)
 	if err != nil {
@@ -154,7 +160,7 @@ func (m *Mirror) BuildBase(ctx context.Context, o BaseOptions) (BaseInfo, error)
 			data []byte
 		}{
 			{".git/HEAD", []byte(o.Commit + "\n")},
-			{".git/config", []byte(cloneConfig(o.Source.Remote))},
+			{".git/config", []byte(cloneConfig(o.Source.Remote) + moduleSections(mods, ".git"))},
 			{".git/refs/sandbar/base", []byte(o.Commit + "\n")},
 			{".git/info/exclude", []byte(excludeText(inc.copied()))},
 		}
@@ -177,8 +183,17 @@ func (m *Mirror) BuildBase(ctx context.Context, o BaseOptions) (BaseInfo, error)
 				return err
 			}
 		}
-		if err := m.writeTree(ctx, bw, entries, func(done int) { progress(PhaseBuilding, 10+80*done/max(len(entries), 1)) }); err != nil {
+		if err := m.writeTree(ctx, bw, "", entries, func(done int) { progress(PhaseBuilding, 10+80*done/max(len(entries), 1)) }); err != nil {
 			return err
+		}
+		for i, mc := range mods {
+			dir := filepath.Join(tmpDir, fmt.Sprintf("module-%d", i))
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				return err
+			}
+			if err := m.writeModule(ctx, bw, mc, mods, dir); err != nil {
+				return err
+			}
 		}
 		for _, f := range inc.files {
 			if err := bw.included(f); err != nil {
@@ -207,6 +222,24 @@ func (m *Mirror) BuildBase(ctx context.Context, o BaseOptions) (BaseInfo, error)
 	info.Size, info.Took = fi.Size(), time.Since(start)
 	progress(PhaseDone, 100)
 	return info, nil
+}
+
+// packAndIndex writes, in dir, commit's history as one pack (deltas
+// reused, so this copies more than it computes) and an index of its tree,
+// and returns the pack's name (pack-<hash>) and the index's path.
+func (m *Mirror) packAndIndex(ctx context.Context, commit, dir string) (string, string, error) {
+	out, err := gitInput(ctx, m.Dir, strings.NewReader(commit+"\n"), "pack-objects", "--revs", "--delta-base-offset", "-q", filepath.Join(dir, "pack"))
+	if err != nil {
+		return "", "", fmt.Errorf("pack the history of %s: %w", short(commit), err)
+	}
+	if !isHex(strings.TrimSpace(out)) {
+		return "", "", fmt.Errorf("pack the history of %s: git printed %q", short(commit), out)
+	}
+	index := filepath.Join(dir, "index")
+	if _, err := gitEnvInput(ctx, m.Dir, []string{"GIT_INDEX_FILE=" + index}, nil, "read-tree", "--end-of-options", commit); err != nil {
+		return "", "", fmt.Errorf("index the tree of %s: %w", short(commit), err)
+	}
+	return "pack-" + strings.TrimSpace(out), index, nil
 }
 
 // cloneConfig is the .git/config of a session's clone: the source's
@@ -281,11 +314,12 @@ type treeWriter interface {
 	symlink(name, target string) error
 }
 
-// writeTree writes a tree read from the mirror: blobs as files or
-// symlinks, as git stores them, and each submodule as an empty folder.
-// Nothing the repository configures is applied (cat-file runs no
-// filter).
-func (m *Mirror) writeTree(ctx context.Context, bw treeWriter, es []treeEntry, done func(int)) error {
+// writeTree writes a tree read from the mirror under prefix ("" or a
+// folder ending in "/"): blobs as files or symlinks, as git stores them,
+// and each submodule as an empty folder (writeModule fills the carried
+// ones on a base disk). Nothing the repository configures is applied
+// (cat-file runs no filter).
+func (m *Mirror) writeTree(ctx context.Context, bw treeWriter, prefix string, es []treeEntry, done func(int)) error {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	cmd := command(ctx, m.Dir, "cat-file", "--batch")
@@ -328,7 +362,7 @@ func (m *Mirror) writeTree(ctx context.Context, bw treeWriter, es []treeEntry, d
 			}
 		}
 		if e.kind == "commit" {
-			if err := bw.dir(e.path); err != nil {
+			if err := bw.dir(prefix + e.path); err != nil {
 				return err
 			}
 			continue
@@ -355,7 +389,7 @@ func (m *Mirror) writeTree(ctx context.Context, bw treeWriter, es []treeEntry, d
 			if err != nil {
 				return err
 			}
-			if err := bw.symlink(e.path, string(target)); err != nil {
+			if err := bw.symlink(prefix+e.path, string(target)); err != nil {
 				return err
 			}
 		default:
@@ -363,7 +397,7 @@ func (m *Mirror) writeTree(ctx context.Context, bw treeWriter, es []treeEntry, d
 			if e.mode&0o111 != 0 {
 				perm = 0o755
 			}
-			if err := bw.file(e.path, perm, size, body); err != nil {
+			if err := bw.file(prefix+e.path, perm, size, body); err != nil {
 				return err
 			}
 		}

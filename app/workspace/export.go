@@ -92,7 +92,7 @@ func (m *Mirror) Export(ctx context.Context, id, dest string) (ExportInfo, error
 	if err != nil {
 		return ExportInfo{}, err
 	}
-	werr := m.writeTree(ctx, w, es, func(int) {})
+	werr := m.writeTree(ctx, w, "", es, func(int) {})
 	if werr == nil {
 		werr = w.finish()
 	}

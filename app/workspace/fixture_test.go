@@ -137,6 +137,7 @@ type vmClone struct {
 	dir, id, branch, base string
 	m                     *Mirror
 	disk                  string
+	info                  BaseInfo
 }
 
 // sessionT builds Sandbar's repository of root and the base disk at its
@@ -168,7 +169,7 @@ func sessionT(t testing.TB, root, id string) *vmClone {
 	}
 	branch := "sandbar/" + id
 	gitT(t, dir, "checkout", "-q", "-b", branch)
-	return &vmClone{dir: dir, id: id, branch: branch, base: commit, m: m, disk: info.Path}
+	return &vmClone{dir: dir, id: id, branch: branch, base: commit, m: m, disk: info.Path, info: info}
 }
 
 // cloneT is sessionT for tests that need only the folder and the base.

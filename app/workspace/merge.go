@@ -43,7 +43,9 @@ type MergeResult struct {
 // source repository as the branch of the same name (git fetch <mirror>
 // refs/sandbar/sessions/<id>/branch:refs/heads/<branch>). Only that branch
 // is created or moved: the source's working tree, index, HEAD and other
-// branches are never touched. A branch that has commits the session lacks
+// branches are never touched. Submodule commits the branch records and
+// the source's submodule copies lack are brought into those copies first,
+// as the branch of the same name (see mergeModules). A branch that has commits the session lacks
 // is refused (ErrDiverged) unless force; a branch checked out in the
 // source is always refused (ErrCheckedOut). git runs only in the source
 // and in Sandbar's own repository, never where the agent wrote.
@@ -95,6 +97,11 @@ func Merge(ctx context.Context, source Repo, m *Mirror, id, branch string, force
 			return MergeResult{}, fmt.Errorf("branch %s in %s has commits the session does not (%w): use --force to overwrite it, or merge it by hand", branch, root, ErrDiverged)
 		}
 	}
+	// Submodule commits first, so the branch never lands naming one the
+	// source's copies lack.
+	if res.Submodules, err = mergeModules(ctx, root, m, commit, "", branch, force, 0); err != nil {
+		return res, err
+	}
 	spec := sessionRef(id, "branch") + ":" + ref
 	if force {
 		spec = "+" + spec
@@ -109,9 +116,10 @@ func Merge(ctx context.Context, source Repo, m *Mirror, id, branch string, force
 
 // fetchLocal fetches spec from Sandbar's repository dir into the repository root,
 // which is the only thing in root it writes: no tags, no submodules, no
-// FETCH_HEAD and no automatic gc. branch names the branch for messages.
+// FETCH_HEAD and no automatic gc. spec's source may be a commit id (see
+// mirrorConfig). branch names the branch for messages.
 func fetchLocal(ctx context.Context, root, dir, spec, branch string) error {
-	fetch := []string{"-c", "gc.auto=0", "-c", "maintenance.auto=false",
+	fetch := []string{"-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "protocol.version=2",
 		"fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--no-write-fetch-head"}
 	_, err := git(ctx, root, append(fetch, dir, spec)...)
 	if err == nil {

@@ -41,6 +41,8 @@ var mirrorConfig = [][2]string{
 	{"receive.fsckObjects", "true"},
 	{"gc.autoDetach", "false"},
 	{"core.logAllRefUpdates", "false"},
+	// Merge fetches submodule commits by id.
+	{"uploadpack.allowAnySHA1InWant", "true"},
 }
 
 // OpenMirror opens, or creates, Sandbar's repository at dir.
@@ -51,6 +53,16 @@ func OpenMirror(ctx context.Context, dir string) (*Mirror, error) {
 	}
 	m := &Mirror{Dir: abs}
 	if fi, err := os.Lstat(filepath.Join(abs, "HEAD")); err == nil && fi.Mode().IsRegular() {
+		// A repository made by an older Sandbar gets the settings added
+		// since (the last one names them all).
+		last := mirrorConfig[len(mirrorConfig)-1]
+		if v, _ := gitLine(ctx, abs, "config", "--get", last[0]); v != last[1] {
+			for _, kv := range mirrorConfig {
+				if _, err := git(ctx, abs, "config", kv[0], kv[1]); err != nil {
+					return nil, fmt.Errorf("configure Sandbar's repository %s: %w", abs, err)
+				}
+			}
+		}
 		return m, nil
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("Sandbar's repository %s: %w", abs, err)
@@ -161,16 +173,25 @@ func validSessionID(id string) error {
 	return nil
 }
 
-// Forget deletes a session's refs from the mirror; its objects go with
-// the next gc.
+// Forget deletes a session's refs from the mirror (its branch, snapshot,
+// head and submodules); its objects go with the next gc.
 func (m *Mirror) Forget(ctx context.Context, id string) error {
 	if err := validSessionID(id); err != nil {
 		return err
 	}
-	for _, w := range []string{"branch", "snapshot", "head"} {
-		if _, err := git(ctx, m.Dir, "update-ref", "-d", sessionRef(id, w)); err != nil && ctx.Err() != nil {
-			return ctx.Err()
-		}
+	refs, err := git(ctx, m.Dir, "for-each-ref", "--format=%(refname)", sessionRefs+id+"/")
+	if err != nil {
+		return fmt.Errorf("read the refs of session %s in %s: %w", id, m.Dir, err)
+	}
+	var tx strings.Builder
+	for _, ref := range strings.Fields(refs) {
+		fmt.Fprintf(&tx, "delete %s\n", ref)
+	}
+	if tx.Len() == 0 {
+		return nil
+	}
+	if _, err := gitInput(ctx, m.Dir, strings.NewReader(tx.String()), "update-ref", "--stdin"); err != nil {
+		return fmt.Errorf("forget session %s in %s: %w", id, m.Dir, err)
 	}
 	return nil
 }

@@ -11,14 +11,30 @@ import (
 )
 
 // SaveScript runs in the session's VM, in its clone, as the agent user
-// (sh -c SaveScript sandbar-save BRANCH BASE). It writes one header line,
-// "sandbar-save 1 <branch> <snapshot> <head>\n", then a pack of every
-// object the branch and the snapshot have that BASE lacks. The snapshot is
-// a commit on top of HEAD holding the working tree as it is, untracked
-// files included (ignored ones not), made with a private index so the
-// agent's own index and refs are not touched; it is HEAD itself when
-// nothing is uncommitted. Whatever it prints is hostile input to the host
-// (see Mirror.ImportSave).
+// (sh -c SaveScript sandbar-save BRANCH BASE). What it writes is, exactly:
+//
+//	sandbar-save 2 <branch> <snapshot> <head>\n
+//	module <head> <bytes> <path>\n<bytes bytes: a pack>     (zero or more)
+//	pack\n
+//	<a pack, to the end>
+//
+// The last pack holds every object the branch and the snapshot have that
+// BASE lacks. The snapshot is a commit on top of HEAD holding the working
+// tree as it is, untracked files included (ignored ones not), made with a
+// private index so the agent's own index and refs are not touched; it is
+// HEAD itself when nothing is uncommitted, and it records each submodule
+// at its HEAD (a gitlink), as git add -A does.
+//
+// Each module section is one checked-out submodule, nested ones too
+// (at most 8 deep): <path> is its folder from the top of the clone (the
+// rest of the line), <head> its HEAD, and the pack holds that HEAD's
+// history and the commits its superproject records for it (in the index,
+// HEAD and, at the top, the branch) less what the base disk brought
+// (refs/sandbar/base in its git dir, which BuildBase writes). Sections are
+// written whole to a file first; a submodule git cannot read is left out,
+// and the project's own work is still saved. Uncommitted changes inside a
+// submodule are not saved. Whatever the script prints is hostile input to
+// the host (see Mirror.ImportSave).
 const SaveScript = `set -e
 branch=$1 base=$2
 export GIT_INDEX_FILE=/tmp/sandbar-save-$$.index GIT_OPTIONAL_LOCKS=0
@@ -35,7 +51,36 @@ if [ "$tree" = "$htree" ]; then
 else
 	snap=$(echo 'Sandbar: uncommitted work' | git commit-tree -p "$head" "$tree")
 fi
-printf 'sandbar-save 1 %s %s %s\n' "$br" "$snap" "$head"
+# mods DIR PREFIX DEPTH BRANCH: a section per checked-out submodule of the
+# repository at DIR (the top reads the private index), then its own.
+mods() {
+	[ "$3" -lt 8 ] || return 0
+	git -c core.quotepath=off -C "$1" ls-files -s | while read -r mode obj stage p; do
+		[ "$mode" = 160000 ] && [ -e "$1/$p/.git" ] || continue
+		case $p in \"*) continue;; esac
+		(
+		unset GIT_INDEX_FILE
+		d=$1/$p
+		h=$(git -C "$d" rev-parse -q --verify 'HEAD^{commit}') || exit 0
+		{
+			echo "$h"
+			for c in "$obj" $(git -C "$1" rev-parse -q --verify "HEAD:$p" || :) ${4:+$(git -C "$1" rev-parse -q --verify "$4:$p" || :)}; do
+				if git -C "$d" cat-file -e "$c^{commit}" 2>/dev/null; then echo "$c"; fi
+			done
+			if b=$(git -C "$d" rev-parse -q --verify 'refs/sandbar/base^{commit}'); then echo "^$b"; fi
+		} > "$t/revs"
+		git -C "$d" pack-objects --revs --stdout -q --delta-base-offset < "$t/revs" > "$t/p" || exit 0
+		printf 'module %s %s %s\n' "$h" $(($(wc -c < "$t/p"))) "$2$p" >> "$t/modules"
+		cat "$t/p" >> "$t/modules"
+		mods "$d" "$2$p/" $(($3 + 1)) ""
+		) || echo "sandbar-save: submodule $2$p not saved" >&2
+	done
+}
+: > "$t/modules"
+mods . "" 0 "$br" || echo "sandbar-save: submodules not saved" >&2
+printf 'sandbar-save 2 %s %s %s\n' "$br" "$snap" "$head"
+cat "$t/modules"
+printf 'pack\n'
 printf '%s\n%s\n^%s\n' "$br" "$snap" "$base" | git pack-objects --revs --stdout -q --delta-base-offset
 `
 
@@ -44,20 +89,29 @@ type SaveInfo struct {
 	// Branch, Snapshot and Head are commits: the session's branch, the
 	// snapshot of its working tree, and the HEAD that snapshot sits on.
 	Branch, Snapshot, Head string
-	// Bytes is the size of the pack that carried them.
+	// Submodules maps the path of each checked-out submodule (nested ones
+	// too) to its HEAD, as sent.
+	Submodules map[string]string
+	// Bytes is the size of the packs that carried them.
 	Bytes int64
 }
 
 // ErrSaveTooLarge: the session's work is bigger than ImportSave accepts.
 var ErrSaveTooLarge = errors.New("the session's work is too large")
 
+// maxSavedModules bounds the submodule sections of one save.
+const maxSavedModules = 1000
+
 // ImportSave reads what SaveScript printed and takes it into the mirror
 // as the session's saved work (refs/sandbar/sessions/<id>/...). The input
-// is data from the agent's VM: the header is parsed with a bound, the
-// pack is read by `git index-pack --strict` (the check a server makes of a
-// push) with at most max bytes, every named commit must be whole in the
-// mirror afterwards, and only then do the session's refs move. Nothing of
-// the agent's configuration exists here, so nothing of it can run.
+// is data from the agent's VM: the header and each section line are
+// parsed with a bound, every pack is read by `git index-pack --strict`
+// (the check a server makes of a push), all of them together at most max
+// bytes, every named commit must be whole in the mirror afterwards, and
+// only then do the session's refs move. A submodule section is kept
+// (refs/sandbar/sessions/<id>/modules/<path>, at its HEAD) only for a
+// submodule the branch or the snapshot records. Nothing of the agent's
+// configuration exists here, so nothing of it can run.
 func (m *Mirror) ImportSave(ctx context.Context, r io.Reader, id string, max int64) (SaveInfo, error) {
 	if err := validSessionID(id); err != nil {
 		return SaveInfo{}, err
@@ -71,33 +125,70 @@ func (m *Mirror) ImportSave(ctx context.Context, r io.Reader, id string, max int
 		return SaveInfo{}, fmt.Errorf("read the session's work: the VM sent a malformed header (%q)", truncate(string(line), 80))
 	}
 	f := strings.Fields(string(line))
-	if len(f) != 5 || f[0] != "sandbar-save" || f[1] != "1" || !isHex(f[2]) || !isHex(f[3]) || !isHex(f[4]) {
+	if len(f) != 5 || f[0] != "sandbar-save" || f[1] != "2" || !isHex(f[2]) || !isHex(f[3]) || !isHex(f[4]) {
 		return SaveInfo{}, fmt.Errorf("read the session's work: the VM sent a malformed header (%q)", truncate(string(line), 80))
 	}
-	info := SaveInfo{Branch: f[2], Snapshot: f[3], Head: f[4]}
+	info := SaveInfo{Branch: f[2], Snapshot: f[3], Head: f[4], Submodules: map[string]string{}}
 
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	lr := &io.LimitedReader{R: br, N: max + 1}
 	cr := &countReader{r: lr}
-	cmd := command(ctx, m.Dir, "index-pack", "--stdin", "--strict")
-	cmd.Stdin = cr
-	var errb strings.Builder
-	cmd.Stdout = io.Discard
-	cmd.Stderr = &limitedBuilder{b: &errb, n: 8192}
-	err = cmd.Run()
+	in := bufio.NewReaderSize(cr, 4096)
+	tooLarge := func() error {
+		info.Bytes = cr.n
+		return fmt.Errorf("%w: it passes %d MiB: commit less (large files belong outside git), or raise the limit", ErrSaveTooLarge, max>>20)
+	}
+	for {
+		line, err := in.ReadSlice('\n')
+		if err != nil {
+			if lr.N <= 0 {
+				return info, tooLarge()
+			}
+			return info, fmt.Errorf("read the session's work: the VM sent a malformed section line (%q): it was not saved", truncate(string(line), 80))
+		}
+		s := strings.TrimSuffix(string(line), "\n")
+		if s == "pack" {
+			break
+		}
+		head, bytes, path, err := parseModuleLine(s, max)
+		if err == nil && info.Submodules[path] != "" {
+			err = fmt.Errorf("submodule %q comes twice", path)
+		}
+		if err == nil && len(info.Submodules) >= maxSavedModules {
+			err = fmt.Errorf("more than %d submodules", maxSavedModules)
+		}
+		if err != nil {
+			return info, fmt.Errorf("read the session's work: %v (%q): it was not saved", err, truncate(s, 80))
+		}
+		section := &io.LimitedReader{R: in, N: bytes}
+		out, err := m.indexPack(ctx, section)
+		extra, _ := io.Copy(io.Discard, section)
+		switch {
+		case lr.N <= 0:
+			return info, tooLarge()
+		case section.N > 0:
+			return info, fmt.Errorf("the session's work ended inside the pack of submodule %q, which claimed %d bytes: it was not saved", path, bytes)
+		case err != nil:
+			return info, fmt.Errorf("the pack of submodule %q: %w", path, err)
+		case extra > 0 || strings.Count(out, "\n") > 1:
+			return info, fmt.Errorf("the pack of submodule %q has bytes after its end: it was not saved", path)
+		}
+		info.Submodules[path] = head
+	}
+	_, err = m.indexPack(ctx, in)
 	info.Bytes = cr.n
 	if lr.N <= 0 {
-		return info, fmt.Errorf("%w: it passes %d MiB: commit less (large files belong outside git), or raise the limit", ErrSaveTooLarge, max>>20)
+		return info, tooLarge()
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return info, ctx.Err()
-		}
-		return info, fmt.Errorf("the session's work did not pass git's checks (%s): it was not saved", lastLines(errb.String(), 3))
+		return info, err
 	}
-	// Every commit named must be whole: the pack plus what the mirror had.
+	// Every commit named must be whole: the packs plus what the mirror had.
 	want := []string{info.Branch, info.Snapshot, info.Head}
+	for _, c := range info.Submodules {
+		want = append(want, c)
+	}
 	types, err := gitInput(ctx, m.Dir, strings.NewReader(strings.Join(want, "\n")+"\n"), "cat-file", "--batch-check=%(objecttype)")
 	if err != nil {
 		return info, fmt.Errorf("look up the session's commits in %s: %w", m.Dir, err)
@@ -113,16 +204,86 @@ func (m *Mirror) ImportSave(ctx context.Context, r io.Reader, id string, max int
 		}
 		return info, fmt.Errorf("the session's work is missing objects (%s): it was not saved", gitMessage(err))
 	}
+	// Only submodules the session's branch or snapshot records are kept.
+	seen := map[string][]gitlink{}
+	for p := range info.Submodules {
+		inBranch, err := m.linkAt(ctx, info.Branch, p, seen)
+		if err != nil {
+			return info, err
+		}
+		inSnap, err := m.linkAt(ctx, info.Snapshot, p, seen)
+		if err != nil {
+			return info, err
+		}
+		if inBranch == "" && inSnap == "" {
+			delete(info.Submodules, p)
+		}
+	}
+
 	var tx strings.Builder
 	tx.WriteString("start\n")
 	fmt.Fprintf(&tx, "update %s %s\n", sessionRef(id, "branch"), info.Branch)
 	fmt.Fprintf(&tx, "update %s %s\n", sessionRef(id, "snapshot"), info.Snapshot)
 	fmt.Fprintf(&tx, "update %s %s\n", sessionRef(id, "head"), info.Head)
+	keep := map[string]bool{}
+	for p, c := range info.Submodules {
+		ref := sessionRef(id, "modules/"+refKey(p))
+		keep[ref] = true
+		fmt.Fprintf(&tx, "update %s %s\n", ref, c)
+	}
+	old, err := git(ctx, m.Dir, "for-each-ref", "--format=%(refname)", sessionRef(id, "modules/"))
+	if err != nil {
+		return info, fmt.Errorf("read the session's refs in %s: %w", m.Dir, err)
+	}
+	for _, ref := range strings.Fields(old) {
+		if !keep[ref] {
+			fmt.Fprintf(&tx, "delete %s\n", ref)
+		}
+	}
 	tx.WriteString("prepare\ncommit\n")
 	if _, err := gitInput(ctx, m.Dir, strings.NewReader(tx.String()), "update-ref", "--stdin"); err != nil {
 		return info, fmt.Errorf("record the session's work in %s: %w", m.Dir, err)
 	}
 	return info, nil
+}
+
+// parseModuleLine reads "module <head> <bytes> <path>" (SaveScript).
+func parseModuleLine(s string, max int64) (head string, n int64, path string, err error) {
+	rest, ok := strings.CutPrefix(s, "module ")
+	if !ok {
+		return "", 0, "", errors.New("the VM sent a malformed section line")
+	}
+	head, rest, _ = strings.Cut(rest, " ")
+	size, path, _ := strings.Cut(rest, " ")
+	if !isHex(head) {
+		return "", 0, "", errors.New("a submodule section names no commit")
+	}
+	n, err = strconv.ParseInt(size, 10, 64)
+	if err != nil || n <= 0 || n > max {
+		return "", 0, "", errors.New("a submodule section has a bad size")
+	}
+	if !validModulePath(path) {
+		return "", 0, "", errors.New("a submodule section has a bad path")
+	}
+	return head, n, path, nil
+}
+
+// indexPack takes one pack from r into the mirror with index-pack
+// --strict, and returns what it printed (the pack's name, then any bytes
+// that followed the pack).
+func (m *Mirror) indexPack(ctx context.Context, r io.Reader) (string, error) {
+	cmd := command(ctx, m.Dir, "index-pack", "--stdin", "--strict")
+	cmd.Stdin = r
+	var out, errb strings.Builder
+	cmd.Stdout = &limitedBuilder{b: &out, n: 4096}
+	cmd.Stderr = &limitedBuilder{b: &errb, n: 8192}
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return "", fmt.Errorf("the session's work did not pass git's checks (%s): it was not saved", lastLines(errb.String(), 3))
+	}
+	return out.String(), nil
 }
 
 // Saved returns the session's saved work, and false when none was saved.

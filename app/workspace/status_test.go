@@ -168,13 +168,27 @@ func TestImportSaveRefusesBadInput(t *testing.T) {
 	root := newRepo(t, "")
 	c := sessionT(t, root, "bad")
 	zero := strings.Repeat("0", 40)
+	hdr := "sandbar-save 2 " + c.base + " " + c.base + " " + c.base + "\n"
 	for _, tc := range []struct{ name, in, want string }{
 		{"nothing", "", "sent nothing back"},
 		{"no header", "PACK garbage", "malformed header"},
-		{"bad ids", "sandbar-save 1 a b c\n", "malformed header"},
+		{"bad ids", "sandbar-save 2 a b c\n", "malformed header"},
+		{"old version", "sandbar-save 1 " + c.base + " " + c.base + " " + c.base + "\n", "malformed header"},
 		{"huge header", strings.Repeat("x", 100_000), "malformed header"},
-		{"garbage pack", "sandbar-save 1 " + c.base + " " + c.base + " " + c.base + "\nPACK\x00\x00\x00\x02garbage", "did not pass git's checks"},
-		{"unknown commit", "sandbar-save 1 " + zero + " " + c.base + " " + c.base + "\n", "did not pass git's checks"},
+		{"no pack line", hdr, "malformed section line"},
+		{"garbage pack", hdr + "pack\nPACK\x00\x00\x00\x02garbage", "did not pass git's checks"},
+		{"unknown commit", "sandbar-save 2 " + zero + " " + c.base + " " + c.base + "\npack\n", "did not pass git's checks"},
+		{"unknown section", hdr + "modules x\n", "malformed section line"},
+		{"huge section line", hdr + "module " + strings.Repeat("x", 100_000), "malformed section line"},
+		{"module path escapes", hdr + "module " + c.base + " 10 ../../etc\n", "bad path"},
+		{"module path absolute", hdr + "module " + c.base + " 10 /etc\n", "bad path"},
+		{"module path .git", hdr + "module " + c.base + " 10 a/.GIT/x\n", "bad path"},
+		{"module path control", hdr + "module " + c.base + " 10 a\rb\n", "bad path"},
+		{"module size", hdr + "module " + c.base + " -5 a\n", "bad size"},
+		{"module size huge", hdr + "module " + c.base + " 99999999999 a\n", "bad size"},
+		{"module no commit", hdr + "module xyz 10 a\n", "names no commit"},
+		{"module claims more", hdr + "module " + c.base + " 500 a\nPACK\x00\x00\x00\x02", "ended inside the pack of submodule"},
+		{"module garbage", hdr + "module " + c.base + " 12 a\nPACK\x00\x00\x00\x02abcd" + "pack\n", "did not pass git's checks"},
 	} {
 		_, err := c.m.ImportSave(ctx, strings.NewReader(tc.in), c.id, 1<<20)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
