@@ -380,7 +380,7 @@ func waitLog(t *testing.T, w *world, id, text string) {
 // workspace intact, and restart brings it back.
 func TestEngineKilled(t *testing.T) {
 	w := newWorld(t)
-	id := w.startID("--repo", w.repo, "--agent", "echo started; echo work >> w.txt; sleep 600", "--cpus", "1", "--memory", "512", "--disk", "1")
+	id := w.startID("--repo", w.repo, "--agent", "echo work >> w.txt; sync; echo started; sleep 600", "--cpus", "1", "--memory", "512", "--disk", "1")
 	w.waitState(id, "running")
 	waitLog(t, w, id, "started")
 	pid := w.enginePID()

@@ -228,7 +228,7 @@ func (m *Mirror) BuildBase(ctx context.Context, o BaseOptions) (BaseInfo, error)
 // reused, so this copies more than it computes) and an index of its tree,
 // and returns the pack's name (pack-<hash>) and the index's path.
 func (m *Mirror) packAndIndex(ctx context.Context, commit, dir string) (string, string, error) {
-	out, err := gitInput(ctx, m.Dir, strings.NewReader(commit+"\n"), "pack-objects", "--revs", "--delta-base-offset", "-q", filepath.Join(dir, "pack"))
+	out, err := gitInput(ctx, m.Dir, strings.NewReader(commit+"\n"), "pack-objects", "--revs", "--delta-base-offset", "--window=0", "-q", filepath.Join(dir, "pack"))
 	if err != nil {
 		return "", "", fmt.Errorf("pack the history of %s: %w", short(commit), err)
 	}

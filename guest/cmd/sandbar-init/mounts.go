@@ -209,19 +209,31 @@ func mountScratch(c *console, dev string) error {
 		}
 		c.mark("scratch formatted (%s in %dms)", dev, time.Since(start).Milliseconds())
 	}
-	return (mountSpec{dev, "/scratch", "ext4", unix.MS_NOATIME, ""}).mount()
+	if err := (mountSpec{dev, "/scratch", "ext4", unix.MS_NOATIME, ""}).mount(); err != nil {
+		return err
+	}
+	// The agent's work sits in the page cache for 30 s by default before
+	// it reaches the disk; a killed VM (its engine killed, the host
+	// crashed) would lose that much. Write it back within 2 s.
+	for k, v := range map[string]string{"dirty_expire_centisecs": "200", "dirty_writeback_centisecs": "100"} {
+		if err := os.WriteFile("/proc/sys/vm/"+k, []byte(v), 0); err != nil {
+			c.debugf("set vm.%s: %v", k, err)
+		}
+	}
+	return nil
 }
 
 // formatScratch runs the root image's own mkfs.ext4 inside /lower, so the
-// initramfs carries no filesystem tools. The scratch disk is thrown away
-// with its session, so it has no journal (faster to format and write) and
-// no blocks reserved for root.
+// initramfs carries no filesystem tools. The scratch disk holds the
+// session's clone (the workspace's writable layer), which must survive a
+// VM that is killed: it has a journal (initialised lazily, so formatting
+// stays quick) and no blocks reserved for root.
 func formatScratch(dev string) error {
 	if err := unix.Mount("/dev", "/lower/dev", "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind /dev into the root for mkfs: %w", err)
 	}
 	defer unix.Unmount("/lower/dev", unix.MNT_DETACH)
-	cmd := exec.Command("/usr/sbin/mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal",
+	cmd := exec.Command("/usr/sbin/mkfs.ext4", "-q", "-F", "-m", "0",
 		"-E", "lazy_itable_init=1,lazy_journal_init=1", "-L", "sandbar-scratch", dev)
 	cmd.SysProcAttr = &unix.SysProcAttr{Chroot: "/lower"}
 	cmd.Dir = "/"
@@ -296,8 +308,7 @@ func unmountAll(c *console) {
 // remountAllReadOnly asks the kernel to remount every block-device
 // filesystem read-only (sysrq "u"), which reaches the scratch disk too:
 // after the switch to the overlay root it is no longer visible to unmount,
-// and an ext4 without a journal left mounted is flagged unchecked at its
-// next mount. The kernel does this on a work queue and says so in its log,
+// and a clean remount saves the next boot a journal replay. The kernel does this on a work queue and says so in its log,
 // so this waits (up to a second) for that line.
 func remountAllReadOnly() error {
 	kmsg, err := os.OpenFile("/dev/kmsg", os.O_RDONLY|unix.O_NONBLOCK, 0)
