@@ -37,6 +37,12 @@ type MergeResult struct {
 	// by the branch but missing in the source's copies, were brought
 	// into those copies as the branch of the same name.
 	Submodules []string
+	// SkippedSubmodules says, one line each ("<path>: why"), which
+	// submodules the branch records with commits of the session's that
+	// were not brought anywhere, because the repository has no submodule
+	// of its own there that merge may write into (see mergeModules).
+	// Those commits stay in the session; the caller shows the lines.
+	SkippedSubmodules []string
 }
 
 // Merge brings the session's saved branch (see Mirror.ImportSave) into the
@@ -45,8 +51,10 @@ type MergeResult struct {
 // is created or moved: the source's working tree, index, HEAD and other
 // branches are never touched. Submodule commits the branch records and
 // the source's submodule copies lack are brought into those copies first,
-// as the branch of the same name (see mergeModules). A branch that has commits the session lacks
-// is refused (ErrDiverged) unless force; a branch checked out in the
+// as the branch of the same name (see mergeModules), but only into
+// submodules the source itself records and keeps in its own modules
+// folder: the branch's gitlinks never choose where git runs. A branch
+// that has commits the session lacks is refused (ErrDiverged) unless force; a branch checked out in the
 // source is always refused (ErrCheckedOut). git runs only in the source
 // and in Sandbar's own repository, never where the agent wrote.
 func Merge(ctx context.Context, source Repo, m *Mirror, id, branch string, force bool) (MergeResult, error) {
@@ -99,7 +107,7 @@ func Merge(ctx context.Context, source Repo, m *Mirror, id, branch string, force
 	}
 	// Submodule commits first, so the branch never lands naming one the
 	// source's copies lack.
-	if res.Submodules, err = mergeModules(ctx, root, m, commit, "", branch, force, 0); err != nil {
+	if res.Submodules, res.SkippedSubmodules, err = mergeModules(ctx, moduleRepo{dir: root}, m, commit, "", branch, force, 0); err != nil {
 		return res, err
 	}
 	spec := sessionRef(id, "branch") + ":" + ref
@@ -119,9 +127,15 @@ func Merge(ctx context.Context, source Repo, m *Mirror, id, branch string, force
 // FETCH_HEAD and no automatic gc. spec's source may be a commit id (see
 // mirrorConfig). branch names the branch for messages.
 func fetchLocal(ctx context.Context, root, dir, spec, branch string) error {
+	return fetchInto(ctx, moduleRepo{dir: root}, dir, spec, branch)
+}
+
+// fetchInto is fetchLocal into the repository r.
+func fetchInto(ctx context.Context, r moduleRepo, dir, spec, branch string) error {
+	root := r.dir
 	fetch := []string{"-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "protocol.version=2",
 		"fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--no-write-fetch-head"}
-	_, err := git(ctx, root, append(fetch, dir, spec)...)
+	_, err := r.git(ctx, append(fetch, dir, spec)...)
 	if err == nil {
 		return nil
 	}
@@ -154,9 +168,14 @@ func checkBranchName(ctx context.Context, branch string) error {
 // checkedOutAt returns the worktree of root in which ref is checked out,
 // "" if none.
 func checkedOutAt(ctx context.Context, root, ref string) (string, error) {
-	out, err := git(ctx, root, "worktree", "list", "--porcelain")
+	return checkedOutIn(ctx, moduleRepo{dir: root}, ref)
+}
+
+// checkedOutIn is checkedOutAt for the repository r.
+func checkedOutIn(ctx context.Context, r moduleRepo, ref string) (string, error) {
+	out, err := r.git(ctx, "worktree", "list", "--porcelain")
 	if err != nil {
-		return "", fmt.Errorf("list worktrees of %s: %w", root, err)
+		return "", fmt.Errorf("list worktrees of %s: %w", r.dir, err)
 	}
 	var wt string
 	sc := bufio.NewScanner(strings.NewReader(out))
