@@ -36,7 +36,9 @@ import (
 //
 // Each case starts a real session whose --agent is a shell script committed
 // into the repository beforehand ("hostile.sh"). The script plants its
-// tricks from inside the guest, says "hostile: planted" and waits. Every
+// tricks from inside the guest, says "hostile: planted", gives the host's
+// workspace watcher five seconds to react, says "hostile: settled" and
+// waits. Every
 // planted command would only `touch` a file in a host folder the test made
 // (the markers folder), which does not exist inside the guest, so a marker
 // can only appear if a host process ran the command. The test then drives
@@ -55,9 +57,14 @@ import (
 // allowance. Merge may land the branch or refuse it, but may not hang.
 //
 // The cases share one VM per group of tricks that can be planted together
-// honestly (CI time is limited):
+// honestly (CI time is limited; the cases run in parallel). Tricks that
+// would hide others go apart: a symlinked submodule makes git refuse to
+// status the work tree, core.worktree at the top hides the work tree's
+// edits, a corrupted source makes every host step fail before it reaches
+// the workspace, and a HEAD that is not a file makes git stop treating the
+// folder as a repository.
 //
-//   - "code execution and paths" (attacks 1, 2, 3, 5, 7 of issue 12):
+//   - "code execution" (attacks 1, 2, 3, 7 of issue 12, and two of 5):
 //     1. `[filter "x=y"] clean/smudge` in .git/config with `* filter=x=y` in
 //     .git/info/attributes and .gitattributes, a second plain filter, a diff
 //     driver (textconv, command) and diff.external, then tracked files
@@ -67,14 +74,11 @@ import (
 //     3. log.showSignature=true, gpg.program (and gpg.openpgp/ssh.program)
 //     set to a script in .git, and a commit carrying a gpgsig header,
 //     written by hand with `git hash-object -t commit -w`;
-//     5. a submodule folder replaced by a symlink to another host
-//     repository, another submodule's .git file pointing at that
-//     repository's .git, symlinks to the source repository and to /,
-//     core.worktree at a host path, .git/objects/info/alternates at that
-//     repository's objects (and the branch's head commit names a blob that
-//     only that repository holds: host git reading the alternates would
-//     carry it into the person's repository), include.path to a host file
-//     that defines a filter;
+//     5. .git/objects/info/alternates at another host repository's objects,
+//     with the branch's head commit naming a blob only that repository
+//     holds (host git reading the alternates would carry it into the
+//     person's repository), and include.path to a host file that defines a
+//     filter;
 //     7. core.fsmonitor, core.sshCommand, core.pager, core.editor,
 //     core.askPass, credential.helper, uploadpack.packObjectsHook, an ssh
 //     remote, gc.auto=1, hooks (post-checkout, reference-transaction,
@@ -82,20 +86,30 @@ import (
 //     dash, unicode, 200-character components, one shaped like a git
 //     option (--output=<markers>/...), and, written as files, names git
 //     refuses (space, tab, "..", ".lock", a control character).
-//   - "corruption and hangs" (attacks 4 and 6): after a commit, every pack
-//     and loose object of the clone is made writable and overwritten in
-//     place (with `git clone --local` they are the source's own inodes);
-//     .git/index, .git/HEAD and a ref are replaced by FIFOs, a FIFO sits in
-//     the working tree, a tracked file becomes a 100 MB single line,
-//     another a 2 GB sparse file, and 3,000 new files appear. `changes`
-//     must also stay under 8 MiB of output.
+//   - "submodules pointing out" (5): submodule libs/b's .git file points at
+//     another host repository's .git and the branch records that
+//     repository's head commit as libs/b's (a host fetch would carry its
+//     history into the person's copy of the library); libs/c's git dir
+//     sets core.worktree to that repository; symlinks to the source
+//     repository and to / sit in the work tree.
+//   - "symlinked submodule" (5 as the issue words it): after a commit in a
+//     submodule, its folder is replaced by a symlink to another host
+//     repository.
+//   - "overwritten objects" (4): after a commit, every pack, pack index and
+//     loose object of the clone is made writable and overwritten in place
+//     (with `git clone --local` they are the source's own inodes). The
+//     source has both a pack and loose objects.
+//   - "fifos and huge files" (6): .git/index, a ref and a work-tree entry
+//     become FIFOs (where the workspace cannot hold a FIFO, as a 9p share
+//     refuses mknod, symlinks to a FIFO on the host), a tracked file
+//     becomes a 100 MB single line, another a 2 GB sparse file, and 3,000
+//     new files appear. `changes` must stay under 8 MiB of output.
 //   - "huge pack": the agent commits a 300 MB random file. Merge must land
-//     it within the deadline or refuse with a clear message, and neither the
-//     CLI nor the engine may hold the pack in memory (peak RSS under the
-//     pack's size, from the CLI's rusage and the engine's VmHWM).
+//     it within three minutes or refuse with a clear message, and neither
+//     the CLI nor the engine may hold the pack in memory (peak RSS under
+//     the pack's size, from the CLI's rusage and the engine's VmHWM).
 //
 // The `changes` verb is part of issue 12's Changes view; the test requires
-// it to exit 0.
 
 // attackStepDeadline bounds every host command of these tests; one that
 // runs past it has hung.
@@ -116,7 +130,9 @@ type hostileWorld struct {
 	markers string // host folder planted commands would write into
 	victim  string // another host repository, which must stay byte-identical
 	hostCfg string // a host file the agent's include.path names
+	fifo    string // a FIFO on the host, for symlinks where git expects files
 	secret  string // hash of a blob only the victim holds
+	vhead   string // the victim's head commit
 
 	seen map[string]bool // markers already reported
 }
@@ -133,13 +149,18 @@ func newHostileWorld(t *testing.T) *hostileWorld {
 	h.markers = filepath.Join(root, "markers")
 	h.victim = filepath.Join(root, "victim")
 	h.hostCfg = filepath.Join(root, "hostcfg", "included.gitconfig")
-	for _, p := range []string{h.markers, h.victim, h.hostCfg} {
+	h.fifo = filepath.Join(root, "hostfifo", "fifo")
+	for _, p := range []string{h.markers, h.victim, h.hostCfg, h.fifo} {
 		if !safeHostPath.MatchString(p) {
 			t.Fatalf("temporary path %q has characters the hostile scripts cannot carry unquoted", p)
 		}
 	}
 	os.MkdirAll(h.markers, 0o755)
 	os.MkdirAll(filepath.Dir(h.hostCfg), 0o755)
+	os.MkdirAll(filepath.Dir(h.fifo), 0o755)
+	if err := syscall.Mkfifo(h.fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	os.WriteFile(h.hostCfg, []byte("[filter \"inc\"]\n\tclean = touch "+h.markers+"/"+markerPrefix+"include-filter; cat\n\tsmudge = touch "+h.markers+"/"+markerPrefix+"include-smudge; cat\n"), 0o644)
 
 	// The victim: another repository of the person's, with a file only it
@@ -151,6 +172,7 @@ func newHostileWorld(t *testing.T) *hostileWorld {
 	h.gitIn(h.victim, "add", ".")
 	h.gitIn(h.victim, "commit", "-qm", "victim")
 	h.secret = h.gitIn(h.victim, "rev-parse", "HEAD:secret.txt")
+	h.vhead = h.gitIn(h.victim, "rev-parse", "HEAD")
 	return h
 }
 
@@ -171,8 +193,8 @@ func (h *hostileWorld) gitIn(dir string, args ...string) string {
 // paths it aims at set as shell variables, and commits it.
 func (h *hostileWorld) commitScript(body string) {
 	h.t.Helper()
-	vars := fmt.Sprintf("M=%s\nVICTIM=%s\nSRC=%s\nHOSTCFG=%s\nVSECRET=%s\n",
-		shq(h.markers), shq(h.victim), shq(h.repo), shq(h.hostCfg), shq(h.secret))
+	vars := fmt.Sprintf("M=%s\nVICTIM=%s\nSRC=%s\nHOSTCFG=%s\nHOSTFIFO=%s\nVSECRET=%s\nVHEAD=%s\n",
+		shq(h.markers), shq(h.victim), shq(h.repo), shq(h.hostCfg), shq(h.fifo), shq(h.secret), shq(h.vhead))
 	os.WriteFile(filepath.Join(h.repo, "hostile.sh"), []byte("#!/bin/sh\n"+vars+body), 0o755)
 	h.git("add", "hostile.sh")
 	h.git("commit", "-qm", "the hostile agent's script")
@@ -270,13 +292,20 @@ func (h *hostileWorld) waitPlanted(id, text string, limit time.Duration) {
 	for {
 		r := h.step("reading the log while the agent ran (the engine's watcher runs meanwhile)", "logs", id)
 		if strings.Contains(r.out, text) {
+			var said []string
+			for _, l := range strings.Split(r.out, "\n") {
+				if strings.HasPrefix(l, "hostile: ") {
+					said = append(said, l)
+				}
+			}
+			h.t.Logf("the agent said:\n%s", strings.Join(said, "\n"))
 			return
 		}
 		if strings.Contains(r.out, "hostile: could not plant") {
 			h.t.Fatalf("the hostile script failed inside the guest:\n%s\n%s", r.out, r.errOut)
 		}
 		s := h.session(id)
-		if s.State != "running" && s.State != "starting" {
+		if s.State == "stopped" || s.State == "failed" || s.State == "interrupted" {
 			h.t.Fatalf("session %s is %s (%s) before its agent said %q:\n%s\n%s", id, s.State, s.Reason, text, clip(r.out), clip(r.errOut))
 		}
 		if time.Now().After(deadline) {
@@ -287,8 +316,9 @@ func (h *hostileWorld) waitPlanted(id, text string, limit time.Duration) {
 }
 
 // hostSteps drives everything the host does with a running session that
-// has planted its tricks. It stops at the first hang (later steps would
-// wait on the hung one) and says which steps it did not run.
+// has planted its tricks. A step that fails is reported and the next one
+// runs; at the first hang it stops (later steps would wait on the hung
+// one) and says which steps it did not run.
 func (h *hostileWorld) hostSteps(id string, checkChanges func(stepResult)) {
 	h.t.Helper()
 	h.checkMarkers("while the agent ran (the engine's workspace watcher)")
@@ -305,7 +335,7 @@ func (h *hostileWorld) hostSteps(id string, checkChanges func(stepResult)) {
 			}
 			return !r.hung
 		}},
-		{"stop", func() bool { return h.mustStep("stop", "stop", id) }},
+		{"stop", func() bool { _, hung := h.mustStep("stop", "stop", id); return !hung }},
 		{"changes while stopped", func() bool {
 			r := h.step("changes while stopped", "changes", id)
 			if !r.hung && r.code != 0 {
@@ -316,15 +346,13 @@ func (h *hostileWorld) hostSteps(id string, checkChanges func(stepResult)) {
 			return !r.hung
 		}},
 		{"restart", func() bool {
-			if !h.mustStep("restart", "restart", id) {
-				return false
-			}
-			if h.session(id).State == "running" {
+			ok, hung := h.mustStep("restart", "restart", id)
+			if ok {
 				h.waitPlanted(id, "hostile: restarted", 4*time.Minute)
 			}
-			return true
+			return !hung
 		}},
-		{"stop after restart", func() bool { return h.mustStep("stop after restart", "stop", id) }},
+		{"stop after restart", func() bool { _, hung := h.mustStep("stop after restart", "stop", id); return !hung }},
 		{"merge", func() bool {
 			merge := h.step("merge", "merge", id)
 			if !merge.hung && merge.code != 0 && strings.TrimSpace(merge.errOut) == "" {
@@ -335,8 +363,8 @@ func (h *hostileWorld) hostSteps(id string, checkChanges func(stepResult)) {
 		}},
 		{"rm", func() bool { r := h.step("rm", "rm", id); return !r.hung }},
 		{"rm --force", func() bool {
-			if !h.mustStep("rm --force", "rm", "--force", id) {
-				return false
+			if ok, hung := h.mustStep("rm --force", "rm", "--force", id); !ok {
+				return !hung
 			}
 			for _, s := range h.ls() {
 				if s.ID == id {
@@ -353,26 +381,26 @@ func (h *hostileWorld) hostSteps(id string, checkChanges func(stepResult)) {
 				left = append(left, l.name)
 			}
 			if len(left) > 0 {
-				h.t.Errorf("not run because %s hung or failed: %s", s.name, strings.Join(left, ", "))
+				h.t.Errorf("not run because %s hung: %s", s.name, strings.Join(left, ", "))
 			}
 			return
 		}
 	}
 }
 
-// mustStep runs a step that must succeed; it reports false on a hang or a
-// failure, after which the following steps are not meaningful.
-func (h *hostileWorld) mustStep(name string, args ...string) bool {
+// mustStep runs a step that must succeed, reporting a failure. It returns
+// whether the step succeeded and whether it hung.
+func (h *hostileWorld) mustStep(name string, args ...string) (ok, hung bool) {
 	h.t.Helper()
 	r := h.step(name, args...)
 	if r.hung {
-		return false
+		return false, true
 	}
 	if r.code != 0 {
 		h.t.Errorf("%s exited %d\nstdout: %s\nstderr: %s", name, r.code, clip(r.out), clip(r.errOut))
-		return false
+		return false, false
 	}
-	return true
+	return true, false
 }
 
 // stopEngineHard stops the engine, and kills it if SIGTERM is not enough
@@ -564,15 +592,26 @@ func (h *hostileWorld) checkRepos(id string, before repoState, victimBefore, cfg
 	}
 }
 
-// codeExecScript plants attacks 1, 2, 3, 5 and 7 (see the file comment).
-// Everything that needs git to work inside the guest comes first; the
-// config, hooks and symlinks that would break the guest's own git come
-// last.
-const codeExecScript = `set -u
+// The scripts. Each starts the same way: on restart it only waits; it
+// fails loudly if a step that the case depends on cannot be planted; after
+// planting it gives the host's watcher five seconds before "settled".
+const (
+	scriptHead = `set -u
 if [ -e .hostile-planted ]; then echo "hostile: restarted"; exec sleep 3600; fi
 : > .hostile-planted
 fail() { echo "hostile: could not plant: $*"; exit 1; }
+`
+	scriptTail = `echo "hostile: planted"
+sleep 5 # the host's watcher reacts meanwhile
+echo "hostile: settled"
+exec sleep 3600
+`
+)
 
+// codeExecScript plants attacks 1, 2, 3 and 7, and alternates and
+// include.path (5). Everything that needs git to work inside the guest
+// comes first; the config and hooks that break the guest's own git last.
+const codeExecScript = scriptHead + `
 # Commits the branch carries: attributes naming the filters, and a nested
 # repository recorded as a gitlink (2).
 printf '* filter=x=y\n*.txt filter=plain diff=evil\n*.inc filter=inc\n' > .gitattributes
@@ -597,14 +636,10 @@ for r in "with space" "$(printf 'tab\there')" "a..b" "x.lock" "ctrl$(printf '\00
 	printf '%s\n' "$signed" > ".git/refs/heads/$r"
 done
 
-# 5: paths that lead out of the session.
-rm -rf libs/a && ln -s "$VICTIM" libs/a
-printf 'gitdir: %s/.git\n' "$VICTIM" > libs/b/.git
-ln -s "$SRC" source-link
-ln -s / root-link
+# 5: alternates at another host repository's objects.
 mkdir -p .git/objects/info && printf '%s/.git/objects\n' "$VICTIM" > .git/objects/info/alternates
 
-# 1, 3, 7: commands in config and hooks.
+# 1, 3, 5, 7: commands in config (one included from a host file) and hooks.
 printf '#!/bin/sh\ntouch %s/sandbar-pwned-gpg-program\nexit 0\n' "$M" > .git/fakegpg && chmod +x .git/fakegpg
 cat >> .git/config <<EOF
 [include]
@@ -626,7 +661,6 @@ cat >> .git/config <<EOF
 	pager = touch $M/sandbar-pwned-core-pager
 	editor = touch $M/sandbar-pwned-core-editor
 	askPass = touch $M/sandbar-pwned-core-askpass
-	worktree = $VICTIM
 [credential]
 	helper = !touch $M/sandbar-pwned-credential-helper
 [log]
@@ -661,30 +695,39 @@ EOF
 mkdir -p nested/.git/info && echo '* filter=n' > nested/.git/info/attributes
 
 # Edits the filters apply to.
-echo changed >> nested/f
+echo two > nested/f # same size as what the nested repository holds
 echo changed >> notes.txt
 echo changed >> x.inc
 echo "edited by the agent" >> README.md
-echo "hostile: planted"
-exec sleep 3600
-`
+` + scriptTail
 
-// corruptScript plants attacks 4 and 6.
-const corruptScript = `set -u
-if [ -e .hostile-planted ]; then echo "hostile: restarted"; exec sleep 3600; fi
-: > .hostile-planted
-fail() { echo "hostile: could not plant: $*"; exit 1; }
+// submodulesScript is attack 5 through submodules' git dirs: libs/b's
+// .git points at another host repository's, and the branch records that
+// repository's head commit as libs/b's (a host fetch from libs/b would
+// carry its history into the person's copy of the library); libs/c's git
+// dir sets core.worktree to that repository; symlinks name the source
+// repository and /.
+const submodulesScript = scriptHead + `
+git update-index --cacheinfo "160000,$VHEAD,libs/b" && git commit -qm "bump libs/b" || fail gitlink
+printf 'gitdir: %s/.git\n' "$VICTIM" > libs/b/.git || fail gitdir
+cdir=$(cd libs/c && git rev-parse --absolute-git-dir) && printf '[core]\n\tworktree = %s\n' "$VICTIM" >> "$cdir/config" || fail worktree
+ln -s "$SRC" source-link && ln -s / root-link || fail symlinks
+echo "edited by the agent" >> README.md
+` + scriptTail
 
-echo work > work.txt; echo small > oneline.txt; echo small > big.bin
-git add work.txt oneline.txt big.bin && git commit -qm "work before the corruption" || fail commit
+// symlinkScript is attack 5 as issue 12 words it: after a commit in a
+// submodule, its folder is replaced by a symlink to another host
+// repository.
+const symlinkScript = scriptHead + `
+(cd libs/a && echo work > work.txt && git add work.txt && git commit -qm "lib work") || fail "submodule commit"
+git add libs/a && git commit -qm "bump lib" || fail commit
+rm -rf libs/a && ln -s "$VICTIM" libs/a || fail symlink
+` + scriptTail
 
-# 6: huge outputs.
-head -c 100000000 /dev/zero | tr '\0' a > oneline.txt || fail oneline
-truncate -s 2G big.bin || fail sparse
-mkdir many && (cd many && seq 1 3000 | xargs touch) || fail many
-mkfifo pipe-in-tree || fail fifo
-
-# 4: overwrite every pack and loose object in place.
+// objectsScript is attack 4: after a commit, every pack, index and loose
+// object of the clone is made writable and overwritten in place.
+const objectsScript = scriptHead + `
+echo work > work.txt && git add work.txt && git commit -qm "work before the corruption" || fail commit
 chmod -R u+w .git/objects || fail chmod
 n=0
 for f in $(find .git/objects -type f \( -name '*.pack' -o -name '*.idx' -o -path '*/objects/[0-9a-f][0-9a-f]/*' \)); do
@@ -692,14 +735,29 @@ for f in $(find .git/objects -type f \( -name '*.pack' -o -name '*.idx' -o -path
 done
 echo "hostile: overwrote $n object files"
 [ "$n" -gt 0 ] || fail "no object files to overwrite"
+` + scriptTail
 
-# 6: FIFOs where git expects files.
-mkfifo .git/refs/heads/fifo-ref || fail fifo-ref
-rm -f .git/index && mkfifo .git/index || fail fifo-index
-rm -f .git/HEAD && mkfifo .git/HEAD || fail fifo-head
-echo "hostile: planted"
-exec sleep 3600
-`
+// fifoScript is attack 6: FIFOs where git expects files (a symlink to a
+// FIFO on the host where the workspace cannot hold one: a 9p share refuses
+// mknod), and huge outputs. HEAD is left alone: as a FIFO or a symlink it
+// makes git stop treating the folder as a repository, which would hide the
+// rest.
+const fifoScript = scriptHead + `
+echo work > work.txt; echo small > oneline.txt; echo small > big.bin
+git add work.txt oneline.txt big.bin && git commit -qm "work" || fail commit
+head -c 100000000 /dev/zero | tr '\0' a > oneline.txt || fail oneline
+truncate -s 2G big.bin || fail sparse
+mkdir many && (cd many && seq 1 3000 | xargs touch) || fail many
+fifo() {
+	rm -f "$1"
+	if mkfifo "$1" 2>/dev/null; then echo "hostile: made FIFO $1"
+	elif ln -s "$HOSTFIFO" "$1"; then echo "hostile: no FIFO here; linked $1 to the host's FIFO"
+	else fail "fifo $1"; fi
+}
+fifo pipe-in-tree
+fifo .git/refs/heads/fifo-ref
+fifo .git/index
+` + scriptTail
 
 // hugeScript is the huge-pack variant: one commit with a 300 MB random
 // file (stored uncompressed: the point is its size, not zlib's speed under
@@ -712,59 +770,100 @@ echo "hostile: committed"
 
 const hugeSize = 300000000
 
+// hostileCase is one session with planted tricks: setup prepares the
+// source repository (before the script is committed), checkChanges looks
+// at `changes` output, after runs extra checks before checkRepos.
+type hostileCase struct {
+	name         string
+	script       string
+	disk         string
+	setup        func(h *hostileWorld)
+	checkChanges func(h *hostileWorld, r stepResult)
+	after        func(h *hostileWorld)
+	subs         []string // submodules to fsck, relative to the source
+}
+
 // TestHostileAgent: see the file comment.
 func TestHostileAgent(t *testing.T) {
-	t.Run("code execution and paths", func(t *testing.T) {
-		t.Parallel()
-		h := newHostileWorld(t)
-		// Two submodules, both from one library repository, so the agent
-		// can turn one into a symlink and point the other's .git elsewhere.
-		lib := filepath.Join(filepath.Dir(h.repo), "bibliothèque")
-		os.MkdirAll(lib, 0o755)
-		h.gitIn(lib, "init", "-q")
-		h.gitIn(lib, "commit", "-q", "--allow-empty", "-m", "lib start")
-		h.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "libs/a")
-		h.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "libs/b")
-		h.git("commit", "-qm", "add libs")
-		h.commitScript(codeExecScript)
-		before, victim, cfg := h.repoState(), hashTree(t, h.victim), hashTree(t, filepath.Dir(h.hostCfg))
-
-		id := h.startID("--repo", h.repo, "--agent", "sh hostile.sh", "--cpus", "1", "--memory", "768", "--disk", "1", "--no-network")
-		h.waitPlanted(id, "hostile: planted", 4*time.Minute)
-		h.hostSteps(id, func(r stepResult) {
+	cases := []hostileCase{{
+		name:   "code execution",
+		script: codeExecScript,
+		checkChanges: func(h *hostileWorld, r stepResult) {
 			if !strings.Contains(r.out, "README.md") {
 				h.t.Errorf("changes does not list README.md, which the agent edited:\n%s", clip(r.out))
 			}
-		})
-		cat := exec.Command("git", "-C", h.repo, "cat-file", "-e", h.secret)
-		cat.Env = h.env
-		if cat.Run() == nil {
-			t.Errorf("the victim repository's blob %s reached the source repository: host git followed the agent's alternates", h.secret)
-		}
-		h.checkRepos(id, before, victim, cfg, filepath.Join(h.repo, "libs", "a"), filepath.Join(h.repo, "libs", "b"))
-	})
-
-	t.Run("corruption and hangs", func(t *testing.T) {
-		t.Parallel()
-		h := newHostileWorld(t)
-		// Both a pack and loose objects in the source, as a real repository
-		// has: the clone may share either.
-		os.WriteFile(filepath.Join(h.repo, "packed.txt"), []byte("in a pack\n"), 0o644)
-		h.git("add", "packed.txt")
-		h.git("commit", "-qm", "packed")
-		h.git("repack", "-adq")
-		h.commitScript(corruptScript) // loose
-		before, victim, cfg := h.repoState(), hashTree(t, h.victim), hashTree(t, filepath.Dir(h.hostCfg))
-
-		id := h.startID("--repo", h.repo, "--agent", "sh hostile.sh", "--cpus", "1", "--memory", "768", "--disk", "3", "--no-network")
-		h.waitPlanted(id, "hostile: planted", 4*time.Minute)
-		h.hostSteps(id, func(r stepResult) {
+		},
+		after: func(h *hostileWorld) {
+			if h.hasObject(h.repo, h.secret) {
+				h.t.Errorf("the victim repository's blob %s reached the source repository: host git followed the agent's alternates", h.secret)
+			}
+		},
+	}, {
+		name:   "submodules pointing out",
+		script: submodulesScript,
+		setup:  func(h *hostileWorld) { h.addSubmodules("libs/b", "libs/c") },
+		after: func(h *hostileWorld) {
+			if h.hasObject(filepath.Join(h.repo, "libs", "b"), h.vhead) {
+				h.t.Errorf("the victim repository's commit %s reached the source's libs/b: host git followed the agent's gitdir: line", h.vhead)
+			}
+		},
+		subs: []string{"libs/b", "libs/c"},
+	}, {
+		name:   "symlinked submodule",
+		script: symlinkScript,
+		setup:  func(h *hostileWorld) { h.addSubmodules("libs/a") },
+		subs:   []string{"libs/a"},
+	}, {
+		name:   "overwritten objects",
+		script: objectsScript,
+		setup: func(h *hostileWorld) {
+			// Both a pack and loose objects, as a real repository has:
+			// the clone may share either.
+			os.WriteFile(filepath.Join(h.repo, "packed.txt"), []byte("in a pack\n"), 0o644)
+			h.git("add", "packed.txt")
+			h.git("commit", "-qm", "packed")
+			h.git("repack", "-adq")
+		},
+	}, {
+		name:   "fifos and huge files",
+		script: fifoScript,
+		disk:   "3",
+		checkChanges: func(h *hostileWorld, r stepResult) {
 			if len(r.out) > 8<<20 {
 				h.t.Errorf("changes printed %d bytes: the 100 MB line or the 2 GB file went through whole", len(r.out))
 			}
+		},
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHostileWorld(t)
+			if c.setup != nil {
+				c.setup(h)
+			}
+			h.commitScript(c.script) // its objects stay loose
+			before, victim, cfg := h.repoState(), hashTree(t, h.victim), hashTree(t, filepath.Dir(h.hostCfg))
+			disk := c.disk
+			if disk == "" {
+				disk = "1"
+			}
+			id := h.startID("--repo", h.repo, "--agent", "sh hostile.sh", "--cpus", "1", "--memory", "768", "--disk", disk, "--no-network")
+			h.waitPlanted(id, "hostile: settled", 4*time.Minute)
+			var check func(stepResult)
+			if c.checkChanges != nil {
+				check = func(r stepResult) { c.checkChanges(h, r) }
+			}
+			h.hostSteps(id, check)
+			if c.after != nil {
+				c.after(h)
+			}
+			var subs []string
+			for _, s := range c.subs {
+				subs = append(subs, filepath.Join(h.repo, filepath.FromSlash(s)))
+			}
+			h.checkRepos(id, before, victim, cfg, subs...)
 		})
-		h.checkRepos(id, before, victim, cfg)
-	})
+	}
 
 	t.Run("huge pack", func(t *testing.T) {
 		t.Parallel()
@@ -816,6 +915,27 @@ func TestHostileAgent(t *testing.T) {
 		}
 		h.checkRepos(id, before, victim, cfg)
 	})
+}
+
+// addSubmodules adds submodules at paths, all from one library repository
+// beside the source, and commits them.
+func (h *hostileWorld) addSubmodules(paths ...string) {
+	h.t.Helper()
+	lib := filepath.Join(filepath.Dir(h.repo), "bibliothèque")
+	os.MkdirAll(lib, 0o755)
+	h.gitIn(lib, "init", "-q")
+	h.gitIn(lib, "commit", "-q", "--allow-empty", "-m", "lib start")
+	for _, p := range paths {
+		h.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, p)
+	}
+	h.git("commit", "-qm", "add libs")
+}
+
+// hasObject says whether the repository at dir holds object.
+func (h *hostileWorld) hasObject(dir, object string) bool {
+	cmd := exec.Command("git", "-C", dir, "cat-file", "-e", object)
+	cmd.Env = h.env
+	return cmd.Run() == nil
 }
 
 // vmHWM reads a process's peak resident set size, in bytes.
