@@ -110,6 +110,7 @@ import (
 //     the pack's size, from the CLI's rusage and the engine's VmHWM).
 //
 // The `changes` verb is part of issue 12's Changes view; the test requires
+// it to exit 0.
 
 // attackStepDeadline bounds every host command of these tests; one that
 // runs past it has hung.
@@ -590,6 +591,9 @@ func (h *hostileWorld) checkRepos(id string, before repoState, victimBefore, cfg
 	if d := compareTrees(cfgBefore, hashTree(h.t, filepath.Dir(h.hostCfg)), nil); len(d) > 0 {
 		h.t.Errorf("the host file the agent included changed:\n%s", strings.Join(d, "\n"))
 	}
+	if h.t.Failed() {
+		h.logEngineWarnings()
+	}
 }
 
 // The scripts. Each starts the same way: on restart it only waits; it
@@ -915,6 +919,20 @@ func TestHostileAgent(t *testing.T) {
 		}
 		h.checkRepos(id, before, victim, cfg)
 	})
+}
+
+// logEngineWarnings shows the end of the engine's log, to help read a
+// failure.
+func (h *hostileWorld) logEngineWarnings() {
+	b, err := os.ReadFile(filepath.Join(h.home, "engine.log"))
+	if err != nil {
+		return
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > 40 {
+		lines = lines[len(lines)-40:]
+	}
+	h.t.Logf("the end of the engine's log:\n%s", clip(strings.Join(lines, "\n")))
 }
 
 // addSubmodules adds submodules at paths, all from one library repository
