@@ -925,7 +925,7 @@ func TestHostileAgent(t *testing.T) {
 // failure.
 func (h *hostileWorld) logEngineWarnings() {
 	b, err := os.ReadFile(filepath.Join(h.home, "engine.log"))
-	if err != nil {
+	if err != nil || len(bytes.TrimSpace(b)) == 0 {
 		return
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
