@@ -293,7 +293,11 @@ func TestSessionWithSubmodule(t *testing.T) {
 	if _, sys, _ := w.run("", "logs", s.ID); !strings.Contains(sys, "[system] carried submodules in from the repository's copies: libs/lib") {
 		t.Errorf("the log does not say the submodule was checked out:\n%s", sys)
 	}
-	merged := w.ok("merge", s.ID)
+	merged, mergeErr, code := w.run("", "merge", s.ID)
+	if code != 0 {
+		_, sys, _ := w.run("", "logs", s.ID)
+		t.Fatalf("merge exited %d: %s\nthe session's log:\n%s", code, mergeErr, sys)
+	}
 	if !strings.Contains(merged, "submodules under the same branch: libs/lib") {
 		t.Errorf("merge output: %s", merged)
 	}

@@ -153,7 +153,7 @@ type Manager struct {
 	mu   sync.Mutex
 	runs map[string]*run
 	// mirrorLocks serialise the work in each project's own repository.
-	mirrorLocks map[int64]*sync.Mutex
+	mirrorLocks map[int64]chan struct{}
 	// watched holds the projects whose refs are watched; closing stops
 	// new watches, and life ends them.
 	watched    map[int64]bool

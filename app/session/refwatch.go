@@ -124,6 +124,7 @@ func (m *Manager) refreshBase(ctx context.Context, p store.Project) {
 		info, err = mr.BuildBase(ctx, workspace.BaseOptions{Source: repo, Commit: commit, Dir: m.cfg.Paths.ProjectBases(p.ID)})
 		if err == nil && !info.Reused {
 			m.log.Info("base disk ready", "project", p.Name, "commit", short(commit), "took", time.Since(start).Round(time.Millisecond))
+			m.pruneBases(ctx, p.ID)
 		}
 	}
 	if err != nil && ctx.Err() == nil {

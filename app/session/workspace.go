@@ -10,7 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
+	"syscall"
 	"time"
 
 	"sandbar/app/sandbox"
@@ -77,26 +77,32 @@ func (m *Manager) isLegacy(s store.Session) bool {
 	return err == nil && fi.IsDir()
 }
 
-// mirror opens Sandbar's repository of a project; one at a time per
-// project, since base disks are built there.
+// mirror opens Sandbar's repository of a project; one user at a time
+// per project, since base disks are built and saves imported there.
+// Waiting for the turn honours ctx.
 func (m *Manager) mirror(ctx context.Context, projectID int64) (*workspace.Mirror, func(), error) {
 	m.mu.Lock()
 	if m.mirrorLocks == nil {
-		m.mirrorLocks = map[int64]*sync.Mutex{}
+		m.mirrorLocks = map[int64]chan struct{}{}
 	}
-	mu := m.mirrorLocks[projectID]
-	if mu == nil {
-		mu = &sync.Mutex{}
-		m.mirrorLocks[projectID] = mu
+	sem := m.mirrorLocks[projectID]
+	if sem == nil {
+		sem = make(chan struct{}, 1)
+		m.mirrorLocks[projectID] = sem
 	}
 	m.mu.Unlock()
-	mu.Lock()
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, func() {}, fmt.Errorf("wait for Sandbar's repository of the project (busy with another session's work): %w", ctx.Err())
+	}
+	unlock := func() { <-sem }
 	mr, err := workspace.OpenMirror(ctx, m.cfg.Paths.ProjectRepo(projectID))
 	if err != nil {
-		mu.Unlock()
+		unlock()
 		return nil, func() {}, err
 	}
-	return mr, mu.Unlock, nil
+	return mr, unlock, nil
 }
 
 // readSessionFile reads one small file of a session's directory (Sandbar
@@ -280,41 +286,40 @@ func (r *run) save(ctx context.Context) (workspace.SaveInfo, error) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, saveTimeout)
 	defer cancel()
+
+	// The VM's output goes to a file first, at whatever pace the VM
+	// chooses and without the project's lock, so a slow (or hostile)
+	// session holds up no other; only the import takes the lock.
+	spool := filepath.Join(r.dir, saveSpoolFile)
+	f, err := os.OpenFile(spool, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: %w", err)
+	}
+	defer func() { f.Close(); os.Remove(spool) }()
+	out := &spoolWriter{f: f, max: MaxSavedWork + 1<<20, over: cancel}
+	errb := &boundedBuffer{max: 4096}
+	res, err := sb.Client.Exec(ctx, sandbox.ExecRequest{
+		Argv:    []string{"sh", "-c", workspace.SaveScript, "sandbar-save", r.s.Branch, r.m.baseCommit(r.s)},
+		Timeout: saveTimeout, // in the workspace
+	}, out, errb)
+	switch {
+	case out.full:
+		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: %w: it passes %d MiB: commit less (large files belong outside git)", workspace.ErrSaveTooLarge, MaxSavedWork>>20)
+	case err != nil:
+		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: %w", err)
+	case res.Code != 0:
+		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: git in the VM exited %d: %s", res.Code, strings.TrimSpace(lastLine(errb.String())))
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return workspace.SaveInfo{}, err
+	}
 	mr, unlock, err := r.m.mirror(ctx, r.s.ProjectID)
 	if err != nil {
 		return workspace.SaveInfo{}, err
 	}
 	defer unlock()
-
-	pr, pw := io.Pipe()
-	errb := &boundedBuffer{max: 4096}
-	type result struct {
-		res sandbox.ExecResult
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := sb.Client.Exec(ctx, sandbox.ExecRequest{
-			Argv:    []string{"sh", "-c", workspace.SaveScript, "sandbar-save", r.s.Branch, r.m.baseCommit(r.s)},
-			Timeout: saveTimeout, // in the workspace
-
-		}, pw, errb)
-		pw.Close()
-		done <- result{res, err}
-	}()
-	info, err := mr.ImportSave(ctx, pr, r.id, MaxSavedWork)
+	info, err := mr.ImportSave(ctx, f, r.id, MaxSavedWork)
 	if err != nil {
-		cancel() // stop the VM's side; its output is no longer read
-	}
-	pr.CloseWithError(errors.New("the session's work was not read to the end"))
-	ex := <-done
-	if err != nil {
-		switch {
-		case ex.err != nil:
-			err = fmt.Errorf("%w (%v)", err, ex.err)
-		case ex.res.Code != 0:
-			err = fmt.Errorf("%w (in the VM, git said: %s)", err, strings.TrimSpace(lastLine(errb.String())))
-		}
 		return info, fmt.Errorf("save the session's work: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(r.dir, savedAtFile), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
@@ -323,6 +328,32 @@ func (r *run) save(ctx context.Context) (workspace.SaveInfo, error) {
 	r.timing(ctx, "save", time.Since(start))
 	r.log.Info("work saved", "branch", short(info.Branch), "snapshot", short(info.Snapshot), "bytes", info.Bytes, "took", time.Since(start))
 	return info, nil
+}
+
+// saveSpoolFile holds the VM's save output until it is imported.
+const saveSpoolFile = "save.partial"
+
+// spoolWriter writes at most max bytes to f; past that it stops the
+// command (over) and drops the rest.
+type spoolWriter struct {
+	f    *os.File
+	max  int64
+	n    int64
+	full bool
+	over func()
+}
+
+func (w *spoolWriter) Write(p []byte) (int, error) {
+	if w.full || w.n+int64(len(p)) > w.max {
+		if !w.full {
+			w.full = true
+			w.over()
+		}
+		return len(p), nil
+	}
+	n, err := w.f.Write(p)
+	w.n += int64(n)
+	return n, err
 }
 
 // saveBeforeStop saves the session's work before its VM stops, and says

@@ -611,9 +611,10 @@ func readIncluded(ctx context.Context, src string) (includedSet, error) {
 }
 
 // readRegular reads a regular file of at most limit bytes, refusing
-// anything else (a FIFO would block, a device would not end).
+// anything else: a symlink (not followed), a FIFO (it would block), a
+// device (it would not end).
 func readRegular(p string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -2,21 +2,20 @@ package workspace
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 )
 
 // includeFiles are the lists, at a repository's root, of ignored or
 // untracked files a session's clone should get anyway (.env, local
 // config). .worktreeinclude is the name other tools use for the same idea.
+// maxIncludeList bounds one include list file.
+const maxIncludeList = 1 << 20
+
 func includeFiles() []string { return []string{".sandbarinclude", ".worktreeinclude"} }
 
 // defaultSkip are folders too heavy to watch or to search for include
@@ -150,40 +149,15 @@ func prefixMatch(g, d []string) bool {
 	return true
 }
 
-// copyIncluded copies into dest the untracked or ignored files of src's
-// working tree that src's include lists select, and excludes them in
-// dest so they never show up as changes or get committed by accident.
-func copyIncluded(ctx context.Context, src, dest string) (copied, skipped []string, err error) {
-	picked, err := pickIncluded(ctx, src)
-	if err != nil || len(picked) == 0 {
-		return nil, nil, err
-	}
-	for _, rel := range picked {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, err
-		}
-		why, err := copyOne(src, dest, rel)
-		if err != nil {
-			return nil, nil, fmt.Errorf("copy %s from %s: %w", rel, src, err)
-		}
-		if why != "" {
-			skipped = append(skipped, rel+": "+why)
-			continue
-		}
-		copied = append(copied, rel)
-	}
-	if err := excludeCopied(dest, copied); err != nil {
-		return nil, nil, err
-	}
-	return copied, skipped, nil
-}
-
 // pickIncluded lists, sorted, the untracked or ignored files of src's
 // working tree that src's include lists select.
 func pickIncluded(ctx context.Context, src string) ([]string, error) {
 	var ps []includePattern
 	for _, name := range includeFiles() {
-		b, err := os.ReadFile(filepath.Join(src, name))
+		// The list comes with the repository, maybe from a hostile
+		// upstream: a regular file of bounded size, never a link to
+		// /dev/zero or a FIFO.
+		b, err := readRegular(filepath.Join(src, name), maxIncludeList)
 		if err != nil {
 			continue
 		}
@@ -235,98 +209,6 @@ func pickIncluded(ctx context.Context, src string) ([]string, error) {
 	}
 	slices.Sort(picked)
 	return picked, nil
-}
-
-// copyOne copies one file, keeping its permission bits, or one symlink
-// that stays inside the repository. It returns why it left the file
-// behind, or an error for a failure that would also break the session.
-func copyOne(src, dest, rel string) (skip string, err error) {
-	if strings.ContainsAny(rel, "\n\r") {
-		return "a name with a line break cannot be excluded in the clone", nil
-	}
-	from := filepath.Join(src, filepath.FromSlash(rel))
-	to := filepath.Join(dest, filepath.FromSlash(rel))
-	fi, err := os.Lstat(from)
-	if err != nil {
-		return "gone from the repository", nil
-	}
-	if _, err := os.Lstat(to); err == nil {
-		return "already in the clone at the base commit", nil
-	}
-	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-		if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {
-			return "its folder is a file in the clone", nil
-		}
-		return "", err
-	}
-	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
-		target, err := os.Readlink(from)
-		if err != nil {
-			return "unreadable symlink", nil
-		}
-		if filepath.IsAbs(target) {
-			return "symlink to an absolute path (" + target + ")", nil
-		}
-		r, err := filepath.Rel(src, filepath.Join(filepath.Dir(from), target))
-		if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
-			return "symlink out of the repository (" + target + ")", nil
-		}
-		if r == ".git" || strings.HasPrefix(r, ".git"+string(filepath.Separator)) {
-			return "symlink into .git (" + target + ")", nil
-		}
-		return "", os.Symlink(target, to)
-	case fi.Mode().IsRegular():
-		return "", copyFile(from, to, fi.Mode().Perm())
-	default:
-		return "not a regular file", nil
-	}
-}
-
-func copyFile(from, to string, perm fs.FileMode) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	return os.Chmod(to, perm) // the umask may have taken bits away
-}
-
-// excludeCopied lists the copied files in the clone's .git/info/exclude:
-// they are the person's local files, never part of the session's work.
-func excludeCopied(dest string, copied []string) error {
-	if len(copied) == 0 {
-		return nil
-	}
-	p := filepath.Join(dest, ".git", "info", "exclude")
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	var b strings.Builder
-	b.WriteString("\n# Copied by Sandbar from the source repository's include lists.\n")
-	for _, rel := range copied {
-		b.WriteString("/" + escapeIgnore(rel) + "\n")
-	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteString(b.String()); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // escapeIgnore makes a path a literal gitignore pattern.

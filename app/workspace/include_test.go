@@ -1,6 +1,15 @@
 package workspace
 
-import "testing"
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
 
 func TestIncludePatterns(t *testing.T) {
 	t.Parallel()
@@ -83,6 +92,59 @@ func TestEscapeIgnore(t *testing.T) {
 	} {
 		if got := escapeIgnore(in); got != want {
 			t.Errorf("escapeIgnore(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestIncludeListsBounded: the include lists come with the repository,
+// maybe from a hostile upstream. A list that is a link to /dev/zero or a
+// FIFO is not read (it would never end, or block), and a FIFO matching a
+// pattern is never read; nothing blocks.
+func TestIncludeListsBounded(t *testing.T) {
+	t.Parallel()
+	root := newRepo(t, "")
+	if err := os.Symlink("/dev/zero", filepath.Join(root, ".sandbarinclude")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(root, ".worktreeinclude"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		s, err := readIncluded(context.Background(), root)
+		if err == nil && len(s.files) != 0 {
+			err = fmt.Errorf("read %d files from hostile lists", len(s.files))
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("reading the include lists blocked")
+	}
+
+	// A real list selecting a FIFO and a regular file.
+	os.Remove(filepath.Join(root, ".sandbarinclude"))
+	os.Remove(filepath.Join(root, ".worktreeinclude"))
+	writeFile(t, filepath.Join(root, ".gitignore"), "*.secret\n")
+	writeFile(t, filepath.Join(root, ".sandbarinclude"), "*.secret\n")
+	writeFile(t, filepath.Join(root, "a.secret"), "key\n")
+	if err := syscall.Mkfifo(filepath.Join(root, "b.secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := readIncluded(context.Background(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.files) != 1 || s.files[0].rel != "a.secret" || string(s.files[0].data) != "key\n" {
+		t.Errorf("files %+v", s.files)
+	}
+	for _, sk := range s.skipped {
+		if !strings.Contains(sk, "b.secret") {
+			t.Errorf("skipped %q", sk)
 		}
 	}
 }

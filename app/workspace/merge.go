@@ -208,38 +208,6 @@ func isAncestor(ctx context.Context, dir, a, b string) (bool, error) {
 	return false, fmt.Errorf("compare %s with %s in %s: %w", short(a), short(b), dir, err)
 }
 
-// uncommitted lists the paths in dir with changes not committed, untracked
-// files included and ignored ones not.
-func uncommitted(ctx context.Context, dir string) ([]string, error) {
-	st, err := git(ctx, dir, "status", "--porcelain=v2", "-z", "--untracked-files=all")
-	if err != nil {
-		return nil, fmt.Errorf("status of %s: %w", dir, err)
-	}
-	var out []string
-	recs := splitZ(st)
-	for i := 0; i < len(recs); i++ {
-		r := recs[i]
-		if r == "" {
-			continue
-		}
-		switch r[0] {
-		case '1':
-			_, p := cutFields(r, 8)
-			out = append(out, p)
-		case '2':
-			_, p := cutFields(r, 9)
-			out = append(out, p)
-			i++ // the old path
-		case 'u':
-			_, p := cutFields(r, 10)
-			out = append(out, p)
-		case '?':
-			out = append(out, r[2:])
-		}
-	}
-	return out, nil
-}
-
 // DirtyError is CheckRemovable's refusal: the work a deletion would lose.
 type DirtyError struct {
 	// Dir is the clone, Repo the source repository's root.

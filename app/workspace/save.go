@@ -37,9 +37,10 @@ import (
 // the host (see Mirror.ImportSave).
 const SaveScript = `set -e
 branch=$1 base=$2
-export GIT_INDEX_FILE=/tmp/sandbar-save-$$.index GIT_OPTIONAL_LOCKS=0
+t=$(mktemp -d /tmp/sandbar-save.XXXXXX)
+trap 'rm -rf "$t"' EXIT
+export GIT_INDEX_FILE=$t/index GIT_OPTIONAL_LOCKS=0
 export GIT_AUTHOR_NAME=Sandbar GIT_AUTHOR_EMAIL=sandbar@localhost GIT_COMMITTER_NAME=Sandbar GIT_COMMITTER_EMAIL=sandbar@localhost
-trap 'rm -f "$GIT_INDEX_FILE" "$GIT_INDEX_FILE.lock"' EXIT
 set -- $(git rev-parse -q --verify 'HEAD^{commit}' 2>/dev/null) $(git rev-parse -q --verify 'HEAD^{tree}' 2>/dev/null)
 head=${1:-$base} htree=${2:-}
 br=$(git rev-parse -q --verify "refs/heads/$branch^{commit}") || br=$head

@@ -116,7 +116,8 @@ func FileDiff(ctx context.Context, run Runner, base string, f FileChange) (strin
 }
 
 // parsePorcelain turns `status --porcelain=v2 -z` into the text form git
-// prints without -z (a rename's two paths joined by a tab, names needing
+// prints without -z (the input comes from the agent's VM: any bytes at
+// all must give some answer, never a panic) (a rename's two paths joined by a tab, names needing
 // it C-quoted), and picks out untracked and unmerged paths.
 func parsePorcelain(z string) (text string, untracked, unmerged []string) {
 	recs := splitZ(z)
@@ -144,6 +145,10 @@ func parsePorcelain(z string) (text string, untracked, unmerged []string) {
 			line, p = head+quotePath(path), path
 			unmerged = append(unmerged, path)
 		case '?', '!':
+			if len(r) < 3 || r[1] != ' ' {
+				line = quotePath(r) // not git's: shown as given, never trusted
+				break
+			}
 			p = r[2:]
 			line = r[:2] + quotePath(p)
 			if r[0] == '?' {

@@ -254,3 +254,15 @@ func TestStatusLeavesIndexAlone(t *testing.T) {
 		t.Error("Status left index.lock behind")
 	}
 }
+
+// FuzzGuestGitOutput: what git prints inside the VM is the agent's to
+// choose (it is root there and may replace git); parsing it never panics.
+func FuzzGuestGitOutput(f *testing.F) {
+	for _, seed := range []string{"", "?\x00", "!\x00", "1\x00", "2 R. N...\x00", "u\x00", "? a\x00", "R087\x00old\x00", "M\x00", "C\x00x\x00"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, z string) {
+		parsePorcelain(z)
+		parseNameStatus(z)
+	})
+}

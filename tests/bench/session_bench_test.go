@@ -24,6 +24,30 @@ func (noSecrets) Env(context.Context, []string) (map[string]string, error) {
 	return map[string]string{}, nil
 }
 
+// manager is a real session manager over a store in root, booting this
+// benchmark's image; it is closed when the benchmark ends.
+func (e *benchEnv) manager(b *testing.B, root string) (*session.Manager, config.Paths) {
+	b.Helper()
+	paths := config.Paths{Home: filepath.Join(root, "home"), Images: filepath.Dir(e.img.Dir), Downloads: filepath.Join(root, "dl")}
+	st, err := store.Open(filepath.Join(paths.Home, "sandbar.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := session.New(context.Background(), session.Config{
+		Paths: paths, Store: st, Secrets: noSecrets{}, Hypervisor: e.hv,
+		Image: func(context.Context) (*image.Image, error) { return e.img, nil },
+	})
+	if err != nil {
+		st.Close()
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		m.Close(context.Background())
+		st.Close()
+	})
+	return m, paths
+}
+
 // BenchmarkSessionStart: Start → agent started through the real manager,
 // store, git clone and VM, and where the time goes (clone, boot, ready,
 // agent spawn).
@@ -40,20 +64,7 @@ func BenchmarkSessionStart(b *testing.B) {
 			b.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	paths := config.Paths{Home: filepath.Join(root, "home"), Images: filepath.Dir(e.img.Dir), Downloads: filepath.Join(root, "dl")}
-	st, err := store.Open(filepath.Join(paths.Home, "sandbar.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	m, err := session.New(context.Background(), session.Config{
-		Paths: paths, Store: st, Secrets: noSecrets{}, Hypervisor: e.hv,
-		Image: func(context.Context) (*image.Image, error) { return e.img, nil },
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close(context.Background())
+	m, _ := e.manager(b, root)
 	total := &series{Metric: "session Start → agent started (2 vCPU, 2 GiB)", Key: "start", Unit: "ms"}
 	parts := map[string]*series{}
 	order := []string{"clone", "boot", "ready", "agent"}

@@ -17,11 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"sandbar/app/config"
 	"sandbar/app/sandbox"
 	"sandbar/app/session"
-	"sandbar/app/store"
-	"sandbar/guest/image"
 )
 
 // hugoLike makes a repository shaped like gohugoio/hugo (2,547 files in
@@ -85,20 +82,7 @@ func BenchmarkSessionWorkspace(b *testing.B) {
 	e := setup(b)
 	root := b.TempDir()
 	repo := hugoLike(b, root)
-	paths := config.Paths{Home: filepath.Join(root, "home"), Images: filepath.Dir(e.img.Dir), Downloads: filepath.Join(root, "dl")}
-	st, err := store.Open(filepath.Join(paths.Home, "sandbar.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	m, err := session.New(context.Background(), session.Config{
-		Paths: paths, Store: st, Secrets: noSecrets{}, Hypervisor: e.hv,
-		Image: func(context.Context) (*image.Image, error) { return e.img, nil },
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close(context.Background())
+	m, paths := e.manager(b, root)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
