@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -136,5 +137,29 @@ func TestTerminalSafe(t *testing.T) {
 		if got := terminalSafe(in); got != want {
 			t.Errorf("terminalSafe(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestSkippedModulesNote: a merge's skipped submodules are listed, one
+// line each, at most 20.
+func TestSkippedModulesNote(t *testing.T) {
+	var b strings.Builder
+	skippedModulesNote(&b, nil)
+	if b.String() != "" {
+		t.Errorf("nothing skipped: %q", b.String())
+	}
+	skippedModulesNote(&b, []string{"libs/x: not a submodule of /r, so its commits stay in the session"})
+	if want := "note: the session's commits in 1 submodule were not brought into the repository:\n  libs/x: not a submodule of /r, so its commits stay in the session\n"; b.String() != want {
+		t.Errorf("one skipped:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	var lines []string
+	for i := range 25 {
+		lines = append(lines, "p"+strconv.Itoa(i)+": why")
+	}
+	skippedModulesNote(&b, lines)
+	out := b.String()
+	if !strings.HasPrefix(out, "note: the session's commits in 25 submodules") || !strings.Contains(out, "  p19: why\n  and 5 more\n") || strings.Contains(out, "p20") {
+		t.Errorf("25 skipped:\n%s", out)
 	}
 }

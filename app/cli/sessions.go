@@ -507,10 +507,29 @@ func merge(ctx context.Context, env *Env, args []string) error {
 	if len(res.Submodules) > 0 {
 		fmt.Fprintf(env.Stdout, "the session's submodule commits are in the repository's submodules under the same branch: %s\n", strings.Join(res.Submodules, ", "))
 	}
+	skippedModulesNote(env.Stdout, res.SkippedSubmodules)
 	if len(res.Uncommitted) > 0 {
 		fmt.Fprintf(env.Stdout, "note: %d uncommitted changes in the session were not included: %s\n", len(res.Uncommitted), strings.Join(res.Uncommitted, ", "))
 	}
 	return nil
+}
+
+// skippedModulesNote tells the person which submodules' session commits a
+// merge left in the session, one line each with why (at most 20).
+func skippedModulesNote(w io.Writer, lines []string) {
+	n := len(lines)
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(w, "note: the session's commits in %d %s were not brought into the repository:\n", n, plural(n, "submodule", "submodules"))
+	const show = 20
+	for i, line := range lines {
+		if i == show {
+			fmt.Fprintf(w, "  and %d more\n", n-show)
+			break
+		}
+		fmt.Fprintf(w, "  %s\n", line)
+	}
 }
 
 func remove(ctx context.Context, env *Env, args []string) error {

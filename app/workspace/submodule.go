@@ -10,7 +10,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Submodules travel as the rest of a session's work does, as data
@@ -613,20 +615,23 @@ func mergeModules(ctx context.Context, parent moduleRepo, m *Mirror, commit, pre
 	var recorded map[string]bool
 	var mods []string
 	ref := "refs/heads/" + branch
-	carried := map[string]bool{}
-	isCarried := func(c string) bool {
-		v, ok := carried[c]
+	// The agent chooses the gitlinks, as many as it likes, often at one
+	// commit: each commit is looked up once.
+	have, carried := map[string]bool{}, map[string]bool{}
+	cached := func(seen map[string]bool, c string, look func(context.Context, string) bool) bool {
+		v, ok := seen[c]
 		if !ok {
-			v = m.carriedCommit(ctx, c)
-			carried[c] = v
+			v = look(ctx, c)
+			seen[c] = v
 		}
 		return v
 	}
+	isCarried := func(c string) bool { return cached(carried, c, m.carriedCommit) }
 	for _, l := range links {
 		if ctx.Err() != nil {
 			return brought, skipped, ctx.Err()
 		}
-		if !m.hasCommit(ctx, l.commit) {
+		if !cached(have, l.commit, m.hasCommit) {
 			// Neither carried in nor sent back: a commit the source's
 			// copy never had (and still may not), not the session's.
 			continue
@@ -641,7 +646,7 @@ func mergeModules(ctx context.Context, parent moduleRepo, m *Mirror, commit, pre
 		}
 		if !recorded[l.rel] {
 			if !isCarried(l.commit) {
-				skipped = append(skipped, fmt.Sprintf("%s: not a submodule of %s (neither its HEAD nor its index records one there), so its commits stay in the session", l.path, parent.dir))
+				skipped = append(skipped, fmt.Sprintf("%s: not a submodule of %s (neither its HEAD nor its index records one there), so its commits stay in the session", showPath(l.path), parent.dir))
 			}
 			continue
 		}
@@ -653,7 +658,7 @@ func mergeModules(ctx context.Context, parent moduleRepo, m *Mirror, commit, pre
 		case state == moduleAbsent:
 			return brought, skipped, fmt.Errorf("submodule %s is not checked out in %s, so the session's commit %s in it has nowhere to go (%w): run `git submodule update --init` there and merge again", l.path, parent.dir, short(l.commit), errNoModuleCopy)
 		default:
-			skipped = append(skipped, fmt.Sprintf("%s: %s, so its commits stay in the session", l.path, why))
+			skipped = append(skipped, fmt.Sprintf("%s: %s, so its commits stay in the session", showPath(l.path), why))
 			continue
 		}
 		if _, err := sub.git(ctx, "cat-file", "-e", l.commit+"^{commit}"); err == nil {
@@ -681,6 +686,15 @@ func mergeModules(ctx context.Context, parent moduleRepo, m *Mirror, commit, pre
 		}
 	}
 	return brought, skipped, nil
+}
+
+// showPath is a path from the agent's commit as a person may read it in
+// a terminal: quoted, with escapes, if it holds anything not printable.
+func showPath(p string) string {
+	if strings.IndexFunc(p, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(p)
+	}
+	return p
 }
 
 // carriedCommit reports whether commit is in the history of a submodule

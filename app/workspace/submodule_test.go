@@ -539,3 +539,16 @@ func TestMergeSymlinkOnTheWay(t *testing.T) {
 	wantSkipped(t, res, "vend/lib: "+filepath.Join(root, "vend")+" is a symlink, and merge never writes through one, so its commits stay in the session")
 	sameFiles(t, beforeGit, filesOf(t, gitDir))
 }
+
+func TestShowPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"libs/core ü":  "libs/core ü",
+		"out/\x1b[2Jx": `"out/\x1b[2Jx"`,
+		"a\nb":         `"a\nb"`,
+		"a\u202eb":     `"a\u202eb"`,
+	} {
+		if got := showPath(in); got != want {
+			t.Errorf("showPath(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
