@@ -97,6 +97,10 @@ func mergeMessage(branch, repo string, r workspace.MergeResult) string {
 		fmt.Fprintf(&b, "\nThe session's commits in %s %s are in the repository's copies too, as branch %s.",
 			pluralWord(n, "submodule", "submodules"), listSome(r.Submodules, 8), branch)
 	}
+	if n := len(r.SkippedSubmodules); n > 0 {
+		fmt.Fprintf(&b, "\nNot brought into the repository's copies (the session's commits there stay in the session): %s.",
+			listSome(r.SkippedSubmodules, 4))
+	}
 	if n := len(r.Uncommitted); n > 0 {
 		fmt.Fprintf(&b, "\n%d %s not committed in the session, so not merged: %s. Ask the agent to commit, then merge again.",
 			n, pluralWord(n, "file was", "files were"), listSome(r.Uncommitted, 8))

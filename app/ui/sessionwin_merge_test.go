@@ -22,6 +22,8 @@ func TestMergeMessage(t *testing.T) {
 			[]string{"moved from aaaaaaa to bbbbbbb."}, widget.SuccessImportance},
 		{"submodules", workspace.MergeResult{Created: true, Commit: "0123456789abcdef", Submodules: []string{"libs/core", "libs/core/deep"}},
 			[]string{"commits in submodules libs/core, libs/core/deep are in the repository's copies too, as branch sandbar/x"}, widget.SuccessImportance},
+		{"skipped submodule", workspace.MergeResult{Created: true, Commit: "0123456789abcdef", SkippedSubmodules: []string{"out/vendor: not a submodule of /r"}},
+			[]string{"Not brought into the repository's copies", "out/vendor: not a submodule of /r"}, widget.SuccessImportance},
 		{"uncommitted", workspace.MergeResult{Commit: "0123456789abcdef", Uncommitted: []string{"a.go"}},
 			[]string{"Already merged", "1 file was not committed in the session, so not merged: a.go"}, widget.WarningImportance},
 	} {
