@@ -710,7 +710,7 @@ func (m *Manager) Merge(ctx context.Context, ref string, force bool) (workspace.
 			return workspace.MergeResult{}, err
 		}
 	}
-	mr, unlock, err := m.mirror(ctx, s.ProjectID)
+	mr, unlock, err := m.savedWork(ctx, s)
 	if err != nil {
 		return workspace.MergeResult{}, err
 	}
@@ -842,6 +842,9 @@ func truncateDiff(d string) string {
 func (m *Manager) checkRemovable(ctx context.Context, s store.Session) error {
 	if m.isLegacy(s) {
 		return fmt.Errorf("%w: use --force to delete it", m.legacyError(s))
+	}
+	if err := m.saveFailed(s); err != nil {
+		return fmt.Errorf("%w; or use --force to delete it anyway", err)
 	}
 	if r := m.running(s.ID); r != nil && r.vmUp() {
 		if _, err := r.save(ctx); err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -51,6 +52,8 @@ const (
 	maxGitOutput = 16 << 20
 	// saveTimeout bounds one save, from the script's start to the refs.
 	saveTimeout = 10 * time.Minute
+	// saveIdle ends a save from which nothing came for that long.
+	saveIdle = 90 * time.Second
 	// guestGitTimeout bounds one git command run in the guest for status.
 	guestGitTimeout = time.Minute
 )
@@ -298,6 +301,12 @@ func (r *run) save(ctx context.Context) (workspace.SaveInfo, error) {
 	defer func() { f.Close(); os.Remove(spool) }()
 	out := &spoolWriter{f: f, max: MaxSavedWork + 1<<20, over: cancel}
 	errb := &boundedBuffer{max: 4096}
+	// A save that sends nothing for saveIdle is stalled (the agent owns
+	// the VM: a FIFO where git reads, a git replaced by sleep): it ends,
+	// and the stop goes on.
+	idle := time.AfterFunc(saveIdle, cancel)
+	out.progress = func() { idle.Reset(saveIdle) }
+	defer idle.Stop()
 	res, err := sb.Client.Exec(ctx, sandbox.ExecRequest{
 		Argv:    []string{"sh", "-c", workspace.SaveScript, "sandbar-save", r.s.Branch, r.m.baseCommit(r.s)},
 		Timeout: saveTimeout, // in the workspace
@@ -305,8 +314,10 @@ func (r *run) save(ctx context.Context) (workspace.SaveInfo, error) {
 	switch {
 	case out.full:
 		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: %w: it passes %d MiB: commit less (large files belong outside git)", workspace.ErrSaveTooLarge, MaxSavedWork>>20)
-	case err != nil:
+	case err != nil && !out.stalled():
 		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: %w", err)
+	case err != nil:
+		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: the VM sent nothing for %s: ended (did the agent break git in its clone?)", saveIdle)
 	case res.Code != 0:
 		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: git in the VM exited %d: %s", res.Code, strings.TrimSpace(lastLine(errb.String())))
 	}
@@ -325,6 +336,11 @@ func (r *run) save(ctx context.Context) (workspace.SaveInfo, error) {
 	if err := os.WriteFile(filepath.Join(r.dir, savedAtFile), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
 		r.log.Warn("record when the work was saved", "err", err)
 	}
+	for _, l := range strings.Split(errb.String(), "\n") {
+		if why, ok := strings.CutPrefix(l, "sandbar-save: left out of the snapshot"); ok {
+			r.systemLine("left out of the saved snapshot of uncommitted work" + why + " (commit it if it belongs in the repository)")
+		}
+	}
 	r.timing(ctx, "save", time.Since(start))
 	r.log.Info("work saved", "branch", short(info.Branch), "snapshot", short(info.Snapshot), "bytes", info.Bytes, "took", time.Since(start))
 	return info, nil
@@ -341,9 +357,22 @@ type spoolWriter struct {
 	n    int64
 	full bool
 	over func()
+	// progress, if set, hears of each write; last is when.
+	progress func()
+	last     atomic.Int64
+}
+
+// stalled reports whether nothing came for saveIdle.
+func (w *spoolWriter) stalled() bool {
+	last := w.last.Load()
+	return last != 0 && time.Since(time.Unix(0, last)) >= saveIdle || last == 0
 }
 
 func (w *spoolWriter) Write(p []byte) (int, error) {
+	w.last.Store(time.Now().UnixNano())
+	if w.progress != nil {
+		w.progress()
+	}
 	if w.full || w.n+int64(len(p)) > w.max {
 		if !w.full {
 			w.full = true
@@ -362,10 +391,17 @@ func (r *run) saveBeforeStop() {
 	ctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
 	defer cancel()
 	info, err := r.save(ctx)
+	failed := filepath.Join(r.dir, saveErrorFile)
 	if err != nil {
-		r.systemLine("the session's work could not be saved: " + err.Error() + ": its clone is kept on the session's disk; restart the session to try again")
+		msg := err.Error()
+		if len(msg) > 2000 {
+			msg = msg[:2000] + "…"
+		}
+		os.WriteFile(failed, []byte(msg+"\n"), 0o600)
+		r.systemLine("the session's work could not be saved: " + msg + ": its clone is kept on the session's disk; restart the session to try again")
 		return
 	}
+	os.Remove(failed)
 	what := "no changes"
 	if info.Snapshot != info.Head {
 		what = "uncommitted changes kept as a snapshot"
@@ -416,7 +452,31 @@ func (m *Manager) savedWork(ctx context.Context, s store.Session) (*workspace.Mi
 	if m.isLegacy(s) {
 		return nil, func() {}, m.legacyError(s)
 	}
+	if err := m.saveFailed(s); err != nil {
+		return nil, func() {}, err
+	}
 	return m.mirror(ctx, s.ProjectID)
+}
+
+// saveErrorFile holds why the last save before the VM stopped failed; it
+// goes when a save succeeds.
+const saveErrorFile = "save-error"
+
+// ErrNotSaved: the session's last save failed, so what Sandbar holds of
+// its work is older than its clone, or nothing.
+var ErrNotSaved = errors.New("the session's work could not be saved")
+
+// saveFailed says, when the last save of a stopped session failed, why
+// and what to do: its clone is still on its disk.
+func (m *Manager) saveFailed(s store.Session) error {
+	if r := m.running(s.ID); r != nil && r.vmUp() {
+		return nil
+	}
+	why, err := readSessionFile(m.cfg.Paths.Session(s.ID), saveErrorFile)
+	if err != nil {
+		return nil
+	}
+	return fmt.Errorf("%w when it stopped (%s): its clone is kept on the session's disk; restart the session to try again, and look inside with `sandbar shell %s`", ErrNotSaved, why, short(s.ID))
 }
 
 // pruneBases deletes a project's base disks that no session boots on any

@@ -45,7 +45,17 @@ set -- $(git rev-parse -q --verify 'HEAD^{commit}' 2>/dev/null) $(git rev-parse 
 head=${1:-$base} htree=${2:-}
 br=$(git rev-parse -q --verify "refs/heads/$branch^{commit}") || br=$head
 if [ -f .git/index ]; then cp .git/index "$GIT_INDEX_FILE"; else git read-tree "$head"; fi
-git add -A
+# Files over 64 MiB that are not committed stay out of the snapshot (it is
+# for work in progress; a stray disk image would make every stop slow),
+# and stderr says which.
+git ls-files -z -o -m --exclude-standard | xargs -0 -r sh -c 'for f; do [ -f "$f" ] && [ ! -L "$f" ] && [ "$(stat -c %s -- "$f")" -gt 67108864 ] && printf ":(exclude,literal)%s\0" "$f"; done; :' big > "$t/big"
+if [ -s "$t/big" ]; then
+	tr '\0' '\n' < "$t/big" | sed -n 's/^:(exclude,literal)/sandbar-save: left out of the snapshot, over 64 MiB: /p' | head -20 >&2
+	printf '.\0' >> "$t/big"
+	git add -A --pathspec-from-file="$t/big" --pathspec-file-nul
+else
+	git add -A
+fi
 tree=$(git write-tree)
 if [ "$tree" = "$htree" ]; then
 	snap=$head
