@@ -19,6 +19,9 @@ import (
 type Mirror struct {
 	// Dir is the bare repository's folder.
 	Dir string
+	// Limits bound what a save's packs may inflate to (see checkPack);
+	// a zero field is DefaultPackLimits'.
+	Limits PackLimits
 }
 
 // Refs in a Mirror.
@@ -202,4 +205,19 @@ func isHex(s string) bool {
 		return false
 	}
 	return strings.Trim(s, "0123456789abcdef") == ""
+}
+
+// packLimits are the bounds on a save's packs: Limits, or the defaults.
+func (m *Mirror) packLimits() PackLimits {
+	l := DefaultPackLimits
+	if m.Limits.MaxObject > 0 {
+		l.MaxObject = m.Limits.MaxObject
+	}
+	if m.Limits.MaxInflated > 0 {
+		l.MaxInflated = m.Limits.MaxInflated
+	}
+	if m.Limits.MaxObjects > 0 {
+		l.MaxObjects = m.Limits.MaxObjects
+	}
+	return l
 }
