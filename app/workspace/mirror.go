@@ -22,6 +22,14 @@ type Mirror struct {
 	// Limits bound what a save's packs may inflate to (see checkPack);
 	// a zero field is DefaultPackLimits'.
 	Limits PackLimits
+	// env is added to the environment of the git commands that read it
+	// through m.git: a quarantine's object directory (see ImportSave).
+	env []string
+}
+
+// git runs a git command in the mirror, with m.env.
+func (m *Mirror) git(ctx context.Context, args ...string) (string, error) {
+	return gitEnvInput(ctx, m.Dir, m.env, nil, args...)
 }
 
 // Refs in a Mirror.
@@ -155,8 +163,8 @@ func (m *Mirror) Fetch(ctx context.Context, src Repo, rev string, progress func(
 }
 
 func (m *Mirror) hasCommit(ctx context.Context, c string) bool {
-	t, err := gitLine(ctx, m.Dir, "cat-file", "-t", "--end-of-options", c)
-	return err == nil && t == "commit"
+	t, err := m.git(ctx, "cat-file", "-t", "--end-of-options", c)
+	return err == nil && strings.TrimSpace(t) == "commit"
 }
 
 // sessionRef is where a session's saved branch ("branch") or snapshot

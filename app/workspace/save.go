@@ -212,7 +212,16 @@ func (m *Mirror) ImportSave(ctx context.Context, r io.Reader, id string, max int
 		}
 		return info, fmt.Errorf("the session's work is missing objects (%s): it was not saved", gitMessage(err))
 	}
-	// Only submodules the session's branch or snapshot records are kept.
+	// Only submodules the session's branch or snapshot records are kept
+	// (listing them, git lists every file).
+	for _, c := range []string{info.Branch, info.Snapshot} {
+		if len(info.Submodules) == 0 {
+			break
+		}
+		if err := m.boundFiles(ctx, c); err != nil {
+			return info, fmt.Errorf("%w: it was not saved", tooManyFiles(err))
+		}
+	}
 	seen := map[string][]gitlink{}
 	for p := range info.Submodules {
 		inBranch, err := m.linkAt(ctx, info.Branch, p, seen)
@@ -385,15 +394,20 @@ func (m *Mirror) SavedStatus(ctx context.Context, id, base string) (Changes, err
 	if !ok {
 		return Changes{}, fmt.Errorf("session %s has no saved work yet", id)
 	}
+	// git diff holds every changed file in memory before it prints one:
+	// the snapshot's files are counted first.
+	if err := m.boundFiles(ctx, s.Snapshot); err != nil {
+		return Changes{}, tooManyFiles(err)
+	}
 	var ch Changes
 	var err error
 	ch.DiffStat, err = git(ctx, m.Dir, "diff", "--stat", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base, s.Snapshot, "--")
 	if err != nil {
-		return Changes{}, fmt.Errorf("diff the session's work against %s: %w", short(base), err)
+		return Changes{}, tooManyFiles(fmt.Errorf("diff the session's work against %s: %w", short(base), err))
 	}
 	ns, err := git(ctx, m.Dir, "diff", "--name-status", "-z", "-M", "--no-ext-diff", "--no-textconv", base, s.Snapshot, "--")
 	if err != nil {
-		return Changes{}, fmt.Errorf("diff the session's work against %s: %w", short(base), err)
+		return Changes{}, tooManyFiles(fmt.Errorf("diff the session's work against %s: %w", short(base), err))
 	}
 	ch.Files = parseNameStatus(ns)
 	n, err := gitLine(ctx, m.Dir, "rev-list", "--count", base+".."+s.Branch, "--")
@@ -411,8 +425,9 @@ func (m *Mirror) SavedDiff(ctx context.Context, id, base, file string, max int) 
 	if !ok {
 		return "", fmt.Errorf("session %s has no saved work yet", id)
 	}
-	out, err := git(ctx, m.Dir, "diff", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base, s.Snapshot, "--", ":(literal)"+file)
-	if err != nil {
+	// What passes max is not read: git is stopped there.
+	out, err := gitMax(ctx, m.Dir, nil, nil, int64(max)+1, "diff", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base, s.Snapshot, "--", ":(literal)"+file)
+	if err != nil && !errors.Is(err, ErrOutputTooLarge) {
 		return "", fmt.Errorf("diff %s: %w", file, err)
 	}
 	return truncate(out, max), nil
@@ -423,9 +438,12 @@ func (m *Mirror) uncommittedSaved(ctx context.Context, s SaveInfo) ([]string, er
 	if s.Snapshot == s.Head {
 		return nil, nil
 	}
+	if err := m.boundFiles(ctx, s.Snapshot); err != nil {
+		return nil, tooManyFiles(err)
+	}
 	out, err := git(ctx, m.Dir, "diff", "--name-only", "-z", "--no-renames", s.Head, s.Snapshot, "--")
 	if err != nil {
-		return nil, fmt.Errorf("list the session's uncommitted files: %w", err)
+		return nil, tooManyFiles(fmt.Errorf("list the session's uncommitted files: %w", err))
 	}
 	return splitZ(out), nil
 }
