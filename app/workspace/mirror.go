@@ -204,6 +204,7 @@ func (m *Mirror) Forget(ctx context.Context, id string) error {
 	if _, err := gitInput(ctx, m.Dir, strings.NewReader(tx.String()), "update-ref", "--stdin"); err != nil {
 		return fmt.Errorf("forget session %s in %s: %w", id, m.Dir, err)
 	}
+	_ = m.Maintain(ctx) // a failure leaves more packs, consolidated next time
 	return nil
 }
 

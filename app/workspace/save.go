@@ -100,7 +100,7 @@ type SaveInfo struct {
 var ErrSaveTooLarge = errors.New("the session's work is too large")
 
 // maxSavedModules bounds the submodule sections of one save.
-const maxSavedModules = 1000
+const maxSavedModules = 100
 
 // ImportSave reads what SaveScript printed and takes it into the mirror
 // as the session's saved work (refs/sandbar/sessions/<id>/...). The input
@@ -133,6 +133,12 @@ func (m *Mirror) ImportSave(ctx context.Context, r io.Reader, id string, max int
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	budget := m.packLimits().MaxInflated
+	// Every pack goes into a quarantine (see quarantine.go); qm reads it.
+	qm, drop, err := m.quarantine()
+	if err != nil {
+		return info, err
+	}
+	defer drop()
 	lr := &io.LimitedReader{R: br, N: max + 1}
 	cr := &countReader{r: lr}
 	in := bufio.NewReaderSize(cr, 4096)
@@ -162,7 +168,7 @@ func (m *Mirror) ImportSave(ctx context.Context, r io.Reader, id string, max int
 		if err != nil {
 			return info, fmt.Errorf("read the session's work: %v (%q): it was not saved", err, truncate(s, 80))
 		}
-		st, err := m.indexPack(ctx, in, bytes, &budget)
+		st, err := qm.indexPack(ctx, in, bytes, &budget)
 		if err == nil && st.Bytes < bytes {
 			if _, err = io.CopyN(io.Discard, in, bytes-st.Bytes); err == nil {
 				err = errPackTrailing
@@ -179,7 +185,7 @@ func (m *Mirror) ImportSave(ctx context.Context, r io.Reader, id string, max int
 		}
 		info.Submodules[path] = head
 	}
-	_, err = m.indexPack(ctx, in, -1, &budget)
+	_, err = qm.indexPack(ctx, in, -1, &budget)
 	if err == nil {
 		if _, perr := in.Peek(1); perr == nil {
 			err = errPackTrailing
@@ -197,7 +203,7 @@ func (m *Mirror) ImportSave(ctx context.Context, r io.Reader, id string, max int
 	for _, c := range info.Submodules {
 		want = append(want, c)
 	}
-	types, err := gitInput(ctx, m.Dir, strings.NewReader(strings.Join(want, "\n")+"\n"), "cat-file", "--batch-check=%(objecttype)")
+	types, err := gitEnvInput(ctx, m.Dir, qm.env, strings.NewReader(strings.Join(want, "\n")+"\n"), "cat-file", "--batch-check=%(objecttype)")
 	if err != nil {
 		return info, fmt.Errorf("look up the session's commits in %s: %w", m.Dir, err)
 	}
@@ -206,7 +212,7 @@ func (m *Mirror) ImportSave(ctx context.Context, r io.Reader, id string, max int
 			return info, fmt.Errorf("the session's work names commit %s, which it did not send: it was not saved", short(want[i]))
 		}
 	}
-	if _, err := git(ctx, m.Dir, append([]string{"rev-list", "--objects", "--quiet"}, append(want, "--not", "--all")...)...); err != nil {
+	if _, err := qm.git(ctx, append([]string{"rev-list", "--objects", "--quiet"}, append(want, "--not", "--all")...)...); err != nil {
 		if ctx.Err() != nil {
 			return info, ctx.Err()
 		}
@@ -218,17 +224,17 @@ func (m *Mirror) ImportSave(ctx context.Context, r io.Reader, id string, max int
 		if len(info.Submodules) == 0 {
 			break
 		}
-		if err := m.boundFiles(ctx, c); err != nil {
+		if err := qm.boundFiles(ctx, c); err != nil {
 			return info, fmt.Errorf("%w: it was not saved", tooManyFiles(err))
 		}
 	}
 	seen := map[string][]gitlink{}
 	for p := range info.Submodules {
-		inBranch, err := m.linkAt(ctx, info.Branch, p, seen)
+		inBranch, err := qm.linkAt(ctx, info.Branch, p, seen)
 		if err != nil {
 			return info, err
 		}
-		inSnap, err := m.linkAt(ctx, info.Snapshot, p, seen)
+		inSnap, err := qm.linkAt(ctx, info.Snapshot, p, seen)
 		if err != nil {
 			return info, err
 		}
@@ -237,6 +243,10 @@ func (m *Mirror) ImportSave(ctx context.Context, r io.Reader, id string, max int
 		}
 	}
 
+	// Everything passed: the packs join the mirror, then the refs move.
+	if err := qm.migrate(); err != nil {
+		return info, err
+	}
 	var tx strings.Builder
 	tx.WriteString("start\n")
 	fmt.Fprintf(&tx, "update %s %s\n", sessionRef(id, "branch"), info.Branch)
@@ -261,6 +271,7 @@ func (m *Mirror) ImportSave(ctx context.Context, r io.Reader, id string, max int
 	if _, err := gitInput(ctx, m.Dir, strings.NewReader(tx.String()), "update-ref", "--stdin"); err != nil {
 		return info, fmt.Errorf("record the session's work in %s: %w", m.Dir, err)
 	}
+	_ = m.Maintain(ctx) // a failure leaves more packs, consolidated next time
 	return info, nil
 }
 
@@ -304,6 +315,7 @@ func (m *Mirror) indexPack(ctx context.Context, src *bufio.Reader, limit int64, 
 	defer kill()
 	cmd := command(ctx, m.Dir, "-c", "core.bigFileThreshold=32m", "-c", "core.deltaBaseCacheLimit=96m",
 		"index-pack", "--stdin", "--strict", "--threads=1")
+	cmd.Env = append(cmd.Env, m.env...)
 	var out, errb strings.Builder
 	cmd.Stdout = &limitedBuilder{b: &out, n: 4096}
 	cmd.Stderr = &limitedBuilder{b: &errb, n: 8192}
