@@ -280,28 +280,7 @@ type treeEntry struct {
 
 // treeEntries lists every file of commit's tree, with sizes.
 func (m *Mirror) treeEntries(ctx context.Context, commit string) ([]treeEntry, error) {
-	out, err := git(ctx, m.Dir, "ls-tree", "-r", "-z", "--long", "--full-tree", "--end-of-options", commit)
-	if err != nil {
-		return nil, fmt.Errorf("list the files of %s: %w", short(commit), err)
-	}
-	var es []treeEntry
-	for _, rec := range splitZ(out) {
-		meta, p, ok := strings.Cut(rec, "\t")
-		f := strings.Fields(meta)
-		if !ok || len(f) != 4 {
-			return nil, fmt.Errorf("list the files of %s: unexpected line %q", short(commit), rec)
-		}
-		mode, err := strconv.ParseInt(f[0], 8, 64)
-		if err != nil {
-			return nil, fmt.Errorf("list the files of %s: mode %q", short(commit), f[0])
-		}
-		e := treeEntry{mode: mode, kind: f[1], oid: f[2], path: p}
-		if f[3] != "-" {
-			e.size, _ = strconv.ParseInt(f[3], 10, 64)
-		}
-		es = append(es, e)
-	}
-	return es, nil
+	return m.listTree(ctx, commit, maxBaseFiles)
 }
 
 // treeWriter is where writeTree puts a tree: a base disk's tar stream

@@ -68,9 +68,14 @@ func (m *Mirror) Export(ctx context.Context, id, dest string) (ExportInfo, error
 			return info, nil
 		}
 	}
-	es, err := m.treeEntries(ctx, s.Snapshot)
+	// Counted first, which holds nothing: a tree refused should not
+	// have been listed.
+	if err := m.boundFiles(ctx, s.Snapshot); err != nil {
+		return ExportInfo{}, tooManyFiles(err)
+	}
+	es, err := m.listTree(ctx, s.Snapshot, MaxSessionFiles)
 	if err != nil {
-		return ExportInfo{}, err
+		return ExportInfo{}, tooManyFiles(err)
 	}
 	var total int64
 	for _, e := range es {

@@ -156,22 +156,114 @@ func gitInput(ctx context.Context, dir string, stdin io.Reader, args ...string) 
 	return gitEnvInput(ctx, dir, nil, stdin, args...)
 }
 
-// gitEnvInput is git with stdin and env added to its environment.
+// gitEnvInput is git with stdin and env added to its environment; what it
+// prints past MaxGitOutput kills it (see gitMax).
 func gitEnvInput(ctx context.Context, dir string, env []string, stdin io.Reader, args ...string) (string, error) {
+	return gitMax(ctx, dir, env, stdin, MaxGitOutput, args...)
+}
+
+// MaxGitOutput bounds what one host git command may print into memory:
+// a tree of a few KiB that reuses its subtrees lists as gigabytes.
+const MaxGitOutput = 64 << 20
+
+// ErrOutputTooLarge: a git command printed more than Sandbar reads.
+var ErrOutputTooLarge = errors.New("git printed more than Sandbar reads")
+
+// outputError is a git command killed for printing more than max bytes.
+type outputError struct {
+	args []string
+	max  int64
+}
+
+func (e *outputError) Error() string {
+	return fmt.Sprintf("git %s printed more than %s", strings.Join(e.args, " "), sizeStr(e.max))
+}
+
+func (e *outputError) Is(target error) bool { return target == ErrOutputTooLarge }
+
+// gitMax runs git and returns at most max bytes of its output: past them
+// git is killed and the error wraps ErrOutputTooLarge, with what came
+// before it returned all the same.
+func gitMax(ctx context.Context, dir string, env []string, stdin io.Reader, max int64, args ...string) (string, error) {
+	out := &cappedBuffer{max: max, args: args}
+	err := gitTo(ctx, dir, env, stdin, out, args...)
+	return out.b.String(), err
+}
+
+// gitTo runs git with its output going to w; an error from w.Write kills
+// git, and is what gitTo returns.
+func gitTo(ctx context.Context, dir string, env []string, stdin io.Reader, w io.Writer, args ...string) error {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
+	ctx, kill := context.WithCancel(ctx)
+	defer kill()
 	cmd := command(ctx, dir, args...)
 	cmd.Env = append(cmd.Env, env...)
-	var out, errb bytes.Buffer
-	cmd.Stdin = stdin
-	cmd.Stdout = &out
-	cmd.Stderr = &errb
+	kw := &killWriter{w: w, kill: kill}
+	errb := &tailBuffer{max: 64 << 10}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, kw, errb
 	err := cmd.Run()
-	if err != nil && ctx.Err() != nil {
-		return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), ctx.Err())
+	if kw.err != nil {
+		return kw.err
 	}
-	return out.String(), wrapRun(args, errb.String(), err)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("git %s: %w", strings.Join(args, " "), ctx.Err())
+	}
+	return wrapRun(args, errb.String(), err)
 }
+
+// killWriter passes writes to w, and kills the command on w's first error.
+type killWriter struct {
+	w    io.Writer
+	kill func()
+	err  error
+}
+
+func (k *killWriter) Write(p []byte) (int, error) {
+	if k.err != nil {
+		return 0, k.err
+	}
+	n, err := k.w.Write(p)
+	if err != nil {
+		k.err = err
+		k.kill()
+	}
+	return n, err
+}
+
+// cappedBuffer keeps up to max bytes and fails the write that passes them.
+type cappedBuffer struct {
+	b    bytes.Buffer
+	max  int64
+	args []string
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	room := c.max - int64(c.b.Len())
+	if int64(len(p)) > room {
+		room = max(room, 0)
+		c.b.Write(p[:room])
+		return int(room), &outputError{args: c.args, max: c.max}
+	}
+	return c.b.Write(p)
+}
+
+// tailBuffer keeps the last max to 2 × max bytes written to it: git's
+// error comes last.
+type tailBuffer struct {
+	b   []byte
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > 2*t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string { return string(t.b) }
 
 // gitLine is git with its output's trailing newline removed.
 func gitLine(ctx context.Context, dir string, args ...string) (string, error) {

@@ -19,6 +19,17 @@ import (
 type Mirror struct {
 	// Dir is the bare repository's folder.
 	Dir string
+	// Limits bound what a save's packs may inflate to (see checkPack);
+	// a zero field is DefaultPackLimits'.
+	Limits PackLimits
+	// env is added to the environment of the git commands that read it
+	// through m.git: a quarantine's object directory (see ImportSave).
+	env []string
+}
+
+// git runs a git command in the mirror, with m.env.
+func (m *Mirror) git(ctx context.Context, args ...string) (string, error) {
+	return gitEnvInput(ctx, m.Dir, m.env, nil, args...)
 }
 
 // Refs in a Mirror.
@@ -152,8 +163,8 @@ func (m *Mirror) Fetch(ctx context.Context, src Repo, rev string, progress func(
 }
 
 func (m *Mirror) hasCommit(ctx context.Context, c string) bool {
-	t, err := gitLine(ctx, m.Dir, "cat-file", "-t", "--end-of-options", c)
-	return err == nil && t == "commit"
+	t, err := m.git(ctx, "cat-file", "-t", "--end-of-options", c)
+	return err == nil && strings.TrimSpace(t) == "commit"
 }
 
 // sessionRef is where a session's saved branch ("branch") or snapshot
@@ -193,6 +204,7 @@ func (m *Mirror) Forget(ctx context.Context, id string) error {
 	if _, err := gitInput(ctx, m.Dir, strings.NewReader(tx.String()), "update-ref", "--stdin"); err != nil {
 		return fmt.Errorf("forget session %s in %s: %w", id, m.Dir, err)
 	}
+	_ = m.Maintain(ctx) // a failure leaves more packs, consolidated next time
 	return nil
 }
 
@@ -202,4 +214,19 @@ func isHex(s string) bool {
 		return false
 	}
 	return strings.Trim(s, "0123456789abcdef") == ""
+}
+
+// packLimits are the bounds on a save's packs: Limits, or the defaults.
+func (m *Mirror) packLimits() PackLimits {
+	l := DefaultPackLimits
+	if m.Limits.MaxObject > 0 {
+		l.MaxObject = m.Limits.MaxObject
+	}
+	if m.Limits.MaxInflated > 0 {
+		l.MaxInflated = m.Limits.MaxInflated
+	}
+	if m.Limits.MaxObjects > 0 {
+		l.MaxObjects = m.Limits.MaxObjects
+	}
+	return l
 }

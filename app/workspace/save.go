@@ -111,7 +111,7 @@ type SaveInfo struct {
 var ErrSaveTooLarge = errors.New("the session's work is too large")
 
 // maxSavedModules bounds the submodule sections of one save.
-const maxSavedModules = 1000
+const maxSavedModules = 100
 
 // ImportSave reads what SaveScript printed and takes it into the mirror
 // as the session's saved work (refs/sandbar/sessions/<id>/...). The input
@@ -143,6 +143,13 @@ func (m *Mirror) ImportSave(ctx context.Context, r io.Reader, id string, max int
 
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
+	budget := m.packLimits().MaxInflated
+	// Every pack goes into a quarantine (see quarantine.go); qm reads it.
+	qm, drop, err := m.quarantine()
+	if err != nil {
+		return info, err
+	}
+	defer drop()
 	lr := &io.LimitedReader{R: br, N: max + 1}
 	cr := &countReader{r: lr}
 	in := bufio.NewReaderSize(cr, 4096)
@@ -172,35 +179,42 @@ func (m *Mirror) ImportSave(ctx context.Context, r io.Reader, id string, max int
 		if err != nil {
 			return info, fmt.Errorf("read the session's work: %v (%q): it was not saved", err, truncate(s, 80))
 		}
-		section := &io.LimitedReader{R: in, N: bytes}
-		out, err := m.indexPack(ctx, section)
-		extra, _ := io.Copy(io.Discard, section)
+		st, err := qm.indexPack(ctx, in, bytes, &budget)
+		if err == nil && st.Bytes < bytes {
+			if _, err = io.CopyN(io.Discard, in, bytes-st.Bytes); err == nil {
+				err = errPackTrailing
+			} else {
+				err = errPackEOF
+			}
+		}
+		info.Bytes = cr.n
 		switch {
 		case lr.N <= 0:
 			return info, tooLarge()
-		case section.N > 0:
-			return info, fmt.Errorf("the session's work ended inside the pack of submodule %q, which claimed %d bytes: it was not saved", path, bytes)
 		case err != nil:
-			return info, fmt.Errorf("the pack of submodule %q: %w", path, err)
-		case extra > 0 || strings.Count(out, "\n") > 1:
-			return info, fmt.Errorf("the pack of submodule %q has bytes after its end: it was not saved", path)
+			return info, packError(err, fmt.Sprintf("the pack of submodule %q", path), bytes)
 		}
 		info.Submodules[path] = head
 	}
-	_, err = m.indexPack(ctx, in)
+	_, err = qm.indexPack(ctx, in, -1, &budget)
+	if err == nil {
+		if _, perr := in.Peek(1); perr == nil {
+			err = errPackTrailing
+		}
+	}
 	info.Bytes = cr.n
 	if lr.N <= 0 {
 		return info, tooLarge()
 	}
 	if err != nil {
-		return info, err
+		return info, packError(err, "the pack", 0)
 	}
 	// Every commit named must be whole: the packs plus what the mirror had.
 	want := []string{info.Branch, info.Snapshot, info.Head}
 	for _, c := range info.Submodules {
 		want = append(want, c)
 	}
-	types, err := gitInput(ctx, m.Dir, strings.NewReader(strings.Join(want, "\n")+"\n"), "cat-file", "--batch-check=%(objecttype)")
+	types, err := gitEnvInput(ctx, m.Dir, qm.env, strings.NewReader(strings.Join(want, "\n")+"\n"), "cat-file", "--batch-check=%(objecttype)")
 	if err != nil {
 		return info, fmt.Errorf("look up the session's commits in %s: %w", m.Dir, err)
 	}
@@ -209,20 +223,29 @@ func (m *Mirror) ImportSave(ctx context.Context, r io.Reader, id string, max int
 			return info, fmt.Errorf("the session's work names commit %s, which it did not send: it was not saved", short(want[i]))
 		}
 	}
-	if _, err := git(ctx, m.Dir, append([]string{"rev-list", "--objects", "--quiet"}, append(want, "--not", "--all")...)...); err != nil {
+	if _, err := qm.git(ctx, append([]string{"rev-list", "--objects", "--quiet"}, append(want, "--not", "--all")...)...); err != nil {
 		if ctx.Err() != nil {
 			return info, ctx.Err()
 		}
 		return info, fmt.Errorf("the session's work is missing objects (%s): it was not saved", gitMessage(err))
 	}
-	// Only submodules the session's branch or snapshot records are kept.
+	// Only submodules the session's branch or snapshot records are kept
+	// (listing them, git lists every file).
+	for _, c := range []string{info.Branch, info.Snapshot} {
+		if len(info.Submodules) == 0 {
+			break
+		}
+		if err := qm.boundFiles(ctx, c); err != nil {
+			return info, fmt.Errorf("%w: it was not saved", tooManyFiles(err))
+		}
+	}
 	seen := map[string][]gitlink{}
 	for p := range info.Submodules {
-		inBranch, err := m.linkAt(ctx, info.Branch, p, seen)
+		inBranch, err := qm.linkAt(ctx, info.Branch, p, seen)
 		if err != nil {
 			return info, err
 		}
-		inSnap, err := m.linkAt(ctx, info.Snapshot, p, seen)
+		inSnap, err := qm.linkAt(ctx, info.Snapshot, p, seen)
 		if err != nil {
 			return info, err
 		}
@@ -231,6 +254,10 @@ func (m *Mirror) ImportSave(ctx context.Context, r io.Reader, id string, max int
 		}
 	}
 
+	// Everything passed: the packs join the mirror, then the refs move.
+	if err := qm.migrate(); err != nil {
+		return info, err
+	}
 	var tx strings.Builder
 	tx.WriteString("start\n")
 	fmt.Fprintf(&tx, "update %s %s\n", sessionRef(id, "branch"), info.Branch)
@@ -255,6 +282,7 @@ func (m *Mirror) ImportSave(ctx context.Context, r io.Reader, id string, max int
 	if _, err := gitInput(ctx, m.Dir, strings.NewReader(tx.String()), "update-ref", "--stdin"); err != nil {
 		return info, fmt.Errorf("record the session's work in %s: %w", m.Dir, err)
 	}
+	_ = m.Maintain(ctx) // a failure leaves more packs, consolidated next time
 	return info, nil
 }
 
@@ -279,22 +307,84 @@ func parseModuleLine(s string, max int64) (head string, n int64, path string, er
 	return head, n, path, nil
 }
 
-// indexPack takes one pack from r into the mirror with index-pack
-// --strict, and returns what it printed (the pack's name, then any bytes
-// that followed the pack).
-func (m *Mirror) indexPack(ctx context.Context, r io.Reader) (string, error) {
-	cmd := command(ctx, m.Dir, "index-pack", "--stdin", "--strict")
-	cmd.Stdin = r
+// indexPack takes one pack from src into the mirror: checkPack reads it
+// (at most limit bytes, -1 for no bound, and budget is what the save may
+// still inflate) and forwards what it has checked to `git index-pack
+// --strict`, the check a server makes of a push.
+//
+// What index-pack may then hold in memory: with --threads=1 it resolves
+// one delta at a time, holding its base and its result (each at most
+// PackLimits.MaxObject, checked before index-pack reads that object), up
+// to core.deltaBaseCacheLimit of bases kept for the next deltas, and an
+// entry of about 100 bytes per object (at most PackLimits.MaxObjects). A
+// blob that is no delta and passes core.bigFileThreshold is hashed as it
+// streams, never held whole. So at most about 2 × MaxObject + 96 MiB +
+// 100 B × MaxObjects (1.5 GiB with the defaults), whatever the pack.
+func (m *Mirror) indexPack(ctx context.Context, src *bufio.Reader, limit int64, budget *int64) (packStats, error) {
+	parent := ctx
+	ctx, kill := context.WithCancel(ctx)
+	defer kill()
+	cmd := command(ctx, m.Dir, "-c", "core.bigFileThreshold=32m", "-c", "core.deltaBaseCacheLimit=96m",
+		"index-pack", "--stdin", "--strict", "--threads=1")
+	cmd.Env = append(cmd.Env, m.env...)
 	var out, errb strings.Builder
 	cmd.Stdout = &limitedBuilder{b: &out, n: 4096}
 	cmd.Stderr = &limitedBuilder{b: &errb, n: 8192}
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			return "", ctx.Err()
-		}
-		return "", fmt.Errorf("the session's work did not pass git's checks (%s): it was not saved", lastLines(errb.String(), 3))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return packStats{}, err
 	}
-	return out.String(), nil
+	if err := cmd.Start(); err != nil {
+		return packStats{}, wrapRun([]string{"index-pack"}, "", err)
+	}
+	st, cerr := checkPack(src, limit, stdin, m.packLimits(), budget)
+	var we *packWriteError
+	refused := cerr != nil && !errors.As(cerr, &we)
+	if refused {
+		kill() // index-pack never gets the rest: it must not write a pack
+	}
+	stdin.Close()
+	werr := cmd.Wait()
+	switch {
+	case refused:
+		return st, cerr
+	case parent.Err() != nil:
+		return st, parent.Err()
+	case werr != nil:
+		return st, fmt.Errorf("%w (%s)", errGitRefused, lastLines(errb.String(), 3))
+	case cerr != nil:
+		return st, cerr
+	}
+	return st, nil
+}
+
+// errGitRefused: index-pack refused a pack; errPackTrailing: bytes follow
+// a pack where none may.
+var (
+	errGitRefused   = errors.New("git refused it")
+	errPackTrailing = errors.New("bytes after its end")
+)
+
+// packError turns what indexPack returned into a message for a person;
+// what names the pack ("the pack of submodule x"), claimed is the size its
+// section gave.
+func packError(err error, what string, claimed int64) error {
+	var fe *packFormatError
+	switch {
+	case errors.Is(err, ErrPackTooLarge):
+		return fmt.Errorf("%s: %w", what, err)
+	case errors.Is(err, errPackEOF) && claimed > 0:
+		return fmt.Errorf("the session's work ended inside %s, which claimed %d bytes: it was not saved", what, claimed)
+	case errors.Is(err, errPackTrailing):
+		return fmt.Errorf("%s has bytes after its end: it was not saved", what)
+	case errors.Is(err, errPackCut):
+		return fmt.Errorf("the session's work did not pass git's checks (%s is longer than the %d bytes its section claimed): it was not saved", what, claimed)
+	case errors.As(err, &fe), errors.Is(err, errPackEOF):
+		return fmt.Errorf("the session's work did not pass git's checks (%s: %v): it was not saved", what, err)
+	case errors.Is(err, errGitRefused):
+		return fmt.Errorf("the session's work did not pass git's checks (%s: %v): it was not saved", what, err)
+	}
+	return err
 }
 
 // Saved returns the session's saved work, and false when none was saved.
@@ -327,15 +417,20 @@ func (m *Mirror) SavedStatus(ctx context.Context, id, base string) (Changes, err
 	if !ok {
 		return Changes{}, fmt.Errorf("session %s has no saved work yet", id)
 	}
+	// git diff holds every changed file in memory before it prints one:
+	// the snapshot's files are counted first.
+	if err := m.boundFiles(ctx, s.Snapshot); err != nil {
+		return Changes{}, tooManyFiles(err)
+	}
 	var ch Changes
 	var err error
 	ch.DiffStat, err = git(ctx, m.Dir, "diff", "--stat", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base, s.Snapshot, "--")
 	if err != nil {
-		return Changes{}, fmt.Errorf("diff the session's work against %s: %w", short(base), err)
+		return Changes{}, tooManyFiles(fmt.Errorf("diff the session's work against %s: %w", short(base), err))
 	}
 	ns, err := git(ctx, m.Dir, "diff", "--name-status", "-z", "-M", "--no-ext-diff", "--no-textconv", base, s.Snapshot, "--")
 	if err != nil {
-		return Changes{}, fmt.Errorf("diff the session's work against %s: %w", short(base), err)
+		return Changes{}, tooManyFiles(fmt.Errorf("diff the session's work against %s: %w", short(base), err))
 	}
 	ch.Files = parseNameStatus(ns)
 	n, err := gitLine(ctx, m.Dir, "rev-list", "--count", base+".."+s.Branch, "--")
@@ -353,8 +448,9 @@ func (m *Mirror) SavedDiff(ctx context.Context, id, base, file string, max int) 
 	if !ok {
 		return "", fmt.Errorf("session %s has no saved work yet", id)
 	}
-	out, err := git(ctx, m.Dir, "diff", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base, s.Snapshot, "--", ":(literal)"+file)
-	if err != nil {
+	// What passes max is not read: git is stopped there.
+	out, err := gitMax(ctx, m.Dir, nil, nil, int64(max)+1, "diff", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base, s.Snapshot, "--", ":(literal)"+file)
+	if err != nil && !errors.Is(err, ErrOutputTooLarge) {
 		return "", fmt.Errorf("diff %s: %w", file, err)
 	}
 	return truncate(out, max), nil
@@ -365,9 +461,12 @@ func (m *Mirror) uncommittedSaved(ctx context.Context, s SaveInfo) ([]string, er
 	if s.Snapshot == s.Head {
 		return nil, nil
 	}
+	if err := m.boundFiles(ctx, s.Snapshot); err != nil {
+		return nil, tooManyFiles(err)
+	}
 	out, err := git(ctx, m.Dir, "diff", "--name-only", "-z", "--no-renames", s.Head, s.Snapshot, "--")
 	if err != nil {
-		return nil, fmt.Errorf("list the session's uncommitted files: %w", err)
+		return nil, tooManyFiles(fmt.Errorf("list the session's uncommitted files: %w", err))
 	}
 	return splitZ(out), nil
 }

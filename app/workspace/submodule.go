@@ -51,9 +51,9 @@ type gitlink struct {
 // the path of commit's repository in the clone ("" or ending in "/"),
 // parentURL its own URL, against which relative URLs are resolved.
 func (m *Mirror) gitlinks(ctx context.Context, commit, prefix, parentURL string) ([]gitlink, error) {
-	out, err := git(ctx, m.Dir, "ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit)
+	out, err := m.git(ctx, "ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit)
 	if err != nil {
-		return nil, fmt.Errorf("list the submodules of %s: %w", short(commit), err)
+		return nil, tooManyFiles(fmt.Errorf("list the submodules of %s: %w", short(commit), err))
 	}
 	var links []gitlink
 	for _, rec := range splitZ(out) {
@@ -68,7 +68,7 @@ func (m *Mirror) gitlinks(ctx context.Context, commit, prefix, parentURL string)
 		return nil, nil
 	}
 	// Names and URLs, from .gitmodules as data: --blob reads no include.
-	cfg, err := git(ctx, m.Dir, "config", "-z", "--blob", commit+":.gitmodules", "--get-regexp", `^submodule\..*\.(path|url)$`)
+	cfg, err := m.git(ctx, "config", "-z", "--blob", commit+":.gitmodules", "--get-regexp", `^submodule\..*\.(path|url)$`)
 	if err != nil && ctx.Err() != nil {
 		return nil, err
 	}
