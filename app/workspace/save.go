@@ -41,14 +41,15 @@ t=$(mktemp -d /tmp/sandbar-save.XXXXXX)
 trap 'rm -rf "$t"' EXIT
 export GIT_INDEX_FILE=$t/index GIT_OPTIONAL_LOCKS=0
 export GIT_AUTHOR_NAME=Sandbar GIT_AUTHOR_EMAIL=sandbar@localhost GIT_COMMITTER_NAME=Sandbar GIT_COMMITTER_EMAIL=sandbar@localhost
-set -- $(git rev-parse -q --verify 'HEAD^{commit}' 2>/dev/null) $(git rev-parse -q --verify 'HEAD^{tree}' 2>/dev/null)
-head=${1:-$base} htree=${2:-}
-br=$(git rev-parse -q --verify "refs/heads/$branch^{commit}") || br=$head
+# One git for the three (rev-parse stops at the first that is missing).
+set -- $(git rev-parse 'HEAD^{commit}' 'HEAD^{tree}' "refs/heads/$branch^{commit}" 2>/dev/null || :)
+head=${1:-$base} htree=${2:-} br=${3:-${1:-$base}}
 if [ -f .git/index ]; then cp .git/index "$GIT_INDEX_FILE"; else git read-tree "$head"; fi
 # Files over 64 MiB that are not committed stay out of the snapshot (it is
 # for work in progress; a stray disk image would make every stop slow),
 # and stderr says which.
-git ls-files -z -o -m --exclude-standard | xargs -0 -r sh -c 'for f; do [ -f "$f" ] && [ ! -L "$f" ] && [ "$(stat -c %s -- "$f")" -gt 67108864 ] && printf ":(exclude,literal)%s\0" "$f"; done; :' big > "$t/big"
+git ls-files -z -o -m --exclude-standard > "$t/changed"
+[ ! -s "$t/changed" ] || xargs -0 -r sh -c 'for f; do [ -f "$f" ] && [ ! -L "$f" ] && [ "$(stat -c %s -- "$f")" -gt 67108864 ] && printf ":(exclude,literal)%s\0" "$f"; done; :' big < "$t/changed" > "$t/big"
 if [ -s "$t/big" ]; then
 	tr '\0' '\n' < "$t/big" | sed -n 's/^:(exclude,literal)/sandbar-save: left out of the snapshot, over 64 MiB: /p' | head -20 >&2
 	printf '.\0' >> "$t/big"
@@ -66,7 +67,7 @@ fi
 # repository at DIR (the top reads the private index), then its own.
 mods() {
 	[ "$3" -lt 8 ] || return 0
-	git -c core.quotepath=off -C "$1" ls-files -s | while read -r mode obj stage p; do
+	git -c core.quotepath=off -C "$1" ls-files -s | grep '^160000 ' | while read -r mode obj stage p; do
 		[ "$mode" = 160000 ] && [ -e "$1/$p/.git" ] || continue
 		case $p in \"*) continue;; esac
 		(
