@@ -52,8 +52,7 @@ func OpenManager(ctx context.Context, env *Env) (*session.Manager, *store.Store,
 			}
 			return img, err
 		},
-		Logger:       env.Logger,
-		WatchSources: true,
+		Logger: env.Logger,
 	})
 	if err != nil {
 		st.Close()

@@ -89,6 +89,8 @@ func Listen(m *Manager) (*Engine, error) {
 	fmt.Fprintf(lock, "%d\n", os.Getpid())
 	e := &Engine{m: m, lock: lock, ln: ln, sock: sock}
 	e.lastUsed.Store(time.Now().UnixNano())
+	// The engine keeps the projects' base disks fresh; a client does not.
+	m.watchSources(context.Background())
 	return e, nil
 }
 

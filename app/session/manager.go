@@ -1,6 +1,7 @@
 // Package session is the orchestrator: the Manager owns every session's
-// life, from the local clone through the VM boot and the agent's run to
-// stop, merge back and removal. It calls the other parts through small
+// life, from its workspace (a base disk built from Sandbar's repository
+// of the project, see workspace.go) through the VM boot and the agent's
+// run to saving its work, stop, merge back and removal. It calls the other parts through small
 // interfaces (store, workspace, secrets, a vm.Hypervisor through
 // app/sandbox) and publishes what happens to subscribers: the tray, the
 // windows and the CLI.
@@ -102,8 +103,8 @@ type Config struct {
 	// StopGrace is how long the agent gets after SIGTERM; default 5 s.
 	StopGrace time.Duration
 	// WatchSources makes the Manager watch each project's refs and keep
-	// its base disk at the checked-out commit built (see refwatch.go):
-	// what the engine does.
+	// its base disk at the checked-out commit built (see refwatch.go) from
+	// the start; Listen turns it on for the engine in any case.
 	WatchSources bool
 }
 
@@ -154,9 +155,11 @@ type Manager struct {
 	runs map[string]*run
 	// mirrorLocks serialise the work in each project's own repository.
 	mirrorLocks map[int64]chan struct{}
-	// watched holds the projects whose refs are watched; closing stops
-	// new watches, and life ends them.
-	watched    map[int64]bool
+	// watched holds, for each project whose refs are watched, what ends
+	// that watch; watching is on once the Manager is the engine, closing
+	// stops new watches, and life ends them all.
+	watched    map[int64]context.CancelFunc
+	watching   bool
 	closing    bool
 	life       context.Context
 	lifeCancel context.CancelFunc
@@ -192,11 +195,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	if cfg.WatchSources {
-		if ps, err := cfg.Store.Projects(ctx); err == nil {
-			for _, p := range ps {
-				m.watchSource(p)
-			}
-		}
+		m.watchSources(ctx)
 	}
 	return m, nil
 }
@@ -276,7 +275,25 @@ func (m *Manager) RemoveProject(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
-	return m.cfg.Store.RemoveProject(ctx, p.ID)
+	if err := m.cfg.Store.RemoveProject(ctx, p.ID); err != nil {
+		return err
+	}
+	// Its watch ends, and Sandbar's repository and base disks of it go:
+	// a project added later may be given the same id.
+	m.mu.Lock()
+	if stop := m.watched[p.ID]; stop != nil {
+		stop()
+		delete(m.watched, p.ID)
+	}
+	m.mu.Unlock()
+	if _, unlock, err := m.mirror(ctx, p.ID); err == nil {
+		err = os.RemoveAll(m.cfg.Paths.Project(p.ID))
+		unlock()
+		if err != nil {
+			return fmt.Errorf("delete Sandbar's copy of %s: %w", p.Name, err)
+		}
+	}
+	return nil
 }
 
 // findProject resolves an id, a name or a path.
@@ -439,7 +456,7 @@ func (m *Manager) Start(ctx context.Context, o Options) (store.Session, error) {
 		Agent: store.Agent{Command: agent.Command, Args: agent.Args, Kind: kind},
 		Limits: store.Limits{CPUs: o.CPUs, MemoryMiB: o.MemoryMiB, DiskGiB: o.DiskGiB, Network: !o.NoNetwork,
 			Timeout: o.Timeout, IdleTimeout: o.IdleTimeout},
-		State: StateProvisioning, Reason: "cloning " + repo.Root, Owner: m.owner,
+		State: StateProvisioning, Reason: "preparing a clone of " + repo.Root, Owner: m.owner,
 		Timings: map[string]time.Duration{}, Created: now, Updated: now, Started: now,
 	}
 	if err := os.MkdirAll(m.cfg.Paths.Session(id), 0o700); err != nil {
@@ -701,9 +718,6 @@ func (m *Manager) Merge(ctx context.Context, ref string, force bool) (workspace.
 	repo, err := workspace.Resolve(ctx, proj.Path)
 	if err != nil {
 		return workspace.MergeResult{}, fmt.Errorf("project %s: %w", proj.Name, err)
-	}
-	if m.isLegacy(s) {
-		return workspace.MergeResult{}, m.legacyError(s)
 	}
 	if r := m.running(s.ID); r != nil && r.vmUp() {
 		if _, err := r.save(ctx); err != nil {

@@ -20,32 +20,46 @@ import (
 // so the next session at that commit starts without waiting for it.
 const refreshQuiet = 2 * time.Second
 
-// watchSource starts watching a project's repository, once per project
-// and engine. The watch ends with the Manager (Close).
-func (m *Manager) watchSource(p store.Project) {
-	if !m.cfg.WatchSources {
+// watchSources starts watching every project's repository: what the
+// engine does (see Listen).
+func (m *Manager) watchSources(ctx context.Context) {
+	m.mu.Lock()
+	m.watching = true
+	m.mu.Unlock()
+	ps, err := m.cfg.Store.Projects(ctx)
+	if err != nil {
+		m.log.Warn("list the projects to watch", "err", err)
 		return
 	}
-	m.mu.Lock()
-	if m.watched == nil {
-		m.watched = map[int64]bool{}
+	for _, p := range ps {
+		m.watchSource(p)
 	}
-	if m.watched[p.ID] || m.closing {
+}
+
+// watchSource starts watching a project's repository, once per project
+// and engine. The watch ends with the Manager (Close) or the project.
+func (m *Manager) watchSource(p store.Project) {
+	m.mu.Lock()
+	if !m.watching || m.closing || m.watched[p.ID] != nil {
 		m.mu.Unlock()
 		return
 	}
-	m.watched[p.ID] = true
+	if m.watched == nil {
+		m.watched = map[int64]context.CancelFunc{}
+	}
+	ctx, stop := context.WithCancel(m.life)
+	m.watched[p.ID] = stop
 	m.wg.Add(1)
 	m.mu.Unlock()
 	go func() {
 		defer m.wg.Done()
-		m.watchRefs(p)
+		defer stop()
+		m.watchRefs(ctx, p)
 	}()
 }
 
 // watchRefs runs until the Manager closes.
-func (m *Manager) watchRefs(p store.Project) {
-	ctx := m.life
+func (m *Manager) watchRefs(ctx context.Context, p store.Project) {
 	log := m.log.With("project", p.Name)
 	repo, err := workspace.Resolve(ctx, p.Path)
 	if err != nil {

@@ -192,6 +192,7 @@ func (r *run) boot(ctx context.Context) error {
 	r.mu.Lock()
 	r.sb = sb
 	r.mu.Unlock()
+	r.markUnsaved()
 	r.timing(ctx, "boot", sb.Booted)
 	r.timing(ctx, "ready", sb.ReadyAfter-sb.Booted)
 	r.systemLine(fmt.Sprintf("VM ready in %s (%s, %d vCPUs, %d MiB)", sb.ReadyAfter.Round(time.Millisecond), sb.Ready.Kernel, sb.Ready.CPUs, sb.Ready.Memory>>20))
@@ -200,6 +201,7 @@ func (r *run) boot(ctx context.Context) error {
 	go func() { vmDone <- sb.Wait(context.Background()) }()
 
 	if err := r.startAgent(ctx, vmDone); err != nil {
+		r.saveBeforeStop()
 		r.shutdown()
 		if reason, stop := r.stopRequested(); stop {
 			return r.finish(ctx, StateStopped, reason, nil)

@@ -304,17 +304,18 @@ func (r *run) save(ctx context.Context) (workspace.SaveInfo, error) {
 	// A save that sends nothing for saveIdle is stalled (the agent owns
 	// the VM: a FIFO where git reads, a git replaced by sleep): it ends,
 	// and the stop goes on.
-	idle := time.AfterFunc(saveIdle, cancel)
+	var stalled atomic.Bool
+	idle := time.AfterFunc(saveIdle, func() { stalled.Store(true); cancel() })
 	out.progress = func() { idle.Reset(saveIdle) }
-	defer idle.Stop()
 	res, err := sb.Client.Exec(ctx, sandbox.ExecRequest{
 		Argv:    []string{"sh", "-c", workspace.SaveScript, "sandbar-save", r.s.Branch, r.m.baseCommit(r.s)},
 		Timeout: saveTimeout, // in the workspace
 	}, out, errb)
+	idle.Stop() // the idle bound is the VM's; the import has its own
 	switch {
 	case out.full:
 		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: %w: it passes %d MiB: commit less (large files belong outside git)", workspace.ErrSaveTooLarge, MaxSavedWork>>20)
-	case err != nil && !out.stalled():
+	case err != nil && !stalled.Load():
 		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: %w", err)
 	case err != nil:
 		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: the VM sent nothing for %s: ended (did the agent break git in its clone?)", saveIdle)
@@ -357,19 +358,11 @@ type spoolWriter struct {
 	n    int64
 	full bool
 	over func()
-	// progress, if set, hears of each write; last is when.
+	// progress, if set, hears of each write.
 	progress func()
-	last     atomic.Int64
-}
-
-// stalled reports whether nothing came for saveIdle.
-func (w *spoolWriter) stalled() bool {
-	last := w.last.Load()
-	return last != 0 && time.Since(time.Unix(0, last)) >= saveIdle || last == 0
 }
 
 func (w *spoolWriter) Write(p []byte) (int, error) {
-	w.last.Store(time.Now().UnixNano())
 	if w.progress != nil {
 		w.progress()
 	}
@@ -458,9 +451,20 @@ func (m *Manager) savedWork(ctx context.Context, s store.Session) (*workspace.Mi
 	return m.mirror(ctx, s.ProjectID)
 }
 
-// saveErrorFile holds why the last save before the VM stopped failed; it
-// goes when a save succeeds.
+// saveErrorFile holds why the session's clone holds work Sandbar has not
+// saved: written when its VM is up (a VM or an engine that dies saves
+// nothing), rewritten when a save fails, and removed when one succeeds.
 const saveErrorFile = "save-error"
+
+// notSavedSinceBoot is saveErrorFile's text while the VM runs.
+const notSavedSinceBoot = "the session stopped before its work was saved: its VM or Sandbar ended unexpectedly"
+
+// markUnsaved records that the clone may hold work not yet saved.
+func (r *run) markUnsaved() {
+	if err := os.WriteFile(filepath.Join(r.dir, saveErrorFile), []byte(notSavedSinceBoot+"\n"), 0o600); err != nil {
+		r.log.Warn("record that the work is not saved", "err", err)
+	}
+}
 
 // ErrNotSaved: the session's last save failed, so what Sandbar holds of
 // its work is older than its clone, or nothing.
@@ -558,15 +562,12 @@ func (m *Manager) Export(ctx context.Context, ref string) (string, time.Time, er
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	if m.isLegacy(s) {
-		return "", time.Time{}, m.legacyError(s)
-	}
 	if r := m.running(s.ID); r != nil && r.vmUp() {
 		if _, err := r.save(ctx); err != nil {
 			return "", time.Time{}, err
 		}
 	}
-	mr, unlock, err := m.mirror(ctx, s.ProjectID)
+	mr, unlock, err := m.savedWork(ctx, s)
 	if err != nil {
 		return "", time.Time{}, err
 	}

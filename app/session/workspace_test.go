@@ -166,3 +166,42 @@ func TestRemoveSessionDirWithReadOnlyExports(t *testing.T) {
 		t.Errorf("%s is still there: %v", dir, err)
 	}
 }
+
+// TestUnsavedWorkKept: a VM that dies saves nothing, and its clone on the
+// session's disk is then the only copy of the agent's work: rm refuses
+// without --force, and changes says what to do.
+func TestUnsavedWorkKept(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s, err := f.m.Start(ctx, Options{Repo: f.repo, Agent: AgentSpec{Command: "sh", Args: []string{"-c", "echo wip > wip.txt; echo started; sleep 600"}}, CPUs: 1, MemoryMiB: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		lines, _ := f.m.Logs(ctx, s.ID, 0, 100)
+		if len(lines) > 0 && strings.Contains(lines[len(lines)-1].Text, "started") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the agent did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, m := range f.hv.Booted() {
+		m.Kill()
+	}
+	if got := f.wait(t, s.ID); got.State != StateFailed {
+		t.Fatalf("after the VM died: %s %q", got.State, got.Reason)
+	}
+	err = f.m.Remove(ctx, s.ID, false)
+	if !errors.Is(err, ErrNotSaved) || !strings.Contains(err.Error(), "--force") || !strings.Contains(err.Error(), "restart") {
+		t.Fatalf("rm of a session whose work was never saved: %v", err)
+	}
+	if _, err := f.m.Changes(ctx, s.ID); !errors.Is(err, ErrNotSaved) {
+		t.Errorf("changes: %v, want ErrNotSaved", err)
+	}
+	if err := f.m.Remove(ctx, s.ID, true); err != nil {
+		t.Fatal(err)
+	}
+}

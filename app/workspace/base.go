@@ -53,7 +53,7 @@ type BaseInfo struct {
 	// Reused: the disk was there already (same commit, same included files).
 	Reused bool
 	// Copied and Skipped are what the include lists brought over and left
-	// behind (see CloneInfo).
+	// behind, each with why.
 	Copied, Skipped []string
 	// Submodules lists the submodules (by path, nested ones too) carried
 	// in from the source's checked-out copies; SkippedSubmodules says, for
@@ -538,7 +538,7 @@ func (s includedSet) copied() []string {
 const maxIncluded = 256 << 20
 
 // readIncluded reads the files the source's include lists select (see
-// copyIncluded for the rules), each checked with Lstat as a regular file
+// pickIncluded for the rules), each checked with Lstat as a regular file
 // or a symlink that stays inside the repository.
 func readIncluded(ctx context.Context, src string) (includedSet, error) {
 	picked, err := pickIncluded(ctx, src)

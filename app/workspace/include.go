@@ -10,15 +10,15 @@ import (
 	"strings"
 )
 
-// includeFiles are the lists, at a repository's root, of ignored or
-// untracked files a session's clone should get anyway (.env, local
-// config). .worktreeinclude is the name other tools use for the same idea.
 // maxIncludeList bounds one include list file.
 const maxIncludeList = 1 << 20
 
+// includeFiles are the lists, at a repository's root, of ignored or
+// untracked files a session's clone should get anyway (.env, local
+// config). .worktreeinclude is the name other tools use for the same idea.
 func includeFiles() []string { return []string{".sandbarinclude", ".worktreeinclude"} }
 
-// defaultSkip are folders too heavy to watch or to search for include
+// defaultSkip are folders too heavy to search for include
 // matches; a session rebuilds them. An include pattern that names one
 // explicitly ("node_modules/") still reaches into it.
 func defaultSkip() []string {

@@ -38,7 +38,8 @@ const (
 	// last fetched.
 	sourceRefs = "refs/sandbar/source/"
 	// sessionRefs holds each session's saved work:
-	// refs/sandbar/sessions/<id>/branch and .../snapshot.
+	// refs/sandbar/sessions/<id>/branch, .../snapshot, .../head and
+	// .../modules/<key> (each submodule's HEAD).
 	sessionRefs = "refs/sandbar/sessions/"
 )
 

@@ -35,7 +35,7 @@ type FileChange struct {
 
 // Runner runs git with args in a session's clone and returns what it
 // printed on standard output. The clone is the agent's: a Runner runs
-// git where the agent lives (inside its VM, see GuestStatusScript), with
+// git where the agent lives (inside its VM, see GuestGitScript), with
 // a bound on what it reads back, and never on the host.
 type Runner func(ctx context.Context, args ...string) (string, error)
 

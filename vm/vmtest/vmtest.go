@@ -1,7 +1,9 @@
 // Package vmtest is the thin fake at the VM edge that DESIGN.md allows in
 // unit tests: a Hypervisor whose Machines run the real guest supervisor
-// in-process over net.Pipe, with a host directory as the workspace (the
-// Spec's "workspace" share, else a fresh temp dir). Everything above the
+// in-process over net.Pipe, with a host directory as the workspace: a
+// session's base disk unpacked with debugfs (UnpackBase) once per VM
+// directory, standing for the guest's copy-on-write layer, else the
+// Spec's "workspace" share, else a fresh temp dir. Everything above the
 // VM (sandbox, session manager, UI) can then be tested against the real
 // protocol and real child processes without booting a kernel.
 package vmtest
