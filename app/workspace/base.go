@@ -66,11 +66,9 @@ type BaseInfo struct {
 	Took time.Duration
 }
 
-// Base disk phases, for Progress.
-const (
-	PhaseFetching = "Copying history"
-	PhaseBuilding = "Building the workspace disk"
-)
+// PhaseBuilding is BuildBase's Progress phase (a fetch reports git's own
+// meter lines, "Receiving objects" and the like).
+const PhaseBuilding = "Building the workspace disk"
 
 // BuildBase writes (or reuses) a read-only ext4 disk that holds a clone
 // of the mirror at o.Commit: the working tree checked out, .git with the

@@ -172,13 +172,6 @@ func sessionT(t testing.TB, root, id string) *vmClone {
 	return &vmClone{dir: dir, id: id, branch: branch, base: commit, m: m, disk: info.Path, info: info}
 }
 
-// cloneT is sessionT for tests that need only the folder and the base.
-func cloneT(t testing.TB, root, branch string) (string, string) {
-	t.Helper()
-	c := sessionT(t, root, strings.TrimPrefix(branch, "sandbar/"))
-	return c.dir, c.base
-}
-
 // guest runs git in the clone the way the host asks the VM for status.
 func (c *vmClone) guest(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", GuestGitScript, "git"}, args...)...)
