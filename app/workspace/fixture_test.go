@@ -245,14 +245,12 @@ func snapshot(t testing.TB, root string, except ...string) map[string]string {
 		if err != nil {
 			return err
 		}
-		h := "link"
-		if fi.Mode().IsRegular() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			s := sha256.Sum256(b)
-			h = hex.EncodeToString(s[:])
+		h, err := contentHash(p, fi)
+		if err != nil {
+			return err
+		}
+		if h == "" {
+			h = "link"
 		}
 		m[rel] = fmt.Sprintf("%s %v %d", h, fi.Mode(), fi.ModTime().UnixNano())
 		return nil
@@ -285,6 +283,23 @@ func snapshot(t testing.TB, root string, except ...string) map[string]string {
 		}
 	}
 	return m
+}
+
+// contentHash is a regular file's SHA-256, or a symlink's target; ""
+// for anything else.
+func contentHash(p string, fi fs.FileInfo) (string, error) {
+	switch {
+	case fi.Mode().IsRegular():
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return "", err
+		}
+		s := sha256.Sum256(b)
+		return hex.EncodeToString(s[:]), nil
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return os.Readlink(p)
+	}
+	return "", nil
 }
 
 func sameSnapshot(t testing.TB, before, after map[string]string) {

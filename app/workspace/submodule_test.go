@@ -2,8 +2,6 @@ package workspace
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -344,16 +342,9 @@ func filesOf(t testing.TB, dir string) map[string]string {
 		if err != nil {
 			return err
 		}
-		h := ""
-		if fi.Mode().IsRegular() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			s := sha256.Sum256(b)
-			h = hex.EncodeToString(s[:])
-		} else if fi.Mode()&fs.ModeSymlink != 0 {
-			h, _ = os.Readlink(p)
+		h, err := contentHash(p, fi)
+		if err != nil {
+			return err
 		}
 		m[p] = fmt.Sprintf("%v %s", fi.Mode(), h)
 		return nil
