@@ -8,6 +8,8 @@ package vm
 
 import (
 	"fmt"
+	"net"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -25,9 +27,48 @@ type Network string
 const (
 	// NetworkOff gives the guest no NIC at all.
 	NetworkOff Network = "off"
-	// NetworkNAT gives the guest one NIC behind the host's NAT.
+	// NetworkNAT gives the guest one NIC behind the hypervisor's own NAT
+	// (QEMU's user-mode network, Virtualization.framework's NAT). Sessions
+	// never use it: it reaches the host's loopback and local network.
 	NetworkNAT Network = "nat"
+	// NetworkSocket gives the guest one NIC whose frames travel through
+	// Spec.NIC's socket, to a network the caller runs (Sandbar's own, see
+	// app/net/netstack).
+	NetworkSocket Network = "socket"
 )
+
+// Framing is how a NIC's socket carries Ethernet frames; each backend
+// takes one (see SocketNetwork).
+type Framing int
+
+const (
+	// FramingStream is a SOCK_STREAM socket carrying each frame behind
+	// its length as a 32-bit big-endian number (QEMU's -netdev socket).
+	FramingStream Framing = iota
+	// FramingDatagram is a SOCK_DGRAM socket carrying one frame per
+	// datagram (VZFileHandleNetworkDeviceAttachment).
+	FramingDatagram
+)
+
+// SocketNetwork is a Hypervisor that can boot Specs with NetworkSocket;
+// SocketFraming says which kind of socket its NIC takes.
+type SocketNetwork interface {
+	SocketFraming() Framing
+}
+
+// NIC is the guest's network card when Spec.Network is NetworkSocket.
+type NIC struct {
+	// File is the hypervisor's end of a socket pair of the backend's
+	// Framing. The hypervisor process inherits it (QEMU) or the
+	// framework reads it (vz); the caller keeps the other end and closes
+	// this one once Boot returns.
+	File *os.File
+	// MAC is the card's Ethernet address; stable per session, so a
+	// guest asking DHCP keeps its lease.
+	MAC net.HardwareAddr
+	// MTU is the largest frame payload the network takes (68–65535).
+	MTU int
+}
 
 // Disk is a block device; its position in Spec.Disks fixes its guest name
 // (vda, vdb, ...).
@@ -61,6 +102,8 @@ type Spec struct {
 	// Memory in bytes.
 	Memory  uint64
 	Network Network
+	// NIC is the socket-attached card of NetworkSocket; nil otherwise.
+	NIC *NIC
 	// ConsoleLog receives the guest's serial console.
 	ConsoleLog string
 	// Dir is the directory the VM owns: sockets, pid file.
@@ -98,8 +141,22 @@ func (s Spec) Validate(h Host) error {
 	}
 	switch s.Network {
 	case NetworkOff, NetworkNAT:
+		if s.NIC != nil {
+			add("a NIC socket is given but the network is %q: use %q", s.Network, NetworkSocket)
+		}
+	case NetworkSocket:
+		switch {
+		case s.NIC == nil || s.NIC.File == nil:
+			add("network %q needs a NIC socket", NetworkSocket)
+		case len(s.NIC.MAC) != 6:
+			add("the NIC's MAC address %q is not an Ethernet address", s.NIC.MAC)
+		case s.NIC.MAC[0]&1 != 0:
+			add("the NIC's MAC address %s is a multicast address: use a unicast one", s.NIC.MAC)
+		case s.NIC.MTU < 68 || s.NIC.MTU > 65535:
+			add("the NIC's MTU %d is outside 68–65535", s.NIC.MTU)
+		}
 	default:
-		add("network %q is unknown: use %q or %q", s.Network, NetworkOff, NetworkNAT)
+		add("network %q is unknown: use %q, %q or %q", s.Network, NetworkOff, NetworkNAT, NetworkSocket)
 	}
 	if len(s.Disks) > 20 {
 		add("%d disks: at most 20 are supported", len(s.Disks))

@@ -59,7 +59,15 @@ type Options struct {
 	// Share is a host directory mounted at /workspace; "" for none.
 	Share         string
 	ShareReadOnly bool
-	Network       bool
+	// Network gives the guest the hypervisor's own NAT, which reaches the
+	// host's loopback: for `sandbar vm run` and benchmarks, never for a
+	// session (sessions use NIC).
+	Network bool
+	// NIC attaches the guest's card to a network of the caller's (see
+	// NICPair and app/net/netstack); NICArg is its sandbar.net kernel
+	// argument. Exclusive with Network.
+	NIC    *vm.NIC
+	NICArg string
 	// ReadyTimeout bounds boot → system:ready.
 	ReadyTimeout time.Duration
 	// OnEvent receives the guest's events other than exec replies (see
@@ -161,7 +169,17 @@ func SpecFor(img *image.Image, guest Guest, o Options) (vm.Spec, error) {
 		spec.Shares = []vm.Share{{Tag: ShareTag, HostPath: abs, ReadOnly: o.ShareReadOnly}}
 		g.Share = guest.ShareKind()
 	}
-	if o.Network {
+	switch {
+	case o.Network && o.NIC != nil:
+		return vm.Spec{}, errors.New("sandbox: the hypervisor's NAT and a NIC of the caller's are exclusive")
+	case o.NIC != nil:
+		if o.NICArg == "" {
+			return vm.Spec{}, errors.New("sandbox: a NIC needs its sandbar.net argument")
+		}
+		spec.Network = vm.NetworkSocket
+		spec.NIC = o.NIC
+		g.Net = o.NICArg
+	case o.Network:
 		spec.Network = vm.NetworkNAT
 		g.Net = guest.GuestNet()
 	}

@@ -102,6 +102,14 @@ INSERT INTO events (session_id, seq, time, kind, detail) VALUES
 INSERT INTO secret_names (name) VALUES ('ANTHROPIC_API_KEY');
 INSERT INTO settings (key, value) VALUES ('log_window', '500'), ('default_agent', 'claude');
 `
+	case 2:
+		// v1's rows; the session has v2's activity and timings.
+		v1 := oldRows(1)
+		return strings.Replace(strings.Replace(v1,
+			"created, updated, started, ended)",
+			"created, updated, started, ended, activity, timings)", 1),
+			"1600000001500000000, 1600000002000000000);",
+			"1600000001500000000, 1600000002000000000, '', '{\"boot\":27000000}');", 1)
 	}
 	return ""
 }
@@ -187,6 +195,19 @@ func TestMigrateFromEveryVersion(t *testing.T) {
 			}
 			if ev, _ := s.Events(ctx, x.ID); len(ev) != 3 || ev[2].Seq != 3 {
 				t.Errorf("events after the upgrade: %+v", ev)
+			}
+			// v3: the network's tables and columns.
+			if err := s.SetProjectSetting(ctx, 7, ProjectNetwork, "allow example.com"); err != nil {
+				t.Errorf("project setting after the upgrade: %v", err)
+			}
+			if r, err := s.SessionNetRules(ctx, x.ID); err != nil || r != "" {
+				t.Errorf("an upgraded session's own rules: %q, %v", r, err)
+			}
+			if _, err := s.RecordNetAttempts(ctx, x.ID, []NetAttempt{{Proto: "tcp", Host: "example.com", Port: 443, Last: time.Now()}}); err != nil {
+				t.Errorf("record an attempt after the upgrade: %v", err)
+			}
+			if err := s.SetSecretBroker(ctx, "ANTHROPIC_API_KEY", SecretBroker{Host: "api.example.com", Header: "x-api-key"}); err != nil {
+				t.Errorf("bind an upgraded secret: %v", err)
 			}
 		})
 	}

@@ -76,6 +76,36 @@ ALTER TABLE sessions ADD COLUMN activity TEXT NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN timings TEXT NOT NULL DEFAULT '{}';
 CREATE INDEX sessions_state ON sessions(state);
 `},
+		// v3: the session network: each project's own settings (its
+		// network rules, the secrets its sessions get), the rules a
+		// person added for one session, the connections sessions tried,
+		// and where each brokered secret may go.
+		{3, `
+CREATE TABLE project_settings (
+	project_id INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+	key        TEXT NOT NULL,
+	value      TEXT NOT NULL,
+	PRIMARY KEY (project_id, key)
+) WITHOUT ROWID;
+ALTER TABLE sessions ADD COLUMN net_rules TEXT NOT NULL DEFAULT '';
+CREATE TABLE net_attempts (
+	session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+	proto      TEXT NOT NULL,
+	host       TEXT NOT NULL,
+	port       INTEGER NOT NULL,
+	allowed    INTEGER NOT NULL,
+	addr       TEXT NOT NULL DEFAULT '',
+	reason     TEXT NOT NULL DEFAULT '',
+	rule       TEXT NOT NULL DEFAULT '',
+	error      TEXT NOT NULL DEFAULT '',
+	first      INTEGER NOT NULL,
+	last       INTEGER NOT NULL,
+	count      INTEGER NOT NULL,
+	PRIMARY KEY (session_id, proto, host, port, allowed)
+) WITHOUT ROWID;
+ALTER TABLE secret_names ADD COLUMN broker_host TEXT NOT NULL DEFAULT '';
+ALTER TABLE secret_names ADD COLUMN broker_header TEXT NOT NULL DEFAULT '';
+`},
 	}
 }
 

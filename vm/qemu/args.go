@@ -2,6 +2,7 @@ package qemu
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -22,6 +23,8 @@ type plan struct {
 	// NoTHP starts QEMU with transparent huge pages off (see
 	// startWithoutTHP): under emulation, not under KVM.
 	NoTHP bool
+	// ExtraFiles are inherited by QEMU as fds 3, 4, ...: the NIC's socket.
+	ExtraFiles []*os.File
 }
 
 // start starts cmd, QEMU run as p says: without transparent huge pages
@@ -143,8 +146,20 @@ func buildPlan(spec vm.Spec, st settings) (plan, error) {
 		}
 		a = append(a, "-fsdev", opt, "-device", dev("9p")+",fsdev="+id+",mount_tag="+sh.Tag)
 	}
-	if spec.Network == vm.NetworkNAT {
+	switch spec.Network {
+	case vm.NetworkNAT:
 		a = append(a, "-netdev", "user,id=net0", "-device", dev("net")+",netdev=net0")
+	case vm.NetworkSocket:
+		if spec.NIC == nil || spec.NIC.File == nil {
+			return plan{}, fmt.Errorf("network %q needs a NIC socket", vm.NetworkSocket)
+		}
+		// The socket pair's end is QEMU's fd 3+i; a stream socket carries
+		// length-prefixed frames. host_mtu tells the guest driver the
+		// link's MTU (VIRTIO_NET_F_MTU).
+		fd := 3 + len(p.ExtraFiles)
+		p.ExtraFiles = append(p.ExtraFiles, spec.NIC.File)
+		a = append(a, "-netdev", "socket,id=net0,fd="+strconv.Itoa(fd),
+			"-device", fmt.Sprintf("%s,netdev=net0,mac=%s,host_mtu=%d", dev("net"), spec.NIC.MAC, spec.NIC.MTU))
 	}
 	a = append(a,
 		// Two ports, not the default 31: the guest driver sets up two
@@ -162,6 +177,12 @@ func buildPlan(spec vm.Spec, st settings) (plan, error) {
 	p.Args = a
 	return p, nil
 }
+
+// SocketFraming implements vm.SocketNetwork: -netdev socket takes a
+// stream of length-prefixed frames.
+func (h *Hypervisor) SocketFraming() vm.Framing { return vm.FramingStream }
+
+var _ vm.SocketNetwork = (*Hypervisor)(nil)
 
 // GuestNet is the kernel argument that configures the guest NIC for QEMU's
 // user-mode network: its fixed addresses need no DHCP round trip.

@@ -65,6 +65,7 @@ func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *
 	m.cmd = exec.Command(p.Binary, p.Args...)
 	m.cmd.SysProcAttr = procAttr()
 	m.cmd.Stdout, m.cmd.Stderr = m.stderr, m.stderr
+	m.cmd.ExtraFiles = p.ExtraFiles
 	if err := p.start(m.cmd); err != nil {
 		m.cleanup()
 		return nil, fmt.Errorf("start %s: %w", p.Binary, err)

@@ -1,0 +1,307 @@
+package netstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
+	"gvisor.dev/gvisor/pkg/waiter"
+)
+
+// udpIdle ends a UDP flow that has carried nothing for this long.
+const udpIdle = 60 * time.Second
+
+// destFor says where a packet to addr:port is going, as the policy sees
+// it: an address Sandbar's DNS handed out stands for its name. It returns
+// a refusal for destinations that are never forwarded: the session's own
+// subnet (the gateway's services have listeners; anything else there is
+// not Sandbar's) and addresses of NamePrefix the DNS did not hand out.
+func (n *Network) destFor(addr netip.Addr, port uint16, proto Proto) (Dest, *Verdict) {
+	d := Dest{Addr: addr, Port: port, Proto: proto}
+	switch {
+	case Subnet.Contains(addr):
+		return d, &Verdict{Reason: fmt.Sprintf("nothing of Sandbar's serves %s inside the session's network", net.JoinHostPort(addr.String(), strconv.Itoa(int(port))))}
+	case NamePrefix.Contains(addr):
+		name, ok := n.names.name(addr)
+		if !ok {
+			return d, &Verdict{Reason: addr.String() + " was not handed out by Sandbar's DNS: connect by name"}
+		}
+		d.Name, d.Addr = name, netip.Addr{}
+	}
+	return d, nil
+}
+
+// approve resolves a named Dest on the host and asks the policy again for
+// each address; it returns the addresses the policy allows, with the
+// verdict that decided (the first refusal when none is allowed).
+func (n *Network) approve(ctx context.Context, d Dest, v Verdict) ([]netip.Addr, Verdict, error) {
+	if d.Name == "" {
+		return []netip.Addr{d.Addr}, v, nil
+	}
+	found, err := n.cfg.Resolve(ctx, d.Name)
+	if err != nil {
+		return nil, v, fmt.Errorf("%s does not resolve: %w", d.Name, err)
+	}
+	var ok []netip.Addr
+	var refusal *Verdict
+	for _, a := range found {
+		a = a.Unmap()
+		if !a.Is4() {
+			continue
+		}
+		w := n.cfg.Decide(Dest{Name: d.Name, Addr: a, Port: d.Port, Proto: d.Proto})
+		if w.Allow {
+			if len(ok) == 0 {
+				v = w
+			}
+			ok = append(ok, a)
+		} else if refusal == nil {
+			refusal = &w
+		}
+	}
+	switch {
+	case len(ok) > 0:
+		return ok, v, nil
+	case refusal != nil:
+		return nil, *refusal, nil
+	}
+	return nil, v, fmt.Errorf("%s has no IPv4 address", d.Name)
+}
+
+// dialAny connects to the first of addrs that answers.
+func (n *Network) dialAny(ctx context.Context, network string, addrs []netip.Addr, port uint16) (net.Conn, error) {
+	var first error
+	for _, a := range addrs {
+		c, err := n.cfg.Dial(ctx, network, netip.AddrPortFrom(a, port).String())
+		if err == nil {
+			return c, nil
+		}
+		if first == nil {
+			first = err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, first
+}
+
+// take reserves a forwarded connection; false when MaxConns are in use.
+func (n *Network) take() bool {
+	select {
+	case n.conns <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (n *Network) give() { <-n.conns }
+
+func (n *Network) report(d Dest, v Verdict, err error, intercepted bool) {
+	n.cfg.OnAttempt(Attempt{Time: time.Now(), Dest: d, Verdict: v, Err: err, Intercepted: intercepted})
+}
+
+func (n *Network) tooMany() Verdict {
+	return Verdict{Reason: fmt.Sprintf("the session has %d connections open, the most Sandbar forwards at once", cap(n.conns))}
+}
+
+// forwardTCP handles a SYN the guest sent anywhere but the gateway's
+// listeners: refused at once with a reset, or connected on the host and
+// only then accepted, so a refusal the host gets reaches the guest as
+// one.
+func (n *Network) forwardTCP(r *tcp.ForwarderRequest) {
+	id := r.ID()
+	d, refused := n.destFor(netip.AddrFrom4(id.LocalAddress.As4()), id.LocalPort, TCP)
+	if refused != nil {
+		r.Complete(true)
+		n.report(d, *refused, nil, false)
+		return
+	}
+	v := n.cfg.Decide(d)
+	if !v.Allow {
+		r.Complete(true)
+		n.report(d, v, nil, false)
+		return
+	}
+	if !n.take() {
+		r.Complete(true)
+		n.report(d, n.tooMany(), nil, false)
+		return
+	}
+	var release sync.Once
+	done := func() { release.Do(n.give) }
+	defer done()
+
+	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.DialTimeout)
+	addrs, v, err := n.approve(ctx, d, v)
+	if err != nil || !v.Allow {
+		cancel()
+		r.Complete(true)
+		n.report(d, v, err, false)
+		return
+	}
+	if d.Name != "" {
+		d.Addr = addrs[0]
+	}
+	intercept := n.cfg.Intercept(d)
+	var out net.Conn
+	if intercept == nil {
+		out, err = n.dialAny(ctx, "tcp", addrs, d.Port)
+		if err != nil {
+			cancel()
+			r.Complete(true)
+			n.report(d, v, err, false)
+			return
+		}
+	}
+	cancel()
+	var wq waiter.Queue
+	ep, terr := r.CreateEndpoint(&wq)
+	r.Complete(false)
+	if terr != nil {
+		// The guest gave up (or reset) while the host side connected.
+		if out != nil {
+			out.Close()
+		}
+		n.report(d, v, fmt.Errorf("the guest closed the connection: %s", terr), intercept != nil)
+		return
+	}
+	guest := gonet.NewTCPConn(&wq, ep)
+	n.report(d, v, nil, intercept != nil)
+	if intercept != nil {
+		stop := context.AfterFunc(n.ctx, func() { guest.Close() })
+		intercept(n.ctx, guest, func(ctx context.Context) (net.Conn, error) {
+			return n.dialAny(ctx, "tcp", addrs, d.Port)
+		})
+		stop()
+		guest.Close()
+		return
+	}
+	n.splice(guest, out)
+}
+
+// copyBufs are the buffers splice copies through.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+// splice copies both ways between two connections until both directions
+// have ended (a half-close is passed on) or the network closes.
+func (n *Network) splice(a, b net.Conn) {
+	stop := context.AfterFunc(n.ctx, func() { a.Close(); b.Close() })
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Go(func() { pipe(a, b) })
+	pipe(b, a)
+	wg.Wait()
+	a.Close()
+	b.Close()
+}
+
+// pipe copies src to dst, then closes dst's writing side.
+func pipe(dst, src net.Conn) {
+	buf := copyBufs.Get().(*[]byte)
+	_, err := io.CopyBuffer(dst, src, *buf)
+	copyBufs.Put(buf)
+	if cw, ok := dst.(interface{ CloseWrite() error }); ok && err == nil {
+		cw.CloseWrite()
+		return
+	}
+	// An error either way ends both directions.
+	dst.Close()
+	src.Close()
+}
+
+// forwardUDP handles a datagram of a flow the stack has no endpoint for
+// (the DNS and DHCP services have theirs). It runs on the stack's packet
+// path, so it only decides and creates the flow's endpoint; resolving and
+// relaying run on their own goroutine.
+func (n *Network) forwardUDP(r *udp.ForwarderRequest) {
+	id := r.ID()
+	addr := netip.AddrFrom4(id.LocalAddress.As4())
+	if addr == netip.AddrFrom4([4]byte(header.IPv4Broadcast.As4())) || addr.IsMulticast() {
+		return
+	}
+	d, refused := n.destFor(addr, id.LocalPort, UDP)
+	if refused != nil {
+		n.report(d, *refused, nil, false)
+		return
+	}
+	v := n.cfg.Decide(d)
+	if !v.Allow {
+		n.report(d, v, nil, false)
+		return
+	}
+	if !n.take() {
+		n.report(d, n.tooMany(), nil, false)
+		return
+	}
+	var wq waiter.Queue
+	ep, terr := r.CreateEndpoint(&wq)
+	if terr != nil {
+		n.give()
+		return
+	}
+	guest := gonet.NewUDPConn(&wq, ep)
+	n.wg.Go(func() {
+		defer n.give()
+		defer guest.Close()
+		ctx, cancel := context.WithTimeout(n.ctx, n.cfg.DialTimeout)
+		addrs, v, err := n.approve(ctx, d, v)
+		var out net.Conn
+		if err == nil && v.Allow {
+			out, err = n.dialAny(ctx, "udp", addrs, d.Port)
+			if d.Name != "" {
+				d.Addr = addrs[0]
+			}
+		}
+		cancel()
+		n.report(d, v, err, false)
+		if err != nil || !v.Allow {
+			return
+		}
+		defer out.Close()
+		relayUDP(n.ctx, guest, out)
+	})
+}
+
+// relayUDP copies datagrams both ways until neither side has sent
+// anything for udpIdle or ctx ends.
+func relayUDP(ctx context.Context, guest, out net.Conn) {
+	stop := context.AfterFunc(ctx, func() { guest.Close(); out.Close() })
+	defer stop()
+	var wg sync.WaitGroup
+	move := func(dst, src net.Conn) {
+		buf := make([]byte, 65535)
+		for {
+			src.SetReadDeadline(time.Now().Add(udpIdle))
+			k, err := src.Read(buf)
+			if err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					// Idle: end both directions.
+					guest.Close()
+					out.Close()
+				}
+				return
+			}
+			if _, err := dst.Write(buf[:k]); err != nil {
+				return
+			}
+		}
+	}
+	wg.Go(func() { move(out, guest) })
+	move(guest, out)
+	guest.Close()
+	out.Close()
+	wg.Wait()
+}

@@ -1,0 +1,54 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"syscall"
+
+	"sandbar/vm"
+)
+
+// ErrNoSocketNetwork says a hypervisor cannot attach a guest NIC to a
+// socket (vm.SocketNetwork), so Sandbar's own network cannot reach its
+// guests.
+var ErrNoSocketNetwork = errors.New("this hypervisor cannot attach a guest NIC to Sandbar's network")
+
+// nicBuffer is the socket buffer each end of a NIC's socket pair asks
+// for: several of the largest frames, so a burst does not stall.
+const nicBuffer = 4 << 20
+
+// NICPair makes the socket pair that carries a guest NIC's frames for hv:
+// host is Sandbar's end (for netstack.Network.Serve), guest the file to
+// put in vm.NIC (the hypervisor's end; close it once the VM has stopped).
+func NICPair(hv vm.Hypervisor) (host net.Conn, guest *os.File, framing vm.Framing, err error) {
+	sn, ok := hv.(vm.SocketNetwork)
+	if !ok {
+		return nil, nil, 0, fmt.Errorf("%s: %w", hv.Name(), ErrNoSocketNetwork)
+	}
+	framing = sn.SocketFraming()
+	typ := syscall.SOCK_STREAM
+	if framing == vm.FramingDatagram {
+		typ = syscall.SOCK_DGRAM
+	}
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, typ, 0)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("NIC socket pair: %w", err)
+	}
+	for _, fd := range fds {
+		syscall.CloseOnExec(fd)
+		// Best effort: the system's limits may hold a buffer smaller.
+		syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_SNDBUF, nicBuffer)
+		syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, nicBuffer)
+	}
+	hostFile := os.NewFile(uintptr(fds[0]), "sandbar-nic")
+	guest = os.NewFile(uintptr(fds[1]), "sandbar-nic-guest")
+	host, err = net.FileConn(hostFile)
+	hostFile.Close() // FileConn made its own copy
+	if err != nil {
+		guest.Close()
+		return nil, nil, 0, fmt.Errorf("NIC socket: %w", err)
+	}
+	return host, guest, framing, nil
+}
