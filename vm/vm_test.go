@@ -3,6 +3,8 @@ package vm
 import (
 	"context"
 	"errors"
+	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +37,14 @@ func TestValidate(t *testing.T) {
 		{"dup tag", func(s *Spec) { s.Shares = append(s.Shares, s.Shares[0]) }, "used twice"},
 		{"relative share", func(s *Spec) { s.Shares[0].HostPath = "repo" }, "not absolute"},
 		{"no dir", func(s *Spec) { s.Dir = "" }, "no VM directory"},
+		{"socket network", func(s *Spec) { s.Network, s.NIC = NetworkSocket, testNIC(65520) }, ""},
+		{"socket network without a socket", func(s *Spec) { s.Network = NetworkSocket }, "needs a NIC socket"},
+		{"NIC with the NAT", func(s *Spec) { s.NIC = testNIC(1500) }, "a NIC socket is given but the network is"},
+		{"NIC MTU too small", func(s *Spec) { s.Network, s.NIC = NetworkSocket, testNIC(60) }, "MTU 60 is outside"},
+		{"NIC multicast MAC", func(s *Spec) {
+			s.Network, s.NIC = NetworkSocket, testNIC(1500)
+			s.NIC.MAC = net.HardwareAddr{1, 0, 0x5e, 0, 0, 1}
+		}, "multicast"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,4 +109,10 @@ func TestRegistry(t *testing.T) {
 	if _, err := r.Get("xen"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "qemu, vz") {
 		t.Errorf("Get(xen) = %v", err)
 	}
+}
+
+// testNIC is a socket-attached NIC on a file that is only a stand-in: Validate
+// does not read it.
+func testNIC(mtu int) *NIC {
+	return &NIC{File: os.Stdin, MAC: net.HardwareAddr{0x5a, 0x94, 0xef, 1, 2, 3}, MTU: mtu}
 }

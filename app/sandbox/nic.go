@@ -36,11 +36,18 @@ func NICPair(hv vm.Hypervisor) (host net.Conn, guest *os.File, framing vm.Framin
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("NIC socket pair: %w", err)
 	}
+	snd, rcv := nicBuffer, nicBuffer
+	if framing == vm.FramingDatagram {
+		// Apple's advice for VZFileHandleNetworkDeviceAttachment: a
+		// receive buffer four times the send buffer, each able to hold
+		// several of the largest datagrams.
+		snd, rcv = nicBuffer/4, nicBuffer
+	}
 	for _, fd := range fds {
 		syscall.CloseOnExec(fd)
 		// Best effort: the system's limits may hold a buffer smaller.
-		syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_SNDBUF, nicBuffer)
-		syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, nicBuffer)
+		syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_SNDBUF, snd)
+		syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcv)
 	}
 	hostFile := os.NewFile(uintptr(fds[0]), "sandbar-nic")
 	guest = os.NewFile(uintptr(fds[1]), "sandbar-nic-guest")

@@ -1,6 +1,8 @@
 package qemu
 
 import (
+	"net"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -159,5 +161,36 @@ func TestPlanNoTHP(t *testing.T) {
 		if p.NoTHP == kvm {
 			t.Errorf("KVM %v: NoTHP %v, want %v", kvm, p.NoTHP, !kvm)
 		}
+	}
+}
+
+// TestPlanSocketNetwork: Sandbar's own network reaches QEMU as an
+// inherited socket (fd 3) carrying length-prefixed frames, with the
+// session's MAC and the link's MTU; no user-mode network, which would
+// reach the host's loopback.
+func TestPlanSocketNetwork(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "nic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := testSpec()
+	s.Network = vm.NetworkSocket
+	s.NIC = &vm.NIC{File: f, MAC: net.HardwareAddr{0x5a, 0x94, 0xef, 1, 2, 3}, MTU: 65520}
+	p, err := buildPlan(s, settings{Binary: "qemu", Arch: "amd64", SocketDir: "/s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := argsOf(p.Args, "-netdev"); !slices.Equal(got, []string{"socket,id=net0,fd=3"}) {
+		t.Errorf("-netdev %v, want the socket on fd 3", got)
+	}
+	if !slices.Contains(argsOf(p.Args, "-device"), "virtio-net-device,netdev=net0,mac=5a:94:ef:01:02:03,host_mtu=65520") {
+		t.Errorf("no NIC device with the MAC and MTU in %v", argsOf(p.Args, "-device"))
+	}
+	if len(p.ExtraFiles) != 1 || p.ExtraFiles[0] != f {
+		t.Errorf("extra files %v, want the NIC's socket", p.ExtraFiles)
+	}
+	if strings.Contains(strings.Join(p.Args, " "), "user,") {
+		t.Error("the plan has a user-mode network")
 	}
 }

@@ -2,6 +2,7 @@ package vz
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"syscall"
 
@@ -51,6 +52,9 @@ type Plan struct {
 	Shares     []Share
 	VsockPort  uint32
 	NAT        bool
+	// NIC is the guest's card on Sandbar's own network (vm.NetworkSocket):
+	// a VZFileHandleNetworkDeviceAttachment over a datagram socket.
+	NIC        *NIC
 	ConsoleLog string // "" means no console device
 	Entropy    bool
 	Balloon    bool
@@ -58,6 +62,21 @@ type Plan struct {
 	// the framework's limits.
 	Adjusted []string
 }
+
+// NIC is a virtio-net device attached to a connected datagram socket.
+type NIC struct {
+	File *os.File
+	MAC  string
+	// MTU is the attachment's maximumTransmissionUnit: the framework takes
+	// 1500–65535 (macOS 13 and newer; 1500 before).
+	MTU int
+}
+
+// Bounds of VZFileHandleNetworkDeviceAttachment.maximumTransmissionUnit.
+const (
+	MinMTU = 1500
+	MaxMTU = 65535
+)
 
 // Disk is one virtio-blk device.
 type Disk struct {
@@ -85,10 +104,22 @@ func buildPlan(spec vm.Spec, limits Limits) (Plan, error) {
 	if spec.Initramfs == "" {
 		problems = append(problems, "no initramfs: build the guest image with `sandbar image build`")
 	}
+	var nic *NIC
 	switch spec.Network {
 	case vm.NetworkOff, vm.NetworkNAT:
+	case vm.NetworkSocket:
+		switch n := spec.NIC; {
+		case n == nil || n.File == nil:
+			problems = append(problems, fmt.Sprintf("network %q needs a NIC socket", vm.NetworkSocket))
+		case len(n.MAC) != 6 || n.MAC[0]&1 != 0:
+			problems = append(problems, fmt.Sprintf("the NIC's MAC address %q is not a unicast Ethernet address", n.MAC))
+		case n.MTU < MinMTU || n.MTU > MaxMTU:
+			problems = append(problems, fmt.Sprintf("the NIC's MTU %d is outside the %d–%d Virtualization.framework takes", n.MTU, MinMTU, MaxMTU))
+		default:
+			nic = &NIC{File: n.File, MAC: n.MAC.String(), MTU: n.MTU}
+		}
 	default:
-		problems = append(problems, fmt.Sprintf("network %q is unknown: use %q or %q", spec.Network, vm.NetworkOff, vm.NetworkNAT))
+		problems = append(problems, fmt.Sprintf("network %q is unknown: use %q, %q or %q", spec.Network, vm.NetworkOff, vm.NetworkNAT, vm.NetworkSocket))
 	}
 	if limits.MaxCPUs > 0 && limits.MinCPUs > limits.MaxCPUs || limits.MaxMemory > 0 && limits.MinMemory > limits.MaxMemory {
 		problems = append(problems, fmt.Sprintf("the framework's limits are inconsistent (%+v): update macOS", limits))
@@ -98,6 +129,7 @@ func buildPlan(spec vm.Spec, limits Limits) (Plan, error) {
 		Initrd:     spec.Initramfs,
 		VsockPort:  VsockPort,
 		NAT:        spec.Network == vm.NetworkNAT,
+		NIC:        nic,
 		ConsoleLog: spec.ConsoleLog,
 		Entropy:    true,
 		Balloon:    true,

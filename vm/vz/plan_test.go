@@ -2,6 +2,8 @@ package vz
 
 import (
 	"errors"
+	"net"
+	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -204,5 +206,40 @@ func TestPlanSessionWorkspaceDisk(t *testing.T) {
 	}
 	if !strings.Contains(p.CommandLine, "sandbar.workspace=/dev/vdd") || strings.Contains(p.CommandLine, "sandbar.share=virtiofs") || len(p.Shares) != 0 {
 		t.Errorf("command line %q, shares %+v", p.CommandLine, p.Shares)
+	}
+}
+
+func TestPlanSocketNIC(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "nic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mac := net.HardwareAddr{0x5a, 0x94, 0xef, 1, 2, 3}
+	s := testSpec()
+	s.Network, s.NIC = vm.NetworkSocket, &vm.NIC{File: f, MAC: mac, MTU: 65520}
+	p, err := buildPlan(s, macLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.NAT || p.NIC == nil || p.NIC.File != f || p.NIC.MAC != "5a:94:ef:01:02:03" || p.NIC.MTU != 65520 {
+		t.Errorf("plan's NIC: nat %v, %+v", p.NAT, p.NIC)
+	}
+	for _, tc := range []struct {
+		name string
+		nic  *vm.NIC
+		want string
+	}{
+		{"no socket", nil, "needs a NIC socket"},
+		{"MTU below the framework's", &vm.NIC{File: f, MAC: mac, MTU: 1400}, "outside the 1500–65535"},
+		{"multicast MAC", &vm.NIC{File: f, MAC: net.HardwareAddr{1, 0, 0x5e, 0, 0, 1}, MTU: 1500}, "not a unicast"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testSpec()
+			s.Network, s.NIC = vm.NetworkSocket, tc.nic
+			if _, err := buildPlan(s, macLimits); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -237,6 +238,14 @@ func configure(p Plan) (*vzapi.VirtualMachineConfiguration, error) {
 		cfg.SetNetworkDevicesVirtualMachineConfiguration([]*vzapi.VirtioNetworkDeviceConfiguration{nic})
 	}
 
+	if p.NIC != nil {
+		nic, err := socketNIC(*p.NIC)
+		if err != nil {
+			return nil, err
+		}
+		cfg.SetNetworkDevicesVirtualMachineConfiguration([]*vzapi.VirtioNetworkDeviceConfiguration{nic})
+	}
+
 	if p.ConsoleLog != "" {
 		// The framework opens the file itself; creating it first keeps the
 		// permissions ours and makes a missing directory fail here, clearly.
@@ -283,6 +292,37 @@ func configure(p Plan) (*vzapi.VirtualMachineConfiguration, error) {
 		return nil, fmt.Errorf("VM configuration refused by Virtualization.framework: %w", errors.Join(vm.ErrInvalidSpec, err))
 	}
 	return cfg, nil
+}
+
+// socketNIC is a virtio-net device whose frames go through a datagram
+// socket to Sandbar's network (app/net/netstack), with the session's
+// stable MAC address. The framework reads the socket through an
+// NSFileHandle that does not own the descriptor: the file stays open
+// until the VM has stopped (the caller closes it).
+func socketNIC(n NIC) (*vzapi.VirtioNetworkDeviceConfiguration, error) {
+	att, err := vzapi.NewFileHandleNetworkDeviceAttachment(n.File)
+	if err != nil {
+		return nil, fmt.Errorf("network socket: %w", err)
+	}
+	if n.MTU != MinMTU {
+		if err := att.SetMaximumTransmissionUnit(n.MTU); err != nil {
+			return nil, fmt.Errorf("network MTU %d (needs macOS 13): %w", n.MTU, err)
+		}
+	}
+	nic, err := vzapi.NewVirtioNetworkDeviceConfiguration(att)
+	if err != nil {
+		return nil, fmt.Errorf("network device: %w", err)
+	}
+	hw, err := net.ParseMAC(n.MAC)
+	if err != nil {
+		return nil, fmt.Errorf("MAC address %s: %w", n.MAC, err)
+	}
+	mac, err := vzapi.NewMACAddress(hw)
+	if err != nil {
+		return nil, fmt.Errorf("MAC address %s: %w", n.MAC, err)
+	}
+	nic.SetMACAddress(mac)
+	return nic, nil
 }
 
 func cachingMode(s string) vzapi.DiskImageCachingMode {
