@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 )
@@ -63,6 +64,61 @@ func FuzzParse(f *testing.F) {
 		}
 		if file.Mode != "" && file.Mode.rank() < 0 {
 			t.Fatalf("mode %q", file.Mode)
+		}
+	})
+}
+
+// FuzzDecide checks, for any rules from any layer and any destination,
+// that Decide never panics and never opens a closed address except by an
+// address rule, or an exact name with its port written, from Sandbar's,
+// the project's or the session's settings.
+func FuzzDecide(f *testing.F) {
+	f.Add("allow *:*", "allow 127.0.0.1:22\nmode open", "localhost", []byte{127, 0, 0, 1}, uint16(22), false, uint8(2))
+	f.Add("host db.internal 10.0.0.5", "allow db.internal:5432", "DB.internal.", []byte{}, uint16(5432), false, uint8(1))
+	f.Add("allow [::ffff:0:0/96]:*", "allow *.internal:*", "[::ffff:10.0.0.1]", []byte{0x20, 0x02, 10, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, uint16(1), true, uint8(0))
+	f.Fuzz(func(t *testing.T, layerA, layerB, name string, raw []byte, port uint16, udp bool, srcs uint8) {
+		sources := []Source{SourceSandbar, SourceProject, SourceRepository, SourceSession}
+		var layers []Layer
+		for i, text := range []string{layerA, layerB} {
+			file, err := Parse([]byte(text), "")
+			if err != nil {
+				return
+			}
+			layers = append(layers, Layer{Source: sources[int(srcs>>(2*i))%len(sources)], File: file})
+		}
+		p, _ := Compose("", layers...)
+		d := Dest{Name: name, Port: port, Proto: TCP}
+		if udp {
+			d.Proto = UDP
+		}
+		if a, ok := netip.AddrFromSlice(raw); ok {
+			d.Addr = a
+		}
+		got := p.Decide(d)
+		if !got.Allow {
+			return
+		}
+		a := d.Addr
+		if lit, ok := literal(name); ok {
+			a = lit
+		} else if n, problem := canonicalName(name); problem == "" && !a.IsValid() {
+			a = p.hosts[n]
+		}
+		if !a.IsValid() {
+			return
+		}
+		if closed, _ := Forbidden(a); !closed {
+			return
+		}
+		r := got.Rule
+		if r == nil {
+			t.Fatalf("%+v: %s is closed but allowed without a rule: %s", d, a, got.Reason)
+		}
+		if r.Source != SourceSandbar && r.Source != SourceProject && r.Source != SourceSession {
+			t.Fatalf("%+v: %s opened by a rule from %s: %s", d, a, r.Source, got.Reason)
+		}
+		if !r.Prefix.IsValid() && (r.Wildcard || r.any() || !r.PortGiven) {
+			t.Fatalf("%+v: %s opened by %q, neither an address nor an exact name with a port", d, a, r.String())
 		}
 	})
 }
