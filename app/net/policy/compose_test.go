@@ -59,6 +59,7 @@ func TestComposeRepositoryNotes(t *testing.T) {
 		"allow 10.0.0.0/8:5432\n" +
 		"allow [64:ff9b::/96]\n" +
 		"allow 93.184.216.0/24\n" +
+		"allow [2606:4700::/32]:*\n" +
 		"allow registry.example.dev\n" +
 		"deny *.example.com\n"})
 	want := []string{
