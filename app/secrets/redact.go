@@ -19,7 +19,9 @@ const MinRedactLen = 4
 const _ = uint(MinRedactLen - 4)
 
 // Redactor replaces secret values with "[redacted:NAME]" in text and
-// streams. It is safe for concurrent use; a Writer it returns is too.
+// streams, in the forms they take in agent output: raw, inside a JSON
+// string (as JavaScript, Go or Python escape it, once or twice), and line
+// by line. It is safe for concurrent use; a Writer it returns is too.
 type Redactor struct {
 	pats []pattern // longest first, then by name; distinct values
 
@@ -37,8 +39,23 @@ type pattern struct {
 }
 
 // NewRedactor returns a Redactor for secrets (name → value). Values shorter
-// than MinRedactLen bytes are ignored (see MinRedactLen). When two names
-// share a value, the name first in sorted order is shown.
+// than MinRedactLen bytes are ignored (see MinRedactLen). Each value is
+// looked for in these forms, all shown as "[redacted:NAME]":
+//
+//   - the value itself;
+//   - the value inside a JSON string literal, as written by JavaScript's
+//     JSON.stringify, Go's encoding/json (with or without HTML escaping,
+//     before or since Go 1.22) and Python's json.dumps (ensure_ascii, in
+//     lower- or upper-case hex);
+//   - each of those escaped once more, as when a tool's JSON output is
+//     quoted inside Claude Code's stream-json;
+//   - for a value of several lines, each line at least 8 bytes long once
+//     trimmed, and its JSON forms: a value printed raw reaches a log split
+//     into lines, which are redacted one by one.
+//
+// When two names share a form, the name first in sorted order is shown.
+// Most values have one to a few forms; one with every kind of character
+// escaped has at most 73, and each of its lines as many again.
 func NewRedactor(secrets map[string]string) *Redactor {
 	r := &Redactor{three: map[uint32]bool{}, buckets: map[uint32][]int32{}}
 	seen := map[string]bool{}
@@ -53,7 +70,7 @@ func NewRedactor(secrets map[string]string) *Redactor {
 			continue
 		}
 		repl := "[redacted:" + n + "]"
-		for _, f := range []string{v} {
+		for _, f := range forms(v) {
 			if !seen[f] {
 				seen[f] = true
 				r.pats = append(r.pats, pattern{value: f, repl: repl})
@@ -129,9 +146,9 @@ func next[S string | []byte](r *Redactor, s S, i int, final bool) (int, int) {
 	return n, -1
 }
 
-// Redact returns s with every occurrence of a value replaced by
-// "[redacted:NAME]". Matches are found left to right, and at one position
-// the longest value wins; replaced text is not searched again.
+// Redact returns s with every occurrence of a value, in any of its forms,
+// replaced by "[redacted:NAME]". Matches are found left to right, and at
+// one position the longest form wins; replaced text is not searched again.
 func (r *Redactor) Redact(s string) string {
 	if len(r.pats) == 0 {
 		return s
