@@ -75,3 +75,32 @@ func FuzzRedactMatchesReplacer(f *testing.F) {
 		}
 	})
 }
+
+// TestWriterHoldsLessThanAPattern checks the Writer's memory bound: what
+// it holds back between writes is shorter than the longest pattern.
+func TestWriterHoldsLessThanAPattern(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	r := NewRedactor(map[string]string{
+		"Q": `pa"ss\wd<é🔑`,
+		"L": "first line!\nsecond line!\n",
+		"K": "sk-ant-api03-SECRET",
+	})
+	longest := 0
+	for _, p := range r.pats {
+		longest = max(longest, len(p.value))
+	}
+	var sb strings.Builder
+	w := r.Writer(&sb).(*redactWriter)
+	for range 2000 {
+		in := randomText(rng, r, "ab\\\"\n", 1+rng.IntN(3))
+		if _, err := w.Write([]byte(in)); err != nil {
+			t.Fatal(err)
+		}
+		if len(w.held) >= longest {
+			t.Fatalf("holds %d bytes back, the longest pattern is %d: %q", len(w.held), longest, w.held)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 
 	"sandbar/app/secrets"
@@ -302,4 +303,41 @@ func jsonString(t *testing.T, s string, html bool) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSuffix(strings.TrimPrefix(b.String(), `"`), "\"\n")
+}
+
+// TestRedactorConcurrent uses one Redactor from several goroutines, by
+// Redact and by Writers of their own and one shared (run with -race).
+func TestRedactorConcurrent(t *testing.T) {
+	r := secrets.NewRedactor(map[string]string{"Q": `pa"ss\wd`, "L": "first line!\nsecond line!"})
+	in := `x="pa\"ss\\wd" first line!\nsecond line! pa\\\"ss\\\\wd `
+	want := r.Redact(in)
+	var shared bytes.Buffer
+	sw := r.Writer(&shared)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				if got := r.Redact(in); got != want {
+					t.Errorf("Redact = %q, want %q", got, want)
+					return
+				}
+				var buf bytes.Buffer
+				w := r.Writer(&buf)
+				io.WriteString(w, in[:7])
+				io.WriteString(w, in[7:])
+				if err := w.Close(); err != nil || buf.String() != want {
+					t.Errorf("Writer wrote %q (%v), want %q", buf.String(), err, want)
+					return
+				}
+				io.WriteString(sw, in)
+			}
+		})
+	}
+	wg.Wait()
+	if err := sw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if shared.String() != strings.Repeat(want, 8*50) {
+		t.Errorf("the shared Writer wrote %d bytes, want %d", shared.Len(), 8*50*len(want))
+	}
 }
