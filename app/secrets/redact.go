@@ -77,9 +77,9 @@ func NewRedactor(secrets map[string]string) *Redactor {
 			}
 		}
 	}
-	// Longest first: at any position the longest value that matches wins,
-	// so a value that contains another is redacted whole. SortStable keeps
-	// name order among equal lengths.
+	// Longest first: at any position the longest form that matches wins,
+	// so a value that contains another, or a value's line, is redacted
+	// whole. SortStable keeps name order among equal lengths.
 	slices.SortStableFunc(r.pats, func(a, b pattern) int { return len(b.value) - len(a.value) })
 	for i, p := range r.pats {
 		v := p.value
