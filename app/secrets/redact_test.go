@@ -2,10 +2,12 @@ package secrets_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 
 	"sandbar/app/secrets"
@@ -93,41 +95,64 @@ func writeSplit(t *testing.T, r *secrets.Redactor, in string, cuts ...int) strin
 }
 
 func TestWriterEverySplit(t *testing.T) {
-	r := secrets.NewRedactor(map[string]string{
-		"ANTHROPIC_API_KEY": "sk-ant-api03-SECRET",
-		"PREFIX":            "sk-ant",
-		"GITHUB_TOKEN":      "ghp_TOKEN",
-	})
-	for _, in := range []string{
-		"line 1\nexport ANTHROPIC_API_KEY=sk-ant-api03-SECRET\nline 3\n",
-		"sk-ant-api03-SECRETghp_TOKENsk-ant-api03-SECRE",
-		"ghp_TOKghp_TOKEN sk-ansk-ant sk-ant-api03-SECRET",
-		"sk-ant-api03-SECRET",
-	} {
-		want := r.Redact(in)
-		for _, s := range []string{"SECRET", "ghp_TOKEN"} {
-			if strings.Contains(want, s) {
-				t.Fatalf("Redact left %q in %q", s, want)
-			}
-		}
-		// Every single split point, and every pair.
-		for i := 0; i <= len(in); i++ {
-			if got := writeSplit(t, r, in, i); got != want {
-				t.Fatalf("split at %d: %q, want %q", i, got, want)
-			}
-			for j := i; j <= len(in); j++ {
-				if got := writeSplit(t, r, in, i, j); got != want {
-					t.Fatalf("split at %d and %d: %q, want %q", i, j, got, want)
+	for _, tc := range []struct {
+		secrets map[string]string
+		ins     []string
+		leak    []string // what may not be left in the output
+	}{{
+		secrets: map[string]string{
+			"ANTHROPIC_API_KEY": "sk-ant-api03-SECRET",
+			"PREFIX":            "sk-ant",
+			"GITHUB_TOKEN":      "ghp_TOKEN",
+		},
+		ins: []string{
+			"line 1\nexport ANTHROPIC_API_KEY=sk-ant-api03-SECRET\nline 3\n",
+			"sk-ant-api03-SECRETghp_TOKENsk-ant-api03-SECRE",
+			"ghp_TOKghp_TOKEN sk-ansk-ant sk-ant-api03-SECRET",
+			"sk-ant-api03-SECRET",
+		},
+		leak: []string{"SECRET", "ghp_TOKEN"},
+	}, {
+		// Values in their JSON and line forms, the forms overlapping.
+		secrets: map[string]string{
+			"QUOTE": `pa"ss\wd`,
+			"EMOJI": "k🔑\u2028e<",
+			"LINES": "first line!\nsecond line!",
+		},
+		ins: []string{
+			`x="pa\"ss\\wd" y=pa"ss\wd z=pa\\\"ss\\\\wd cut:pa\"ss\\w`,
+			"k🔑\u2028e< k\\ud83d\\udd11\\u2028e<k\\uD83D\\uDD11\\u2028e<k🔑\\u2028e\\u003c cut:k🔑\\u2028",
+			"first line!\nsecond line!\nfirst line!\\nsecond line! first line",
+		},
+		leak: []string{`pa"ss`, `ss\\wd`, "e<", "e\\u003c", "d83d", "D83D", "first line!", "second line!"},
+	}} {
+		r := secrets.NewRedactor(tc.secrets)
+		for _, in := range tc.ins {
+			want := r.Redact(in)
+			for _, s := range tc.leak {
+				if strings.Contains(want, s) {
+					t.Fatalf("Redact left %q in %q", s, want)
 				}
 			}
-		}
-		// One byte at a time.
-		cuts := make([]int, 0, len(in))
-		for i := 1; i < len(in); i++ {
-			cuts = append(cuts, i)
-		}
-		if got := writeSplit(t, r, in, cuts...); got != want {
-			t.Fatalf("byte by byte: %q, want %q", got, want)
+			// Every single split point, and every pair.
+			for i := 0; i <= len(in); i++ {
+				if got := writeSplit(t, r, in, i); got != want {
+					t.Fatalf("split at %d: %q, want %q", i, got, want)
+				}
+				for j := i; j <= len(in); j++ {
+					if got := writeSplit(t, r, in, i, j); got != want {
+						t.Fatalf("split at %d and %d: %q, want %q", i, j, got, want)
+					}
+				}
+			}
+			// One byte at a time.
+			cuts := make([]int, 0, len(in))
+			for i := 1; i < len(in); i++ {
+				cuts = append(cuts, i)
+			}
+			if got := writeSplit(t, r, in, cuts...); got != want {
+				t.Fatalf("byte by byte: %q, want %q", got, want)
+			}
 		}
 	}
 }
@@ -226,12 +251,35 @@ func TestWriterError(t *testing.T) {
 	}
 }
 
+// FuzzWriter checks that the Writer writes what Redact returns, whatever
+// the values and however the input is cut, with the values in the input
+// raw and as encoding/json writes them, once and nested.
 func FuzzWriter(f *testing.F) {
 	f.Add("sk-ant-SECRET", "sk-ant", "xx sk-ant-SECRET yy sk-an", uint64(7))
+	f.Add("pa\"ss\\wd\n<é>", "line one!\nline two!", "xx\\\"", uint64(8))
 	f.Fuzz(func(t *testing.T, v1, v2, in string, seed uint64) {
 		r := secrets.NewRedactor(map[string]string{"ONE": v1, "TWO": v2})
-		want := r.Redact(in)
 		rng := rand.New(rand.NewPCG(seed, seed))
+		var forms []string
+		for _, v := range []string{v1, v2} {
+			for _, html := range []bool{true, false} {
+				once := jsonString(t, v, html)
+				forms = append(forms, v, once, jsonString(t, once, html), jsonString(t, `{"v": "`+once+`"}`, html))
+			}
+		}
+		var sb strings.Builder
+		for _, c := range []byte(in) {
+			if rng.IntN(8) == 0 {
+				f := forms[rng.IntN(len(forms))]
+				sb.WriteString(f[:rng.IntN(len(f)+1)])
+			}
+			sb.WriteByte(c)
+		}
+		for range 1 + rng.IntN(3) {
+			sb.WriteString(forms[rng.IntN(len(forms))])
+		}
+		in = sb.String()
+		want := r.Redact(in)
 		var cuts []int
 		for i := 1; i < len(in); i++ {
 			if rng.IntN(3) == 0 {
@@ -242,4 +290,54 @@ func FuzzWriter(f *testing.F) {
 			t.Fatalf("got %q, want %q", got, want)
 		}
 	})
+}
+
+// jsonString returns s as encoding/json writes it between the quotes of a
+// string, with or without HTML escaping.
+func jsonString(t *testing.T, s string, html bool) string {
+	t.Helper()
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(html)
+	if err := e.Encode(s); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(b.String(), `"`), "\"\n")
+}
+
+// TestRedactorConcurrent uses one Redactor from several goroutines, by
+// Redact and by Writers of their own and one shared (run with -race).
+func TestRedactorConcurrent(t *testing.T) {
+	r := secrets.NewRedactor(map[string]string{"Q": `pa"ss\wd`, "L": "first line!\nsecond line!"})
+	in := `x="pa\"ss\\wd" first line!\nsecond line! pa\\\"ss\\\\wd `
+	want := r.Redact(in)
+	var shared bytes.Buffer
+	sw := r.Writer(&shared)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				if got := r.Redact(in); got != want {
+					t.Errorf("Redact = %q, want %q", got, want)
+					return
+				}
+				var buf bytes.Buffer
+				w := r.Writer(&buf)
+				io.WriteString(w, in[:7])
+				io.WriteString(w, in[7:])
+				if err := w.Close(); err != nil || buf.String() != want {
+					t.Errorf("Writer wrote %q (%v), want %q", buf.String(), err, want)
+					return
+				}
+				io.WriteString(sw, in)
+			}
+		})
+	}
+	wg.Wait()
+	if err := sw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if shared.String() != strings.Repeat(want, 8*50) {
+		t.Errorf("the shared Writer wrote %d bytes, want %d", shared.Len(), 8*50*len(want))
+	}
 }
