@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,6 +47,12 @@ func setupNetwork(c *console, n netConfig, loopback <-chan error) error {
 	if err != nil {
 		return err
 	}
+	if n.mtu > 0 {
+		// Before the link is up, so no packet leaves at the old size.
+		if err := setMTU(ifname, n.mtu); err != nil {
+			return fmt.Errorf("set the MTU of %s to %d (sandbar.net's mtu=): %w", ifname, n.mtu, err)
+		}
+	}
 	if err := linkUp(ifname); err != nil {
 		return fmt.Errorf("bring up %s: %w", ifname, err)
 	}
@@ -75,7 +82,7 @@ func setupNetwork(c *console, n netConfig, loopback <-chan error) error {
 			return err
 		}
 	}
-	c.mark("network up (%s %s, gateway %s, dns %s)", ifname, n.addr, n.gateway, n.dns)
+	c.mark("network up (%s %s, gateway %s, dns %s, mtu %s)", ifname, n.addr, n.gateway, n.dns, mtuText(n.mtu))
 	return nil
 }
 
@@ -115,6 +122,30 @@ func linkUp(name string) error {
 	}
 	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP | unix.IFF_RUNNING)
 	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
+
+// setMTU sets an interface's MTU. virtio-net takes up to 65535 once the
+// device offers VIRTIO_NET_F_MTU or the kernel's max_mtu allows it;
+// otherwise the kernel says EINVAL, reported with the size asked for.
+func setMTU(name string, mtu int) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq(name)
+	if err != nil {
+		return err
+	}
+	ifr.SetUint32(uint32(mtu))
+	return unix.IoctlIfreq(fd, unix.SIOCSIFMTU, ifr)
+}
+
+func mtuText(mtu int) string {
+	if mtu == 0 {
+		return "the driver's"
+	}
+	return strconv.Itoa(mtu)
 }
 
 // netlinkRequest sends one rtnetlink request and waits for its ack.
