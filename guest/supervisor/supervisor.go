@@ -12,8 +12,17 @@
 // Choices the host can rely on:
 //   - stats events start with the first successful start, every
 //     start.stats_interval ms (default 2000).
-//   - exec runs with the base environment, then start.env, then exec.env,
-//     each overriding the one before.
+//   - exec runs with the base environment, then the CA variables (below),
+//     then start.env, then exec.env, each overriding the one before; the
+//     agent the same without exec.env.
+//   - start's ca_cert is added to the system CA bundle (Config.CABundle,
+//     the original content kept, the file replaced by a rename) and
+//     written alone to Config.CAFile; from then on the agent and every
+//     exec get NODE_EXTRA_CA_CERTS (the CA alone) and SSL_CERT_FILE,
+//     REQUESTS_CA_BUNDLE, PIP_CERT, GIT_SSL_CAINFO and CURL_CA_BUNDLE (the
+//     bundle). A later start with another CA replaces it; one without
+//     keeps it. A ca_cert that is not PEM CERTIFICATE blocks is refused
+//     with an error event before anything is written.
 //   - A process killed by a signal reports code 128+N and the signal name.
 //   - When the agent's main process exits, the rest of its process group is
 //     killed; output is drained until EOF, or until the pipes stay silent
@@ -38,7 +47,15 @@ type Config struct {
 	Workspace string // default "/workspace"
 	Sys       System // PID-1-ish operations; required
 	Logger    *slog.Logger
-	ProcRoot  string // where /proc is mounted, for stats; default "/proc"
+	ProcRoot  string // where /proc is mounted, for stats and ports; default "/proc"
+
+	// CABundle is the system's CA bundle, to which start's ca_cert is
+	// added, and CAFile where the CA is written alone. The guest passes
+	// SystemCABundle and SandbarCAFile. Left empty (a supervisor run on
+	// a host, such as vm/vmtest's), a ca_cert is logged and left out, so
+	// the host's own trust is never touched.
+	CABundle string
+	CAFile   string
 }
 
 // System is what the supervisor asks of the machine it runs on.
@@ -126,6 +143,7 @@ type session struct {
 	agent   *agentProc
 	execs   map[string]*execProc
 	env     map[string]string // start.env, for the agent and execs
+	caEnv   map[string]string // points tools at the CA of a start's ca_cert
 	workdir string
 	users   map[string]User
 	stats   bool

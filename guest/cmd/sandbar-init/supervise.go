@@ -41,7 +41,12 @@ func supervise() int {
 	}
 	c.mark("host channel open")
 	defer conn.Close()
-	s := supervisor.New(supervisor.Config{Sys: supervisor.LinuxSystem{}, Logger: log})
+	s := supervisor.New(supervisor.Config{
+		Sys:      supervisor.LinuxSystem{},
+		Logger:   log,
+		CABundle: supervisor.SystemCABundle,
+		CAFile:   supervisor.SandbarCAFile,
+	})
 	if err := s.Serve(ctx, conn); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(os.Stderr, "sandbar-init: supervisor: %v\n", err)
 		return 1
