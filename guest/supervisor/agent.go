@@ -140,6 +140,8 @@ func (s *session) start(ctx context.Context, c protocol.Command) {
 	s.stats = true
 	startWatch := !s.watch
 	s.watch = true
+	startPorts := !s.ports && s.cfg.GuestIP.IsValid()
+	s.ports = s.ports || startPorts
 	s.mu.Unlock()
 	s.log.Info("agent started", "pid", ch.cmd.Process.Pid, "user", u.Name, "workdir", workdir)
 	s.emit(protocol.Event{Ev: protocol.EvAgentStarted, ID: c.ID, PID: ch.cmd.Process.Pid})
@@ -153,6 +155,9 @@ func (s *session) start(ctx context.Context, c protocol.Command) {
 	}
 	if startWatch {
 		s.wg.Go(func() { s.watchWorkspace(workdir) })
+	}
+	if startPorts {
+		s.wg.Go(func() { s.watchPorts(s.cfg.GuestIP, s.cfg.PortsInterval) })
 	}
 }
 

@@ -1,9 +1,11 @@
 // Package supervisor runs inside the guest VM and serves the host's
 // protocol commands (guest/protocol): it sets up the agent user and its git
 // identity, checks out the session branch, runs the agent with its
-// stdin/stdout/stderr bridged to the host, runs exec commands, and reports
-// resource use. It is ordinary Go: everything that needs PID 1 privileges
-// sits behind System, so the package is tested on the host with real child
+// stdin/stdout/stderr bridged to the host, runs exec commands, reports
+// resource use and the listening TCP ports (relaying loopback-only ones
+// to the guest's address), and trusts the CA of the host's credential
+// broker. It is ordinary Go: everything that needs PID 1 privileges sits
+// behind System, so the package is tested on the host with real child
 // processes and a thin fake System.
 //
 // It is not the init process (guest/cmd/sandbar-init mounts, reaps and
@@ -12,6 +14,13 @@
 // Choices the host can rely on:
 //   - stats events start with the first successful start, every
 //     start.stats_interval ms (default 2000).
+//   - When the guest has an address (Config.GuestIP), a ports event
+//     follows the first successful start, listing the listening TCP
+//     ports the host can reach there (even none), and another whenever
+//     that set changes, read every second from /proc/net/tcp and tcp6.
+//     A port a program listens on at loopback only is relayed from the
+//     guest's address to it and listed with loopback: true (see ports.go
+//     and relay.go for the bounds).
 //   - exec runs with the base environment, then the CA variables (below),
 //     then start.env, then exec.env, each overriding the one before; the
 //     agent the same without exec.env.
@@ -35,6 +44,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"sync"
 	"time"
@@ -56,6 +66,16 @@ type Config struct {
 	// the host's own trust is never touched.
 	CABundle string
 	CAFile   string
+
+	// GuestIP is the guest's own address on its network (sandbar.net).
+	// When it is set, the supervisor reports the listening TCP ports from
+	// the first start on and relays loopback-only ones on this address;
+	// when not (no network, or a supervisor run on a host), it does
+	// neither.
+	GuestIP netip.Addr
+	// PortsInterval is how often the listening ports are read; default
+	// one second.
+	PortsInterval time.Duration
 }
 
 // System is what the supervisor asks of the machine it runs on.
@@ -95,6 +115,10 @@ func New(cfg Config) *Supervisor {
 	}
 	if cfg.ProcRoot == "" {
 		cfg.ProcRoot = "/proc"
+	}
+	cfg.GuestIP = cfg.GuestIP.Unmap()
+	if cfg.PortsInterval <= 0 {
+		cfg.PortsInterval = defaultPortsInterval
 	}
 	return &Supervisor{cfg: cfg}
 }
@@ -148,6 +172,7 @@ type session struct {
 	users   map[string]User
 	stats   bool
 	watch   bool // the workspace watcher runs
+	ports   bool // the ports watcher runs
 }
 
 func newSession(ctx context.Context, cfg Config, conn io.ReadWriter) *session {
