@@ -162,8 +162,9 @@ func (s *session) start(ctx context.Context, c protocol.Command) {
 }
 
 // trustCA installs start's ca_cert and returns the environment that
-// points tools at it, which execs get too from then on. A start without one keeps what an earlier start
-// installed: the CA stays trusted for the rest of the boot.
+// points tools at it, which execs get too from then on. A start without
+// one keeps what an earlier start installed: the CA stays trusted for the
+// rest of the boot.
 func (s *session) trustCA(c protocol.Command) (map[string]string, error) {
 	s.mu.Lock()
 	prev := s.caEnv

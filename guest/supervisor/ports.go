@@ -19,11 +19,10 @@ import (
 
 // Listening ports: the host publishes the guest's servers through its
 // userspace network, which reaches the guest only at its own address. The
-// supervisor polls the kernel's socket tables (cheaper than inotify could
-// be: /proc/net has no events), tells the host the set of ports it can
-// reach (protocol.EvPorts), and relays the ones a program listens on at
-// loopback only (a dev server's default) from the guest's address (see
-// relays).
+// supervisor polls the kernel's socket tables (they offer no change
+// events), tells the host the set of ports it can reach (protocol.EvPorts),
+// and relays the ones a program listens on at loopback only (a dev
+// server's default) from the guest's address (see relays).
 //
 // It starts with the first start, like stats, and only when the guest has
 // an address (Config.GuestIP): without a network no port is reachable.
