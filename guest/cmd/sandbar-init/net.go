@@ -124,9 +124,13 @@ func linkUp(name string) error {
 	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
 }
 
-// setMTU sets an interface's MTU. virtio-net takes up to 65535 once the
-// device offers VIRTIO_NET_F_MTU or the kernel's max_mtu allows it;
-// otherwise the kernel says EINVAL, reported with the size asked for.
+// setMTU sets an interface's MTU. virtio-net takes 68 to 65535, or up to
+// the device's own MTU when it offers one (VIRTIO_NET_F_MTU); past that
+// the kernel says EINVAL. Frames past 1500 bytes are received only when
+// the device offers mergeable receive buffers (VIRTIO_NET_F_MRG_RXBUF,
+// QEMU's default) or guest TSO (then the driver posts 64 KiB buffers):
+// otherwise the driver drops them, so the host asks for a large MTU only
+// with one of those.
 func setMTU(name string, mtu int) error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
