@@ -23,18 +23,38 @@
 //     reassembles them. The line's own newline is never part of the data.
 //   - Stats.CPU is the percentage of all vCPUs together (0–100).
 //
+// Version 3 added the session network's two messages:
+//
+//   - start's "ca_cert": Sandbar's per-install CA, PEM, at most MaxCACert
+//     bytes of CERTIFICATE blocks only (see ParseCACert; a start that
+//     breaks this is refused as malformed). The guest adds it to the
+//     system's trust and points the usual variables at it for the agent
+//     and every exec, so HTTPS through the host's credential broker is
+//     trusted.
+//   - "ports": the guest's whole current set of listening TCP ports that
+//     the host can reach at the guest's address, sorted, each once, at most
+//     MaxPorts of them ("truncated": true when more were left out). A port
+//     with "loopback": true is one the program listens on at loopback only;
+//     the guest relays it from its own address. The guest sends the set
+//     once when it starts watching (with the first start, even when empty:
+//     then "ports" is absent) and again whenever it changes.
+//
 // The package is not a transport: it neither dials nor retries.
 package protocol
 
 import (
+	"bytes"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
 
 // Version is the protocol version the guest announces in system:ready.
-const Version = 2
+// Version 3 added start's ca_cert and the ports event.
+const Version = 3
 
 // MaxLine bounds one encoded line, newline included.
 const MaxLine = 1 << 20
@@ -77,6 +97,17 @@ const (
 	// EvWorkspace says files in the workspace changed (debounced); the
 	// host asks for the details with an exec when it wants them.
 	EvWorkspace = "workspace:changed"
+	// EvPorts carries the guest's current set of reachable listening TCP
+	// ports (Ports, Truncated); see the package comment.
+	EvPorts = "ports"
+)
+
+// Bounds of the session network's messages.
+const (
+	// MaxCACert bounds start's ca_cert, in bytes.
+	MaxCACert = 16 << 10
+	// MaxPorts bounds the ports one ports event lists.
+	MaxPorts = 256
 )
 
 // FeaturePTY in system:ready's features says the guest serves PTY and
@@ -127,6 +158,9 @@ type Command struct {
 	Git           *GitIdentity      `json:"git,omitempty"`
 	StatsInterval int64             `json:"stats_interval,omitempty"` // ms
 	Env           map[string]string `json:"env,omitempty"`            // start, exec; secrets travel only here
+	// CACert is Sandbar's CA certificate in PEM (CERTIFICATE blocks
+	// only, at most MaxCACert bytes), for the guest to trust.
+	CACert string `json:"ca_cert,omitempty"`
 
 	// start, settime: host wall clock in Unix nanoseconds; 0 means unset.
 	Time int64 `json:"time,omitempty"`
@@ -221,6 +255,11 @@ func (c Command) Validate() error {
 		}
 		if !validUser(c.Agent.User) {
 			return bad("agent.user must be %q or %q, not %q", UserAgent, UserRoot, c.Agent.User)
+		}
+		if c.CACert != "" {
+			if _, err := ParseCACert(c.CACert); err != nil {
+				return bad("ca_cert: %v", err)
+			}
 		}
 	case CmdExec:
 		if c.ID == "" {
@@ -352,6 +391,21 @@ type Event struct {
 	// error (ID above is the failing command's, when known)
 	Cmd     string `json:"cmd,omitempty"`
 	Message string `json:"message,omitempty"`
+
+	// ports: sorted by Port, each port once, at most MaxPorts; Truncated
+	// says more were listening and were left out.
+	Ports     []Port `json:"ports,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// Port is one listening TCP port of a ports event, reachable at the
+// guest's address.
+type Port struct {
+	Port uint16 `json:"port"`
+	// Loopback says the program listens on loopback only (127.0.0.0/8 or
+	// ::1) and the guest's supervisor relays the port from the guest's
+	// address to it.
+	Loopback bool `json:"loopback,omitempty"`
 }
 
 // Disks is the disk part of a stats event.
@@ -443,6 +497,17 @@ func (e Event) Validate() error {
 		if e.ID == "" {
 			return fmt.Errorf("%w: %s without id", ErrMalformed, e.Ev)
 		}
+	case EvPorts:
+		if len(e.Ports) > MaxPorts {
+			return fmt.Errorf("%w: %s lists %d ports, more than %d", ErrMalformed, e.Ev, len(e.Ports), MaxPorts)
+		}
+		var last uint16
+		for _, p := range e.Ports {
+			if p.Port <= last {
+				return fmt.Errorf("%w: %s: port %d is 0, out of order or listed twice", ErrMalformed, e.Ev, p.Port)
+			}
+			last = p.Port
+		}
 	case "":
 		return fmt.Errorf("%w: the object has no \"ev\"", ErrMalformed)
 	default:
@@ -452,6 +517,49 @@ func (e Event) Validate() error {
 		return fmt.Errorf("%w: %s carries both data and b64", ErrMalformed, e.Ev)
 	}
 	return nil
+}
+
+// ParseCACert checks a ca_cert: at most MaxCACert bytes holding one or
+// more PEM blocks of type CERTIFICATE, without headers, and nothing but
+// white space around them. It returns the blocks. It does not parse the
+// certificates themselves (crypto/x509 would grow the guest's init); the
+// host sends a CA it made.
+func ParseCACert(s string) ([]*pem.Block, error) {
+	if len(s) > MaxCACert {
+		return nil, fmt.Errorf("%d bytes is more than %d", len(s), MaxCACert)
+	}
+	var blocks []*pem.Block
+	rest := []byte(s)
+	for {
+		rest = bytes.TrimSpace(rest)
+		if len(rest) == 0 {
+			break
+		}
+		if !bytes.HasPrefix(rest, []byte("-----BEGIN ")) {
+			return nil, errors.New("text outside a PEM block: send PEM CERTIFICATE blocks only")
+		}
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		switch {
+		case b == nil:
+			return nil, errors.New("a PEM block does not decode")
+		case b.Type != "CERTIFICATE":
+			return nil, fmt.Errorf("a PEM block of type %q: only CERTIFICATE is taken", b.Type)
+		case len(b.Headers) > 0:
+			return nil, errors.New("a CERTIFICATE block has headers")
+		case len(b.Bytes) == 0:
+			return nil, errors.New("a CERTIFICATE block is empty")
+		}
+		blocks = append(blocks, b)
+	}
+	if len(blocks) == 0 {
+		return nil, errors.New("no PEM CERTIFICATE block")
+	}
+	// pem.Decode passes over a block it cannot read to the next one.
+	if n := strings.Count(s, "-----BEGIN "); n != len(blocks) {
+		return nil, fmt.Errorf("%d of %d PEM blocks do not decode", n-len(blocks), n)
+	}
+	return blocks, nil
 }
 
 // Errors a Reader reports inside a *LineError.

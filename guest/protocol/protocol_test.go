@@ -12,13 +12,28 @@ import (
 	"time"
 )
 
+// testCACert is a CA certificate (Sandbar test CA, P-256) for the
+// round trips, which must be the same at every call.
+const testCACert = `-----BEGIN CERTIFICATE-----
+MIIBZTCCAQugAwIBAgIBATAKBggqhkjOPQQDAjAaMRgwFgYDVQQDEw9TYW5kYmFy
+IHRlc3QgQ0EwHhcNMjYwMTAxMDAwMDAwWhcNMzYwMTAxMDAwMDAwWjAaMRgwFgYD
+VQQDEw9TYW5kYmFyIHRlc3QgQ0EwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAATe
+yTFUMRiUBD54kLHTVlHyTBx62L8PZ32kQDDGUM9wooWSdTp5wtqifrqf3ZuHIjaA
+PsvtZ79gqfZyGSKX5STIo0IwQDAOBgNVHQ8BAf8EBAMCAgQwDwYDVR0TAQH/BAUw
+AwEB/zAdBgNVHQ4EFgQUhEJsVFV4WtZqLxn65JJb8A5yiw4wCgYIKoZIzj0EAwID
+SAAwRQIge5Zof5NcOc8wDOWDkL14Rmyyxb7AGY8FTuzVcNrTuAECIQD2ddeleo6p
+gpYrSSc/xfVQhn4InXYmZYUIyK1yQri9bQ==
+-----END CERTIFICATE-----
+`
+
 func allCommands() []Command {
 	return []Command{
 		{Cmd: CmdStart, ID: "s1", Workdir: "/workspace/x", Branch: "sandbar/abc",
 			Agent: &Agent{Command: "claude", Args: []string{"-p", "--verbose"}, User: UserRoot},
 			Env:   map[string]string{"ANTHROPIC_API_KEY": "k", "GITHUB_TOKEN": "t"},
 			Git:   &GitIdentity{Name: "A \"B\" C", Email: "a@example.org"},
-			Time:  time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC).UnixNano(), StatsInterval: 500},
+			Time:  time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC).UnixNano(), StatsInterval: 500,
+			CACert: testCACert},
 		{Cmd: CmdChat, ID: "c1", Text: "hello <world> & \"you\"\n"},
 		{Cmd: CmdStop, Grace: 1500},
 		{Cmd: CmdExec, ID: "e1", Argv: []string{"sh", "-c", "echo hi"}, Cwd: "/tmp",
@@ -44,6 +59,8 @@ func allEvents() []Event {
 		{Ev: EvStats, CPU: 12.5, MemUsed: 1 << 20, MemTotal: 4 << 30, Procs: 17,
 			Disk: &Disks{Workspace: Usage{Used: 1, Total: 2}, Scratch: Usage{Used: 3, Total: 4}}},
 		{Ev: EvError, ID: "c1", Cmd: CmdChat, Message: "no agent is running: send start first"},
+		{Ev: EvPorts},
+		{Ev: EvPorts, Ports: []Port{{Port: 22}, {Port: 5173, Loopback: true}, {Port: 65535}}, Truncated: true},
 	}
 }
 
@@ -248,6 +265,7 @@ func TestReaderBadLines(t *testing.T) {
 		{"unknown cmd", `{"cmd":"dance","id":"9"}`, ErrUnknown, "9", "dance"},
 		{"no cmd", `{"id":"3"}`, ErrMalformed, "3", ""},
 		{"exec without argv", `{"cmd":"exec","id":"4"}`, ErrMalformed, "4", CmdExec},
+		{"start with a bad ca_cert", `{"cmd":"start","id":"5","agent":{"command":"claude"},"ca_cert":"-----BEGIN KEY-----\nAAAA\n-----END KEY-----\n"}`, ErrMalformed, "5", CmdStart},
 		{"trailing garbage", `{"cmd":"stop"} x`, ErrMalformed, "", ""},
 		{"array", `[1,2]`, ErrMalformed, "", ""},
 	}

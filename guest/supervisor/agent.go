@@ -115,7 +115,12 @@ func (s *session) start(ctx context.Context, c protocol.Command) {
 		s.replyErr(c, "%v", err)
 		return
 	}
-	env := mergeEnv(baseEnv(u), c.Env)
+	trust, err := s.trustCA(c)
+	if err != nil {
+		s.replyErr(c, "%v", err)
+		return
+	}
+	env := mergeEnv(baseEnv(u), trust, c.Env)
 	if c.Branch != "" {
 		if err := checkout(ctx, u, env, workdir, c.Branch); err != nil {
 			s.replyErr(c, "%v", err)
@@ -135,6 +140,8 @@ func (s *session) start(ctx context.Context, c protocol.Command) {
 	s.stats = true
 	startWatch := !s.watch
 	s.watch = true
+	startPorts := !s.ports && s.cfg.GuestIP.IsValid()
+	s.ports = s.ports || startPorts
 	s.mu.Unlock()
 	s.log.Info("agent started", "pid", ch.cmd.Process.Pid, "user", u.Name, "workdir", workdir)
 	s.emit(protocol.Event{Ev: protocol.EvAgentStarted, ID: c.ID, PID: ch.cmd.Process.Pid})
@@ -149,6 +156,35 @@ func (s *session) start(ctx context.Context, c protocol.Command) {
 	if startWatch {
 		s.wg.Go(func() { s.watchWorkspace(workdir) })
 	}
+	if startPorts {
+		s.wg.Go(func() { s.watchPorts(s.cfg.GuestIP, s.cfg.PortsInterval) })
+	}
+}
+
+// trustCA installs start's ca_cert and returns the environment that
+// points tools at it, which execs get too from then on. A start without
+// one keeps what an earlier start installed: the CA stays trusted for the
+// rest of the boot.
+func (s *session) trustCA(c protocol.Command) (map[string]string, error) {
+	s.mu.Lock()
+	prev := s.caEnv
+	s.mu.Unlock()
+	if c.CACert == "" {
+		return prev, nil
+	}
+	if s.cfg.CABundle == "" || s.cfg.CAFile == "" {
+		s.log.Warn("start carries a ca_cert but this supervisor has no CA bundle configured; the CA is not trusted")
+		return prev, nil
+	}
+	if err := installCA(s.cfg.CABundle, s.cfg.CAFile, c.CACert); err != nil {
+		return nil, fmt.Errorf("trust Sandbar's CA: %w", err)
+	}
+	s.log.Info("Sandbar's CA added to the trusted certificates", "bundle", s.cfg.CABundle)
+	env := caEnv(s.cfg.CABundle, s.cfg.CAFile)
+	s.mu.Lock()
+	s.caEnv = env // execs get it from now on, whether or not the agent starts
+	s.mu.Unlock()
+	return env, nil
 }
 
 // runAgent owns the agent's pipes and reports its exit after its output.

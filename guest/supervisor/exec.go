@@ -26,7 +26,7 @@ func (e *execProc) kill() { e.signal(syscall.SIGKILL) }
 func (s *session) exec(c protocol.Command) {
 	s.mu.Lock()
 	_, dup := s.execs[c.ID]
-	workdir, startEnv := s.workdir, s.env
+	workdir, startEnv, trust := s.workdir, s.env, s.caEnv
 	s.mu.Unlock()
 	if dup {
 		s.replyErr(c, "an exec with id %q is still running: use a new id", c.ID)
@@ -48,7 +48,7 @@ func (s *session) exec(c protocol.Command) {
 	if dir == "" { // before start: the workspace all the same
 		dir = s.cfg.Workspace
 	}
-	env := mergeEnv(baseEnv(u), startEnv, c.Env)
+	env := mergeEnv(baseEnv(u), trust, startEnv, c.Env)
 	spec := spawnSpec{argv: c.Argv, env: env, dir: dir, user: u, stdin: len(c.StdinBytes()) > 0 || c.StdinOpen}
 	var master *os.File
 	if c.PTY {

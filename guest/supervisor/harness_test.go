@@ -67,6 +67,8 @@ type host struct {
 	t         testing.TB
 	sys       *fakeSys
 	ws        string
+	caBundle  string // the system CA bundle, holding origBundle at first
+	caFile    string
 	conn      net.Conn
 	guest     net.Conn
 	w         *protocol.Writer
@@ -76,16 +78,35 @@ type host struct {
 	cancel    context.CancelFunc
 }
 
+// origBundle is what the test's system CA bundle holds before a start.
+const origBundle = "# the image's bundle\n-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"
+
 func newHost(t testing.TB) *host {
 	t.Helper()
-	h := &host{t: t, sys: newFakeSys(t), ws: t.TempDir(), events: make(chan protocol.Event), serveDone: make(chan struct{})}
+	return newHostConfig(t, nil)
+}
+
+// newHostConfig is newHost with a chance to change the supervisor's
+// Config before it serves.
+func newHostConfig(t testing.TB, change func(*Config)) *host {
+	t.Helper()
+	certs := t.TempDir()
+	h := &host{t: t, sys: newFakeSys(t), ws: t.TempDir(), events: make(chan protocol.Event), serveDone: make(chan struct{}),
+		caBundle: filepath.Join(certs, "ca-certificates.crt"), caFile: filepath.Join(certs, "sandbar-ca.pem")}
+	if err := os.WriteFile(h.caBundle, []byte(origBundle), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	guestEnd, hostEnd := net.Pipe()
 	h.conn, h.guest, h.w = hostEnd, guestEnd, protocol.NewWriter(hostEnd)
 	log := slog.New(slog.DiscardHandler)
 	if _, bench := t.(*testing.B); !bench {
 		log = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	sup := New(Config{Workspace: h.ws, Sys: h.sys, Logger: log})
+	cfg := Config{Workspace: h.ws, Sys: h.sys, Logger: log, CABundle: h.caBundle, CAFile: h.caFile}
+	if change != nil {
+		change(&cfg)
+	}
+	sup := New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.serveErr = sup.Serve(ctx, guestEnd); close(h.serveDone) }()

@@ -1,9 +1,11 @@
 // Package supervisor runs inside the guest VM and serves the host's
 // protocol commands (guest/protocol): it sets up the agent user and its git
 // identity, checks out the session branch, runs the agent with its
-// stdin/stdout/stderr bridged to the host, runs exec commands, and reports
-// resource use. It is ordinary Go: everything that needs PID 1 privileges
-// sits behind System, so the package is tested on the host with real child
+// stdin/stdout/stderr bridged to the host, runs exec commands, reports
+// resource use and the listening TCP ports (relaying loopback-only ones
+// to the guest's address), and trusts the CA of the host's credential
+// broker. It is ordinary Go: everything that needs PID 1 privileges sits
+// behind System, so the package is tested on the host with real child
 // processes and a thin fake System.
 //
 // It is not the init process (guest/cmd/sandbar-init mounts, reaps and
@@ -12,8 +14,24 @@
 // Choices the host can rely on:
 //   - stats events start with the first successful start, every
 //     start.stats_interval ms (default 2000).
-//   - exec runs with the base environment, then start.env, then exec.env,
-//     each overriding the one before.
+//   - When the guest has an address (Config.GuestIP), a ports event
+//     follows the first successful start, listing the listening TCP
+//     ports the host can reach there (even none), and another whenever
+//     that set changes, read every second from /proc/net/tcp and tcp6.
+//     A port a program listens on at loopback only is relayed from the
+//     guest's address to it and listed with loopback: true (see ports.go
+//     and relay.go for the bounds).
+//   - exec runs with the base environment, then the CA variables (below),
+//     then start.env, then exec.env, each overriding the one before; the
+//     agent the same without exec.env.
+//   - start's ca_cert is added to the system CA bundle (Config.CABundle,
+//     the original content kept, the file replaced by a rename) and
+//     written alone to Config.CAFile; from then on the agent and every
+//     exec get NODE_EXTRA_CA_CERTS (the CA alone) and SSL_CERT_FILE,
+//     REQUESTS_CA_BUNDLE, PIP_CERT, GIT_SSL_CAINFO and CURL_CA_BUNDLE (the
+//     bundle). A later start with another CA replaces it; one without
+//     keeps it. A ca_cert that is not PEM CERTIFICATE blocks is refused
+//     with an error event before anything is written.
 //   - A process killed by a signal reports code 128+N and the signal name.
 //   - When the agent's main process exits, the rest of its process group is
 //     killed; output is drained until EOF, or until the pipes stay silent
@@ -26,6 +44,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"sync"
 	"time"
@@ -38,7 +57,25 @@ type Config struct {
 	Workspace string // default "/workspace"
 	Sys       System // PID-1-ish operations; required
 	Logger    *slog.Logger
-	ProcRoot  string // where /proc is mounted, for stats; default "/proc"
+	ProcRoot  string // where /proc is mounted, for stats and ports; default "/proc"
+
+	// CABundle is the system's CA bundle, to which start's ca_cert is
+	// added, and CAFile where the CA is written alone. The guest passes
+	// SystemCABundle and SandbarCAFile. Left empty (a supervisor run on
+	// a host, such as vm/vmtest's), a ca_cert is logged and left out, so
+	// the host's own trust is never touched.
+	CABundle string
+	CAFile   string
+
+	// GuestIP is the guest's own address on its network (sandbar.net).
+	// When it is set, the supervisor reports the listening TCP ports from
+	// the first start on and relays loopback-only ones on this address;
+	// when not (no network, or a supervisor run on a host), it does
+	// neither.
+	GuestIP netip.Addr
+	// PortsInterval is how often the listening ports are read; default
+	// one second.
+	PortsInterval time.Duration
 }
 
 // System is what the supervisor asks of the machine it runs on.
@@ -78,6 +115,10 @@ func New(cfg Config) *Supervisor {
 	}
 	if cfg.ProcRoot == "" {
 		cfg.ProcRoot = "/proc"
+	}
+	cfg.GuestIP = cfg.GuestIP.Unmap()
+	if cfg.PortsInterval <= 0 {
+		cfg.PortsInterval = defaultPortsInterval
 	}
 	return &Supervisor{cfg: cfg}
 }
@@ -126,10 +167,12 @@ type session struct {
 	agent   *agentProc
 	execs   map[string]*execProc
 	env     map[string]string // start.env, for the agent and execs
+	caEnv   map[string]string // points tools at the CA of a start's ca_cert
 	workdir string
 	users   map[string]User
 	stats   bool
 	watch   bool // the workspace watcher runs
+	ports   bool // the ports watcher runs
 }
 
 func newSession(ctx context.Context, cfg Config, conn io.ReadWriter) *session {

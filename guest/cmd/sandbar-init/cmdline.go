@@ -41,7 +41,17 @@ type netConfig struct {
 	addr    netip.Prefix
 	gateway netip.Addr
 	dns     netip.Addr
+	// mtu is the interface's MTU (static's mtu=<n>); 0 keeps the
+	// driver's. The host's userspace network asks for a large one
+	// (65520): under emulation each packet costs, whatever its size.
+	mtu int
 }
+
+// MTU bounds: IPv4's minimum (RFC 791) and the most the field holds.
+const (
+	minMTU = 68
+	maxMTU = 65535
+)
 
 // parseCmdline reads a kernel command line such as /proc/cmdline holds.
 func parseCmdline(s string) (config, error) {
@@ -99,7 +109,8 @@ func parseCmdline(s string) (config, error) {
 	return c, nil
 }
 
-// parseNet reads "none", "dhcp" or "static:<ip>/<prefix>,<gateway>,<dns>".
+// parseNet reads "none", "dhcp" or
+// "static:<ip>/<prefix>,<gateway>,<dns>[,mtu=<n>]".
 func parseNet(v string) (netConfig, error) {
 	switch v {
 	case "", "none":
@@ -107,13 +118,14 @@ func parseNet(v string) (netConfig, error) {
 	case "dhcp":
 		return netConfig{mode: "dhcp"}, nil
 	}
+	const form = "static:<ip>/<prefix>,<gateway>,<dns>[,mtu=<n>]"
 	spec, ok := strings.CutPrefix(v, "static:")
 	if !ok {
-		return netConfig{}, fmt.Errorf("sandbar.net=%q: want none, dhcp or static:<ip>/<prefix>,<gateway>,<dns>", v)
+		return netConfig{}, fmt.Errorf("sandbar.net=%q: want none, dhcp or %s", v, form)
 	}
 	parts := strings.Split(spec, ",")
-	if len(parts) != 3 {
-		return netConfig{}, fmt.Errorf("sandbar.net=%q: static wants <ip>/<prefix>,<gateway>,<dns>", v)
+	if len(parts) != 3 && len(parts) != 4 {
+		return netConfig{}, fmt.Errorf("sandbar.net=%q: want %s", v, form)
 	}
 	addr, err := netip.ParsePrefix(parts[0])
 	if err != nil || !addr.Addr().Is4() {
@@ -127,7 +139,19 @@ func parseNet(v string) (netConfig, error) {
 	if err != nil {
 		return netConfig{}, fmt.Errorf("sandbar.net=%q: dns %q is not an IP address", v, parts[2])
 	}
-	return netConfig{mode: "static", addr: addr, gateway: gw, dns: dns}, nil
+	n := netConfig{mode: "static", addr: addr, gateway: gw, dns: dns}
+	if len(parts) == 4 {
+		val, ok := strings.CutPrefix(parts[3], "mtu=")
+		if !ok {
+			return netConfig{}, fmt.Errorf("sandbar.net=%q: the fourth field %q is not mtu=<n>", v, parts[3])
+		}
+		mtu, err := strconv.Atoi(val)
+		if err != nil || mtu < minMTU || mtu > maxMTU {
+			return netConfig{}, fmt.Errorf("sandbar.net=%q: mtu %q is not a number from %d to %d", v, val, minMTU, maxMTU)
+		}
+		n.mtu = mtu
+	}
+	return n, nil
 }
 
 // filesystems returns the module aliases ("fs-ext4") of the file systems

@@ -14,7 +14,8 @@
 // host waiting for it.
 //
 // The host drives it through the kernel command line (see parseCmdline):
-// sandbar.root, sandbar.agent, sandbar.scratch, sandbar.share, sandbar.net,
+// sandbar.root, sandbar.agent, sandbar.scratch, sandbar.share, sandbar.net
+// (none, dhcp or static:<ip>/<prefix>,<gateway>,<dns>[,mtu=<n>]),
 // sandbar.time and sandbar.debug.
 package main
 

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,6 +47,12 @@ func setupNetwork(c *console, n netConfig, loopback <-chan error) error {
 	if err != nil {
 		return err
 	}
+	if n.mtu > 0 {
+		// Before the link is up, so no packet leaves at the old size.
+		if err := setMTU(ifname, n.mtu); err != nil {
+			return fmt.Errorf("set the MTU of %s to %d (sandbar.net's mtu=): %w", ifname, n.mtu, err)
+		}
+	}
 	if err := linkUp(ifname); err != nil {
 		return fmt.Errorf("bring up %s: %w", ifname, err)
 	}
@@ -75,7 +82,7 @@ func setupNetwork(c *console, n netConfig, loopback <-chan error) error {
 			return err
 		}
 	}
-	c.mark("network up (%s %s, gateway %s, dns %s)", ifname, n.addr, n.gateway, n.dns)
+	c.mark("network up (%s %s, gateway %s, dns %s, mtu %s)", ifname, n.addr, n.gateway, n.dns, mtuText(n.mtu))
 	return nil
 }
 
@@ -115,6 +122,34 @@ func linkUp(name string) error {
 	}
 	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP | unix.IFF_RUNNING)
 	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
+
+// setMTU sets an interface's MTU. virtio-net takes 68 to 65535, or up to
+// the device's own MTU when it offers one (VIRTIO_NET_F_MTU); past that
+// the kernel says EINVAL. Frames past 1500 bytes are received only when
+// the device offers mergeable receive buffers (VIRTIO_NET_F_MRG_RXBUF,
+// QEMU's default) or guest TSO (then the driver posts 64 KiB buffers):
+// otherwise the driver drops them, so the host asks for a large MTU only
+// with one of those.
+func setMTU(name string, mtu int) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq(name)
+	if err != nil {
+		return err
+	}
+	ifr.SetUint32(uint32(mtu))
+	return unix.IoctlIfreq(fd, unix.SIOCSIFMTU, ifr)
+}
+
+func mtuText(mtu int) string {
+	if mtu == 0 {
+		return "the driver's"
+	}
+	return strconv.Itoa(mtu)
 }
 
 // netlinkRequest sends one rtnetlink request and waits for its ack.

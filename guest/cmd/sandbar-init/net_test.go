@@ -4,12 +4,18 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestDHCPRoundTrip(t *testing.T) {
@@ -133,4 +139,50 @@ func TestHostsHas(t *testing.T) {
 			t.Errorf("hostsHas(%q) = %v, want %v", tt.hosts, got, tt.want)
 		}
 	}
+}
+
+// TestSetMTU sets lo's MTU in a network namespace of its own (a user
+// namespace gives the rights), where it changes nothing of the machine's.
+func TestSetMTU(t *testing.T) {
+	if os.Getenv("SANDBAR_TEST_MTU_CHILD") == "1" {
+		mtuChild()
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSetMTU$", "-test.v")
+	cmd.Env = append(os.Environ(), "SANDBAR_TEST_MTU_CHILD=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
+	}
+	out, err := cmd.CombinedOutput()
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		t.Skipf("cannot make a user and network namespace here: %v", err)
+	}
+	if err != nil || !bytes.Contains(out, []byte("mtu child ok")) {
+		t.Fatalf("in a namespace of its own: %v\n%s", err, out)
+	}
+}
+
+func mtuChild() {
+	fail := func(format string, a ...any) {
+		fmt.Printf(format+"\n", a...)
+		os.Exit(1)
+	}
+	if err := setMTU("lo", 9000); err != nil {
+		fail("setMTU(lo, 9000): %v", err)
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		fail("socket: %v", err)
+	}
+	ifr, _ := unix.NewIfreq("lo")
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFMTU, ifr); err != nil || ifr.Uint32() != 9000 {
+		fail("lo's MTU reads %d (%v), want 9000", ifr.Uint32(), err)
+	}
+	if err := setMTU("sandbar-none0", 1500); !errors.Is(err, unix.ENODEV) {
+		fail("setMTU of a missing interface: %v, want ENODEV", err)
+	}
+	fmt.Println("mtu child ok")
 }

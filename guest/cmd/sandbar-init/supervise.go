@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strconv"
@@ -41,12 +43,53 @@ func supervise() int {
 	}
 	c.mark("host channel open")
 	defer conn.Close()
-	s := supervisor.New(supervisor.Config{Sys: supervisor.LinuxSystem{}, Logger: log})
+	guest := guestAddress(log)
+	s := supervisor.New(supervisor.Config{
+		Sys:      supervisor.LinuxSystem{},
+		Logger:   log,
+		CABundle: supervisor.SystemCABundle,
+		CAFile:   supervisor.SandbarCAFile,
+		GuestIP:  guest,
+	})
 	if err := s.Serve(ctx, conn); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(os.Stderr, "sandbar-init: supervisor: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// guestAddress is the guest's own address on its network, for the
+// supervisor's ports and relays: sandbar.net's static address, or with
+// dhcp the first IPv4 address PID 1 gave an interface (it has, before
+// the go-ahead). It is invalid without a network.
+func guestAddress(log *slog.Logger) netip.Addr {
+	raw, err := os.ReadFile("/proc/cmdline")
+	if err != nil {
+		log.Warn("cannot read the kernel command line; ports are not watched", "err", err)
+		return netip.Addr{}
+	}
+	cfg, err := parseCmdline(string(raw))
+	if err != nil {
+		log.Warn("kernel command line; ports are not watched", "err", err)
+		return netip.Addr{}
+	}
+	switch cfg.net.mode {
+	case "static":
+		return cfg.net.addr.Addr()
+	case "dhcp":
+		addrs, err := net.InterfaceAddrs()
+		if err != nil {
+			log.Warn("cannot list the guest's addresses; ports are not watched", "err", err)
+			return netip.Addr{}
+		}
+		for _, a := range addrs {
+			if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is4() && p.Addr().IsGlobalUnicast() {
+				return p.Addr()
+			}
+		}
+		log.Warn("no IPv4 address after DHCP; ports are not watched")
+	}
+	return netip.Addr{}
 }
 
 // goAheadMsg is what PID 1 sends with the root once the machine is ready.
