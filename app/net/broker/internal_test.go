@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -217,5 +218,24 @@ func TestScrubHeaders(t *testing.T) {
 	}
 	if got := h.Get("X-Nothing"); got != "plain" {
 		t.Errorf("X-Nothing %q", got)
+	}
+}
+
+func TestLeafCacheIsBounded(t *testing.T) {
+	ca, _, err := newCA(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := ca.Certificate("h0.test")
+	for i := range leafCached + 10 {
+		if _, err := ca.Certificate(fmt.Sprintf("h%d.test", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(ca.leaves); n != leafCached || ca.order.Len() != leafCached {
+		t.Errorf("cache holds %d (%d), want %d", n, ca.order.Len(), leafCached)
+	}
+	if again, _ := ca.Certificate("h0.test"); again == first {
+		t.Errorf("the oldest leaf was not evicted")
 	}
 }
