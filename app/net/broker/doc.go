@@ -10,9 +10,16 @@
 // back it scrubs the real values out of what the upstream answers, so an
 // upstream that echoes a credential cannot hand it to the guest.
 //
-// API is the front end for the model API: it forwards the agent's
-// plain-HTTP requests (ANTHROPIC_BASE_URL points at the session's gateway)
-// to the one configured upstream; the guest picks only the path.
+// Two front ends share that core:
+//
+//   - API forwards the agent's plain-HTTP requests to the model API
+//     (ANTHROPIC_BASE_URL points at the session's gateway). Every request
+//     goes to the one configured upstream; the guest picks only the path.
+//   - Interceptor terminates the guest's HTTPS connection to a host that a
+//     secret is bound to (github.com for GITHUB_TOKEN) with a leaf from
+//     Sandbar's per-install CA (LoadOrCreateCA), and forwards each request
+//     over its own TLS connection to the real host, verified against real
+//     roots.
 //
 // What this package is not: it makes no policy decisions (the network
 // decides which connections reach it and which hosts may be dialled), it
