@@ -3,13 +3,21 @@
 package tests
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"sandbar/app/session"
 	"sandbar/tests/anthropictest"
-	"sandbar/vm/qemu"
 )
 
 // claudeCommand is what the scripted model asks Claude Code's Bash tool to
@@ -37,38 +45,32 @@ func claudeScript(r *anthropictest.Request) anthropictest.Reply {
 	}
 }
 
-// guestHostAddr is the host's loopback as a session VM reaches it: the
-// gateway of QEMU's user-mode network (vm/qemu's GuestNet), which slirp
-// forwards to 127.0.0.1 on the host.
-func guestHostAddr(t *testing.T) string {
-	t.Helper()
-	parts := strings.Split(strings.TrimPrefix(qemu.GuestNet, "static:"), ",")
-	if len(parts) != 3 || net.ParseIP(parts[1]) == nil {
-		t.Fatalf("qemu.GuestNet = %q: want static:<ip>/<prefix>,<gateway>,<dns>", qemu.GuestNet)
-	}
-	return parts[1]
-}
-
 // TestClaudeCodeCommitsAndMerges runs the real Claude Code binary in a
-// session VM against a scripted Messages API on the host's loopback: the
-// model calls Bash to edit and commit, the turn ends with the session
-// waiting for a message, and merge brings the commit home as branch
-// sandbar/<id> without touching the person's working tree, index or HEAD.
+// session VM against a scripted Messages API on the host's loopback,
+// reached through Sandbar's model-API broker (SANDBAR_ANTHROPIC_UPSTREAM
+// points the broker there): the model calls Bash to edit and commit, the
+// turn ends with the session waiting for a message, and merge brings the
+// commit home as branch sandbar/<id> without touching the person's
+// working tree, index or HEAD. The API sees the real key on every
+// request; the guest never holds it: not in any process's environment,
+// not on its disks, not in its RAM (dumped through QMP and searched).
 func TestClaudeCodeCommitsAndMerges(t *testing.T) {
 	w := newWorld(t)
 	api := anthropictest.Start(t, claudeScript)
 	const key = "sk-ant-test-e2e-0123456789abcdef"
-	for name, value := range map[string]string{
-		"ANTHROPIC_API_KEY":  key,
-		"ANTHROPIC_BASE_URL": "http://" + net.JoinHostPort(guestHostAddr(t), api.Port),
+	w.env = append(w.env,
+		session.EnvAnthropicUpstream+"=http://"+net.JoinHostPort("127.0.0.1", api.Port),
 		// No update checks, telemetry or error reports: only the scripted
 		// API is asked anything.
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-	} {
-		if _, errOut, code := w.run(value+"\n", "secrets", "set", name); code != 0 {
-			t.Fatalf("secrets set %s: %s", name, errOut)
-		}
+	)
+	if _, errOut, code := w.run(key+"\n", "secrets", "set", "ANTHROPIC_API_KEY"); code != 0 {
+		t.Fatalf("secrets set: %s", errOut)
 	}
+	if _, errOut, code := w.run("1\n", "secrets", "set", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"); code != 0 {
+		t.Fatalf("secrets set: %s", errOut)
+	}
+	w.ok("project", "add", w.repo)
+	w.ok("project", "secrets", w.repo, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC")
 	head := w.git("rev-parse", "HEAD")
 	before := treeState(t, w)
 
@@ -78,6 +80,32 @@ func TestClaudeCodeCommitsAndMerges(t *testing.T) {
 	t.Logf("start to the turn's end: %.1f s; the API saw:\n%s", time.Since(started).Seconds(), api.Log())
 	if !strings.HasPrefix(s.Reason, "waiting for your message") {
 		t.Errorf("after the turn the session says %q", s.Reason)
+	}
+
+	// The guest holds a sentinel, never the key: in no process's
+	// environment (a leaked key would show, redacted, in exec's output),
+	// on no disk of the session, in none of its RAM.
+	environ, errOut, code := w.run("", "exec", "--user", "root", id, "--", "sh", "-c", `for f in /proc/[0-9]*/environ; do tr '\0' '\n' < "$f"; done 2>/dev/null`)
+	if code != 0 {
+		t.Fatalf("read the guest's environments: %s", errOut)
+	}
+	if strings.Contains(environ, key) || strings.Contains(environ, "redacted:ANTHROPIC_API_KEY") {
+		t.Error("the API key is in a process environment in the guest")
+	}
+	if !strings.Contains(environ, "ANTHROPIC_API_KEY=sandbar-brokered-") || !strings.Contains(environ, "ANTHROPIC_BASE_URL="+session.BrokerURL) {
+		t.Errorf("the agent's environment has no sentinel key and broker URL:\n%s", clip(environ))
+	}
+	dump := filepath.Join(t.TempDir(), "guest-memory.elf")
+	qmpDumpMemory(t, filepath.Join(w.home, "sessions", id), dump)
+	files := []string{dump, filepath.Join(w.home, "sessions", id, "scratch.img")}
+	bases, _ := filepath.Glob(filepath.Join(w.home, "projects", "*", "bases", "*.ext4"))
+	for _, f := range append(files, bases...) {
+		if n, err := countInFile(f, []byte(key)); err != nil || n > 0 {
+			t.Errorf("%s holds the API key %d times (%v)", filepath.Base(f), n, err)
+		}
+	}
+	if n, _ := countInFile(dump, []byte("sandbar-brokered-")); n == 0 {
+		t.Error("the memory dump holds no sentinel either: did it dump the guest's RAM?")
 	}
 
 	logs, sys, _ := w.run("", "logs", id)
@@ -155,5 +183,96 @@ func waitTurn(t *testing.T, w *world, id string, api *anthropictest.Server) lsEn
 			t.Fatalf("session %s is %s/%s (%s), want running and waiting for a message\nthe API saw:\n%s\nlog:\n%s\n%s", id, s.State, s.Activity, s.Reason, api.Log(), logs, sys)
 		}
 		time.Sleep(time.Second)
+	}
+}
+
+// qmpDumpMemory writes the RAM of the VM whose directory is dir to path
+// (an ELF core) through its QMP monitor, found in its QEMU's command
+// line.
+func qmpDumpMemory(t *testing.T, dir, path string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "vm.pid"))
+	if err != nil {
+		t.Fatalf("the VM's pid file: %v", err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		t.Fatalf("QEMU's command line: %v", err)
+	}
+	sock := ""
+	for _, a := range strings.Split(string(cmdline), "\x00") {
+		if strings.HasPrefix(a, "socket,id=qmp,path=") {
+			sock = strings.TrimSuffix(strings.SplitN(strings.TrimPrefix(a, "socket,id=qmp,path="), ",server", 2)[0], "")
+			sock = strings.ReplaceAll(sock, ",,", ",")
+		}
+	}
+	if sock == "" {
+		t.Fatalf("no QMP socket in QEMU's command line %q", cmdline)
+	}
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(3 * time.Minute))
+	r := bufio.NewReader(c)
+	r.ReadBytes('\n') // greeting
+	enc := json.NewEncoder(c)
+	for _, cmd := range []map[string]any{
+		{"execute": "qmp_capabilities"},
+		{"execute": "dump-guest-memory", "arguments": map[string]any{"paging": false, "protocol": "file:" + path}},
+	} {
+		enc.Encode(cmd)
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				t.Fatalf("QMP %v: %v", cmd["execute"], err)
+			}
+			var rep struct {
+				Return json.RawMessage
+				Error  *struct{ Desc string }
+			}
+			json.Unmarshal(line, &rep)
+			if rep.Error != nil {
+				t.Fatalf("QMP %v: %s", cmd["execute"], rep.Error.Desc)
+			}
+			if rep.Return != nil {
+				break
+			}
+		}
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Size() < 256<<20 {
+		t.Fatalf("the memory dump: %v, %d bytes", err, fi.Size())
+	}
+}
+
+// countInFile counts the occurrences of needle in a file, read in chunks
+// that overlap by len(needle)-1 bytes.
+func countInFile(path string, needle []byte) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 8<<20)
+	keep, n := 0, 0
+	for {
+		k, err := f.Read(buf[keep:])
+		chunk := buf[:keep+k]
+		n += bytes.Count(chunk, needle)
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		keep = min(len(needle)-1, len(chunk))
+		// Occurrences inside the kept tail were counted; move it so only
+		// ones that cross the boundary are new.
+		tail := chunk[len(chunk)-keep:]
+		n -= bytes.Count(tail, needle)
+		copy(buf, tail)
 	}
 }

@@ -204,25 +204,35 @@ func (w *world) stopEngine() {
 	}
 }
 
-const apiKey = "sk-ant-e2e-9f8e7d6c5b4a"
+const (
+	apiKey   = "sk-ant-e2e-9f8e7d6c5b4a"
+	npmToken = "npm_e2e_Zq8x\"quoted\\and-escaped\"_1f2e"
+)
 
 func TestSessionLifecycle(t *testing.T) {
 	w := newWorld(t)
 	if _, errOut, code := w.run(apiKey+"\n", "secrets", "set", "ANTHROPIC_API_KEY"); code != 0 {
 		t.Fatalf("secrets set: %s", errOut)
 	}
-	if got := w.ok("secrets", "ls"); got != "ANTHROPIC_API_KEY\n" {
+	if _, errOut, code := w.run(npmToken+"\n", "secrets", "set", "NPM_TOKEN"); code != 0 {
+		t.Fatalf("secrets set: %s", errOut)
+	}
+	if got := w.ok("secrets", "ls"); got != "ANTHROPIC_API_KEY\tbrokered to the model API\nNPM_TOKEN\n" {
 		t.Errorf("secrets ls = %q", got)
 	}
+	w.ok("project", "add", w.repo)
+	w.ok("project", "secrets", w.repo, "NPM_TOKEN")
 	before := treeState(t, w)
 
-	// A scripted agent: reads the secret, prints it, edits, commits.
-	agent := `echo "the key is $ANTHROPIC_API_KEY"; echo "from the agent" > agent.txt; git add agent.txt; git commit -qm "agent work"; echo finished`
+	// A scripted agent: prints its secrets, edits, commits. The model
+	// API's key is brokered, so the VM holds a stand-in; the project's
+	// plain secret is in the environment, and redacted in what it prints.
+	agent := `echo "the key is $ANTHROPIC_API_KEY"; printf "the token is %s\\n" "$NPM_TOKEN"; echo "from the agent" > agent.txt; git add agent.txt; git commit -qm "agent work"; echo finished`
 	out, errOut, code := w.run("", "start", "--repo", w.repo, "--agent", agent, "--cpus", "1", "--memory", "768", "--disk", "1", "--wait")
 	if code != 0 {
 		t.Fatalf("start --wait exited %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
-	if !strings.Contains(out, "the key is [redacted:ANTHROPIC_API_KEY]") || !strings.Contains(out, "finished") {
+	if !strings.Contains(out, "the key is sandbar-brokered-") || !strings.Contains(out, "the token is [redacted:NPM_TOKEN]") || !strings.Contains(out, "finished") {
 		t.Errorf("start --wait output:\n%s", out)
 	}
 	ss := w.ls()
@@ -238,11 +248,11 @@ func TestSessionLifecycle(t *testing.T) {
 	db, _ := os.ReadFile(filepath.Join(w.home, "sandbar.db"))
 	wal, _ := os.ReadFile(filepath.Join(w.home, "sandbar.db-wal"))
 	for name, text := range map[string]string{"start output": out + errOut, "logs": logs, "agent.log": string(agentLog), "database": string(db) + string(wal)} {
-		if strings.Contains(text, apiKey) {
-			t.Errorf("the secret appears in the %s", name)
+		if strings.Contains(text, apiKey) || strings.Contains(text, npmToken) {
+			t.Errorf("a secret appears in the %s", name)
 		}
 	}
-	if !strings.Contains(logs, "[redacted:ANTHROPIC_API_KEY]") {
+	if !strings.Contains(logs, "[redacted:NPM_TOKEN]") {
 		t.Errorf("logs:\n%s", logs)
 	}
 

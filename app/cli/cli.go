@@ -71,6 +71,7 @@ func commands() []command {
 		{name: "project", summary: "add and list projects (repositories)", sub: []command{
 			{name: "add", summary: "add repositories: sandbar project add PATH...", run: projectAdd},
 			{name: "ls", summary: "list projects", run: projectList},
+			{name: "secrets", summary: "choose the secrets a project's sessions get: sandbar project secrets PROJECT [NAME...]", run: projectSecrets},
 		}},
 		{name: "start", summary: "start an agent session: sandbar start [--repo PATH | PROJECT] [flags]", run: start},
 		{name: "ls", summary: "list sessions", run: list},
@@ -83,6 +84,8 @@ func commands() []command {
 		{name: "changes", summary: "list a session's changed files: sandbar changes [--json] ID", run: changesCmd},
 		{name: "diff", summary: "print one changed file's diff: sandbar diff ID PATH", run: diffCmd},
 		{name: "merge", summary: "bring a session's branch into its repository", run: merge},
+		{name: "net", summary: "what a session's VM tried to reach, and what it may: sandbar net ID [allow|deny TARGET]", run: netCmd},
+		{name: "ports", summary: "a session's ports published on this machine: sandbar ports ID [publish GUEST[:HOST]]", run: portsCmd},
 		{name: "rm", summary: "delete sessions", run: remove},
 		{name: "secrets", summary: "keep API keys and tokens in the keyring", sub: []command{
 			{name: "set", summary: "set a secret (value from standard input or a hidden prompt)", run: secretsSet},

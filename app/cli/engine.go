@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"sandbar/app/net/broker"
 	"sandbar/app/secrets"
 	"sandbar/app/session"
 	"sandbar/app/store"
@@ -39,11 +40,14 @@ func OpenManager(ctx context.Context, env *Env) (*session.Manager, *store.Store,
 		st.Close()
 		return nil, nil, err
 	}
+	sec := secrets.New(st, secrets.Options{})
 	m, err := session.New(ctx, session.Config{
-		Paths:      env.Paths,
-		Store:      st,
-		Secrets:    secrets.New(st, secrets.Options{}),
-		Hypervisor: hv,
+		Paths:             env.Paths,
+		Store:             st,
+		Secrets:           sec,
+		CAStore:           caStore{sec.Internal()},
+		AnthropicUpstream: os.Getenv(session.EnvAnthropicUpstream),
+		Hypervisor:        hv,
 		Image: func(ctx context.Context) (*image.Image, error) {
 			img, err := image.Latest(env.Paths.Images)
 			if errors.Is(err, image.ErrNotBuilt) {
@@ -60,6 +64,20 @@ func OpenManager(ctx context.Context, env *Env) (*session.Manager, *store.Store,
 	}
 	return m, st, nil
 }
+
+// caStore keeps the credential broker's CA among Sandbar's own keyring
+// items.
+type caStore struct{ k secrets.Internal }
+
+func (c caStore) Get(ctx context.Context, name string) (string, error) {
+	v, err := c.k.Get(ctx, name)
+	if errors.Is(err, secrets.ErrNotFound) {
+		return "", fmt.Errorf("%w: %w", broker.ErrNotFound, err)
+	}
+	return v, err
+}
+
+func (c caStore) Set(ctx context.Context, name, value string) error { return c.k.Set(ctx, name, value) }
 
 type discard struct{}
 

@@ -11,20 +11,34 @@ import (
 	"golang.org/x/term"
 
 	"sandbar/app/secrets"
+	"sandbar/app/session"
+	"sandbar/app/store"
 )
 
 func secretsSet(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "sandbar secrets set")
+	host := fs.String("host", "", "broker the secret: it never enters a VM, and Sandbar puts it in requests to this host only (HTTPS)")
+	header := fs.String("header", "", "with --host: the header that carries it (default Authorization)")
 	fs.Usage = func() {
-		fmt.Fprintln(env.Stderr, "usage: sandbar secrets set NAME\n\nThe value is read from standard input, or asked for without echo on a terminal;\nit is never an argument, so it stays out of shell history and process lists.")
+		fmt.Fprintln(env.Stderr, "usage: sandbar secrets set [--host HOST [--header NAME]] NAME\n\nThe value is read from standard input, or asked for without echo on a terminal;\nit is never an argument, so it stays out of shell history and process lists.\n\nA secret sessions get (`sandbar project secrets`) enters the VM's environment,\nunless it is brokered (--host): then the VM holds a stand-in, and Sandbar swaps\nthe real value in on requests to that host alone. ANTHROPIC_API_KEY and\nCLAUDE_CODE_OAUTH_TOKEN are always brokered to the model API.\n\nflags:")
+		fs.PrintDefaults()
 	}
-	if err := parseArgs(fs, args); err != nil {
+	pos, err := interleaved(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		return UsageError{Msg: "sandbar secrets set: give one NAME; the value comes from standard input, never an argument"}
 	}
-	name := fs.Arg(0)
+	name := pos[0]
+	var bind store.SecretBroker
+	if *host != "" {
+		if bind, err = session.SecretBinding(name, *host, *header); err != nil {
+			return err
+		}
+	} else if *header != "" {
+		return UsageError{Msg: "sandbar secrets set: --header goes with --host"}
+	}
 	value, err := readSecret(env, name)
 	if err != nil {
 		return err
@@ -37,7 +51,17 @@ func secretsSet(ctx context.Context, env *Env, args []string) error {
 	if err := secrets.New(st, secrets.Options{}).Set(ctx, name, value); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "secret %s saved in the keyring; sessions get it as $%s\n", name, name)
+	if err := st.SetSecretBroker(ctx, name, bind); err != nil {
+		return err
+	}
+	switch {
+	case bind.Host != "":
+		fmt.Fprintf(env.Stdout, "secret %s saved in the keyring, brokered: sessions hold a stand-in, and Sandbar puts the value in the %s header of HTTPS requests to %s\n", name, bind.Header, bind.Host)
+	case session.ModelCredential(name):
+		fmt.Fprintf(env.Stdout, "secret %s saved in the keyring; Sandbar's broker adds it to the agent's model API requests: it never enters a VM\n", name)
+	default:
+		fmt.Fprintf(env.Stdout, "secret %s saved in the keyring; sessions of the projects that list it get it as $%s (sandbar project secrets PROJECT %s)\n", name, name, name)
+	}
 	return nil
 }
 
@@ -82,8 +106,19 @@ func secretsList(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintln(env.Stdout, "no secrets: Claude Code needs one, e.g. `sandbar secrets set ANTHROPIC_API_KEY`")
 		return nil
 	}
+	brokers, err := st.SecretBrokers(ctx)
+	if err != nil {
+		return err
+	}
 	for _, n := range names {
-		fmt.Fprintln(env.Stdout, n)
+		switch b, ok := brokers[n]; {
+		case ok:
+			fmt.Fprintf(env.Stdout, "%s\tbrokered to %s (%s)\n", n, b.Host, b.Header)
+		case session.ModelCredential(n):
+			fmt.Fprintf(env.Stdout, "%s\tbrokered to the model API\n", n)
+		default:
+			fmt.Fprintln(env.Stdout, n)
+		}
 	}
 	return nil
 }

@@ -86,7 +86,9 @@ func TestStartWaitReturnsWhenClaudesTurnEnds(t *testing.T) {
 			r, cli, stdout, stderr := engineFor(t, env)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			o := session.Options{Repo: env.Repo(t, "waiting répo"), MemoryMiB: 512, Prompt: "What is here?"}
+			repo := env.Repo(t, "waiting répo")
+			env.Give(t, repo, "PATH") // the stand-in claude comes first
+			o := session.Options{Repo: repo, MemoryMiB: 512, Prompt: "What is here?"}
 			done := make(chan error, 1)
 			go func() { done <- startAndWait(ctx, cli, r, o) }()
 			var err error

@@ -5,6 +5,8 @@ import (
 	"io"
 	"time"
 
+	"sandbar/app/net/netstack"
+	"sandbar/app/net/policy"
 	"sandbar/app/sandbox"
 	"sandbar/app/store"
 	"sandbar/app/workspace"
@@ -190,4 +192,54 @@ func (c *Client) follow(ctx context.Context, session string, out chan<- Event) (
 		}
 	}
 	return time.Since(began), nil
+}
+
+// AddNetRule adds a network rule through the engine, which runs the
+// sessions that follow it.
+func (c *Client) AddNetRule(ctx context.Context, ref string, scope NetScope, action, target string) (policy.Rule, error) {
+	r, err := c.Engine(ctx)
+	if err != nil {
+		return policy.Rule{}, err
+	}
+	line, err := r.AddNetRule(ctx, ref, scope, action, target)
+	if err != nil {
+		return policy.Rule{}, err
+	}
+	return policy.ParseRule(line, map[NetScope]policy.Source{ScopeSession: policy.SourceSession, ScopeProject: policy.SourceProject, ScopeSandbar: policy.SourceSandbar}[scope])
+}
+
+// SetNetworkRules replaces a scope's rules through the engine.
+func (c *Client) SetNetworkRules(ctx context.Context, scope NetScope, ref, text string, _ int64) error {
+	r, err := c.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	return r.SetNetworkRules(ctx, scope, ref, text)
+}
+
+// Ports lists a running session's published ports, from the engine.
+func (c *Client) Ports(ctx context.Context, id string) ([]netstack.Port, error) {
+	r, err := c.Engine(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Ports(ctx, id)
+}
+
+// PublishPort publishes a guest port through the engine.
+func (c *Client) PublishPort(ctx context.Context, id string, guest, host uint16) (netstack.Port, error) {
+	r, err := c.Engine(ctx)
+	if err != nil {
+		return netstack.Port{}, err
+	}
+	return r.PublishPort(ctx, id, guest, host)
+}
+
+// UnpublishPort closes a published port through the engine.
+func (c *Client) UnpublishPort(ctx context.Context, id string, guest uint16) error {
+	r, err := c.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	return r.UnpublishPort(ctx, id, guest)
 }

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"sandbar/app/net/netstack"
 	"sandbar/app/sandbox"
 	"sandbar/app/store"
 	"sandbar/app/workspace"
@@ -147,6 +148,11 @@ type request struct {
 	Exec    *sandbox.ExecRequest  `json:"exec,omitempty"`
 	Path    string                `json:"path,omitempty"`
 	File    *workspace.FileChange `json:"file,omitempty"`
+	// The network's operations.
+	Scope  NetScope `json:"scope,omitempty"`
+	Action string   `json:"action,omitempty"`
+	Guest  uint16   `json:"guest,omitempty"`
+	Host   uint16   `json:"host,omitempty"`
 }
 
 type reply struct {
@@ -162,6 +168,8 @@ type reply struct {
 	Changes *workspace.Changes     `json:"changes,omitempty"`
 	Diff    *string                `json:"diff,omitempty"`
 	Export  *exportReply           `json:"export,omitempty"`
+	Ports   []netstack.Port        `json:"ports,omitempty"`
+	Port    *netstack.Port         `json:"port,omitempty"`
 	Done    bool                   `json:"done,omitempty"`
 	Error   string                 `json:"error,omitempty"`
 	Code    string                 `json:"code,omitempty"`
@@ -264,6 +272,22 @@ func (e *Engine) handle(ctx context.Context, c net.Conn) {
 		errw := writerFunc(func(p []byte) (int, error) { return len(p), send(reply{Stderr: p}) })
 		res, err := m.Exec(ctx, req.ID, *req.Exec, out, errw)
 		done(reply{Exec: &res}, err)
+	case "net-rule":
+		rule, err := m.AddNetRule(ctx, req.ID, req.Scope, req.Action, req.Text)
+		done(reply{Note: rule.String()}, err)
+	case "net-rules-set":
+		done(reply{}, m.SetNetworkRules(ctx, req.Scope, req.ID, req.Text, 0))
+	case "net-reload":
+		m.ReloadNetworks(ctx)
+		done(reply{}, nil)
+	case "ports":
+		ports, err := m.Ports(ctx, req.ID)
+		done(reply{Ports: ports}, err)
+	case "publish":
+		p, err := m.PublishPort(ctx, req.ID, req.Guest, req.Host)
+		done(reply{Port: &p}, err)
+	case "unpublish":
+		done(reply{}, m.UnpublishPort(ctx, req.ID, req.Guest))
 	case "subscribe":
 		for ev := range m.Subscribe(ctx, req.ID) {
 			if send(reply{Event: &ev}) != nil {
@@ -301,6 +325,12 @@ func errCode(err error) string {
 		return "no_credentials"
 	case errors.Is(err, ErrBadOptions):
 		return "bad_options"
+	case errors.Is(err, ErrNetworkRules):
+		return "network_rules"
+	case errors.Is(err, ErrNoNetwork):
+		return "no_network"
+	case errors.Is(err, netstack.ErrPortInUse):
+		return "port_in_use"
 	}
 	return ""
 }
@@ -309,6 +339,7 @@ var codes = map[string]error{
 	"not_found": store.ErrNotFound, "ambiguous": store.ErrAmbiguous, "exists": store.ErrExists,
 	"budget": ErrBudget, "state": ErrState, "owned": ErrOwnedElsewhere,
 	"no_credentials": ErrNoCredentials, "bad_options": ErrBadOptions, "dirty": ErrDirty,
+	"network_rules": ErrNetworkRules, "no_network": ErrNoNetwork, "port_in_use": netstack.ErrPortInUse,
 }
 
 // ErrDirty is what a remote "dirty workspace" refusal is; locally it is a
@@ -537,4 +568,56 @@ func (r *Remote) Subscribe(ctx context.Context, id string) (<-chan Event, error)
 	case <-time.After(50 * time.Millisecond):
 	}
 	return out, nil
+}
+
+// AddNetRule is Manager.AddNetRule in the engine; it returns the rule as
+// kept.
+func (r *Remote) AddNetRule(ctx context.Context, id string, scope NetScope, action, target string) (string, error) {
+	var rule string
+	err := r.call(ctx, request{Op: "net-rule", ID: id, Scope: scope, Action: action, Text: target}, func(rep reply) error {
+		if rep.Done {
+			rule = rep.Note
+		}
+		return nil
+	})
+	return rule, err
+}
+
+// SetNetworkRules is Manager.SetNetworkRules in the engine.
+func (r *Remote) SetNetworkRules(ctx context.Context, scope NetScope, ref, text string) error {
+	return r.call(ctx, request{Op: "net-rules-set", ID: ref, Scope: scope, Text: text}, nil)
+}
+
+// ReloadNetworks is Manager.ReloadNetworks in the engine.
+func (r *Remote) ReloadNetworks(ctx context.Context) error {
+	return r.call(ctx, request{Op: "net-reload"}, nil)
+}
+
+// Ports is Manager.Ports in the engine.
+func (r *Remote) Ports(ctx context.Context, id string) ([]netstack.Port, error) {
+	var ports []netstack.Port
+	err := r.call(ctx, request{Op: "ports", ID: id}, func(rep reply) error {
+		if rep.Done {
+			ports = rep.Ports
+		}
+		return nil
+	})
+	return ports, err
+}
+
+// PublishPort is Manager.PublishPort in the engine.
+func (r *Remote) PublishPort(ctx context.Context, id string, guest, host uint16) (netstack.Port, error) {
+	var p netstack.Port
+	err := r.call(ctx, request{Op: "publish", ID: id, Guest: guest, Host: host}, func(rep reply) error {
+		if rep.Port != nil {
+			p = *rep.Port
+		}
+		return nil
+	})
+	return p, err
+}
+
+// UnpublishPort is Manager.UnpublishPort in the engine.
+func (r *Remote) UnpublishPort(ctx context.Context, id string, guest uint16) error {
+	return r.call(ctx, request{Op: "unpublish", ID: id, Guest: guest}, nil)
 }

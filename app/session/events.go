@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"sandbar/app/net/netstack"
 	"sandbar/app/store"
 	"sandbar/app/workspace"
 )
@@ -29,6 +30,10 @@ const (
 	// turn ends are never dropped). Session is the subscription's ("" for all). Re-read
 	// from the store what the missed events would have said.
 	EventDropped EventKind = "dropped"
+	// EventNet: the guest tried a connection the policy denied (Net).
+	EventNet EventKind = "net"
+	// EventPorts: the session's published ports changed (Ports).
+	EventPorts EventKind = "ports"
 )
 
 // Event is what subscribers (tray, windows, CLI) receive.
@@ -47,6 +52,8 @@ type Event struct {
 	Stats   *Stats             `json:"stats,omitempty"`
 	Changes *workspace.Changes `json:"changes,omitempty"`
 	Turn    *Turn              `json:"turn,omitempty"`
+	Net     *store.NetAttempt  `json:"net,omitempty"`
+	Ports   []netstack.Port    `json:"ports,omitempty"`
 }
 
 // Turn is how a turn of a Claude Code agent ended.

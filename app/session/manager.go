@@ -14,11 +14,13 @@ package session
 import (
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -28,6 +30,8 @@ import (
 	"time"
 
 	"sandbar/app/config"
+	"sandbar/app/net/broker"
+	"sandbar/app/net/policy"
 	"sandbar/app/sandbox"
 	"sandbar/app/store"
 	"sandbar/app/workspace"
@@ -106,6 +110,19 @@ type Config struct {
 	// its base disk at the checked-out commit built (see refwatch.go) from
 	// the start; Listen turns it on for the engine in any case.
 	WatchSources bool
+	// AnthropicUpstream overrides where the model-API broker sends the
+	// agent's requests (main reads SANDBAR_ANTHROPIC_UPSTREAM into it).
+	AnthropicUpstream string
+	// CAStore keeps the CA that HTTPS credential brokering signs with
+	// (the keyring); without it, secrets bound to hosts other than the
+	// model API are refused.
+	CAStore broker.KeyStore
+	// UpstreamRoots verify the hosts brokered HTTPS goes to; nil means
+	// the system's roots.
+	UpstreamRoots *x509.CertPool
+	// NetDial opens the network's connections on the host; nil means a
+	// net.Dialer.
+	NetDial func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 // AgentSpec says what runs as the agent. The zero value is Claude Code.
@@ -136,7 +153,10 @@ type Options struct {
 	MemoryMiB int
 	DiskGiB   int
 	// NoNetwork turns the guest's network off (default on).
-	NoNetwork   bool
+	NoNetwork bool
+	// Network is the session's egress mode: "off", "allowlist" or
+	// "open"; "" follows the project's and Sandbar's settings.
+	Network     string
 	Timeout     time.Duration // wall clock; 0 = none
 	IdleTimeout time.Duration // 0 = none
 	// IdleStop stops the session at the idle timeout instead of marking it
@@ -437,7 +457,16 @@ func (m *Manager) Start(ctx context.Context, o Options) (store.Session, error) {
 	if err := m.checkLimits(ctx, o); err != nil {
 		return store.Session{}, err
 	}
-	env, err := m.agentEnv(ctx, o.Agent)
+	repoRules, err := workspace.ReadNetworkFile(repo.Root)
+	if err != nil {
+		return store.Session{}, fmt.Errorf("project %s: %w: %w", proj.Name, err, ErrNetworkRules)
+	}
+	if len(repoRules) > 0 {
+		if _, err := parseRules(string(repoRules), policy.SourceRepository, filepath.Join(repo.Root, workspace.NetworkFile)); err != nil {
+			return store.Session{}, err
+		}
+	}
+	setup, err := m.agentSetup(ctx, o.Agent, proj.ID)
 	if err != nil {
 		return store.Session{}, err
 	}
@@ -454,13 +483,23 @@ func (m *Manager) Start(ctx context.Context, o Options) (store.Session, error) {
 	s := store.Session{
 		ID: id, ProjectID: proj.ID, Branch: "sandbar/" + id, Base: o.Base, Prompt: o.Prompt,
 		Agent: store.Agent{Command: agent.Command, Args: agent.Args, Kind: kind},
-		Limits: store.Limits{CPUs: o.CPUs, MemoryMiB: o.MemoryMiB, DiskGiB: o.DiskGiB, Network: !o.NoNetwork,
-			Timeout: o.Timeout, IdleTimeout: o.IdleTimeout},
+		Limits: store.Limits{CPUs: o.CPUs, MemoryMiB: o.MemoryMiB, DiskGiB: o.DiskGiB, Network: !o.NoNetwork && o.Network != NetworkOff,
+			NetMode: netMode(o), Timeout: o.Timeout, IdleTimeout: o.IdleTimeout},
 		State: StateProvisioning, Reason: "preparing a clone of " + repo.Root, Owner: m.owner,
 		Timings: map[string]time.Duration{}, Created: now, Updated: now, Started: now,
 	}
 	if err := os.MkdirAll(m.cfg.Paths.Session(id), 0o700); err != nil {
 		return store.Session{}, fmt.Errorf("create the session directory: %w", err)
+	}
+	if len(repoRules) > 0 {
+		if err := os.WriteFile(filepath.Join(m.cfg.Paths.Session(id), repoNetworkFile), repoRules, 0o600); err != nil {
+			os.RemoveAll(m.cfg.Paths.Session(id))
+			return store.Session{}, fmt.Errorf("keep the session's copy of %s: %w", workspace.NetworkFile, err)
+		}
+	}
+	if _, _, err := m.composeWith(ctx, s, false); err != nil {
+		os.RemoveAll(m.cfg.Paths.Session(id))
+		return store.Session{}, err
 	}
 	if err := m.cfg.Store.CreateSession(ctx, s); err != nil {
 		os.RemoveAll(m.cfg.Paths.Session(id))
@@ -469,7 +508,7 @@ func (m *Manager) Start(ctx context.Context, o Options) (store.Session, error) {
 	m.cfg.Store.TouchProject(ctx, proj.ID, now)
 	m.watchSource(proj)
 	m.publishState(s)
-	r := m.newRun(s, repo, env, o.IdleStop)
+	r := m.newRun(s, repo, setup, o.IdleStop)
 	m.launch(r, func(ctx context.Context) error { return r.provisionAndRun(ctx) })
 	return s, nil
 }
@@ -501,6 +540,11 @@ func (m *Manager) checkLimits(ctx context.Context, o Options) error {
 	if o.Timeout < 0 || o.IdleTimeout < 0 {
 		problems = append(problems, "timeouts must not be negative")
 	}
+	switch o.Network {
+	case "", NetworkOff, NetworkAllowlist, NetworkOpen:
+	default:
+		problems = append(problems, fmt.Sprintf("network %q is not a mode: use allowlist, open or off", o.Network))
+	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%s: %w", strings.Join(problems, "; "), ErrBadOptions)
 	}
@@ -514,28 +558,6 @@ func (m *Manager) checkLimits(ctx context.Context, o Options) error {
 			o.MemoryMiB, b.Used/vm.MiB, b.Limit/vm.MiB, b.Share*100, b.Host/vm.MiB, b.Free()/vm.MiB, ErrBudget)
 	}
 	return nil
-}
-
-// agentEnv reads every secret from the keyring; Claude Code needs one of
-// its credentials among them.
-func (m *Manager) agentEnv(ctx context.Context, agent AgentSpec) (map[string]string, error) {
-	env := map[string]string{}
-	if m.cfg.Secrets != nil {
-		names, err := m.cfg.Secrets.Names(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if len(names) > 0 {
-			env, err = m.cfg.Secrets.Env(ctx, names)
-			if err != nil {
-				return nil, err
-			}
-		}
-	}
-	if agent.Claude() && env["ANTHROPIC_API_KEY"] == "" && env["CLAUDE_CODE_OAUTH_TOKEN"] == "" {
-		return nil, fmt.Errorf("Claude Code needs ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN: set one with `sandbar secrets set ANTHROPIC_API_KEY` (or in Settings): %w", ErrNoCredentials)
-	}
-	return env, nil
 }
 
 // launch runs a session's life on its own goroutine.
@@ -658,8 +680,11 @@ func (m *Manager) Restart(ctx context.Context, ref string) (store.Session, error
 	if s.Agent.Kind == "claude" {
 		agent = AgentSpec{}
 	}
-	env, err := m.agentEnv(ctx, agent)
+	setup, err := m.agentSetup(ctx, agent, s.ProjectID)
 	if err != nil {
+		return s, err
+	}
+	if _, _, err := m.composePolicy(ctx, s); err != nil {
 		return s, err
 	}
 	b, err := m.Budget(ctx)
@@ -679,7 +704,7 @@ func (m *Manager) Restart(ctx context.Context, ref string) (store.Session, error
 		return s, err
 	}
 	m.publishState(s)
-	r := m.newRun(s, repo, env, false)
+	r := m.newRun(s, repo, setup, false)
 	r.restart = true
 	m.launch(r, func(ctx context.Context) error { return r.bootAndRun(ctx) })
 	return s, nil

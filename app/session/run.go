@@ -35,6 +35,7 @@ type run struct {
 	s        store.Session
 	repo     workspace.Repo
 	env      map[string]string
+	setup    *agentSetup
 	claude   bool
 	idleStop bool
 	restart  bool
@@ -64,6 +65,7 @@ type run struct {
 	mu         sync.Mutex
 	started    bool // the agent started
 	sb         *sandbox.Sandbox
+	net        *sessionNet // while the VM runs with a network
 	joiner     protocol.LineJoiner
 	seq        int64
 	lastActive time.Time
@@ -76,13 +78,13 @@ type run struct {
 	flushDone  chan struct{}
 }
 
-func (m *Manager) newRun(s store.Session, repo workspace.Repo, env map[string]string, idleStop bool) *run {
+func (m *Manager) newRun(s store.Session, repo workspace.Repo, setup *agentSetup, idleStop bool) *run {
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := m.cfg.Paths.Session(s.ID)
 	return &run{
-		m: m, id: s.ID, s: s, repo: repo, env: env, claude: s.Agent.Kind == "claude", idleStop: idleStop,
+		m: m, id: s.ID, s: s, repo: repo, env: setup.env, setup: setup, claude: s.Agent.Kind == "claude", idleStop: idleStop,
 		dir: dir, wsChanged: make(chan struct{}, 1),
-		log: m.log.With("session", s.ID), red: secrets.NewRedactor(env),
+		log: m.log.With("session", s.ID), red: secrets.NewRedactor(setup.values),
 		ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		stopReq:      make(chan struct{}),
 		agentStarted: make(chan protocol.Event, 1),
@@ -174,15 +176,37 @@ func (r *run) boot(ctx context.Context) error {
 	if err != nil {
 		return r.fail(ctx, err.Error())
 	}
-	sb, err := sandbox.Boot(ctx, r.m.cfg.Hypervisor, img, sandbox.Options{
+	for _, n := range r.setup.notes {
+		r.systemLine(n)
+	}
+	opts := sandbox.Options{
 		Name: "sandbar-" + r.id, Dir: r.dir,
 		CPUs: r.s.Limits.CPUs, Memory: uint64(r.s.Limits.MemoryMiB) << 20,
-		ScratchSize: int64(r.s.Limits.DiskGiB) << 30,
-		Workspace:   base, Network: r.s.Limits.Network,
+		ScratchSize:  int64(r.s.Limits.DiskGiB) << 30,
+		Workspace:    base,
 		ReadyTimeout: r.m.cfg.ReadyTimeout,
 		OnEvent:      r.onEvent,
 		Logger:       r.log,
-	})
+	}
+	if r.s.Limits.Network {
+		sn, nic, arg, err := r.startNet(ctx)
+		if err != nil {
+			return r.fail(ctx, "the session's network: "+err.Error())
+		}
+		defer func() {
+			r.mu.Lock()
+			r.net = nil
+			r.mu.Unlock()
+			sn.close()
+		}()
+		r.mu.Lock()
+		r.net = sn
+		r.mu.Unlock()
+		opts.NIC, opts.NICArg = nic, arg
+	} else {
+		r.systemLine("network: off (no network card)")
+	}
+	sb, err := sandbox.Boot(ctx, r.m.cfg.Hypervisor, img, opts)
 	if err != nil {
 		if reason, stop := r.stopRequested(); stop {
 			return r.finish(ctx, StateStopped, reason, nil)
@@ -230,6 +254,7 @@ func (r *run) startAgent(ctx context.Context, vmDone <-chan error) error {
 		Cmd: protocol.CmdStart, ID: "start", Branch: r.s.Branch,
 		Agent: &protocol.Agent{Command: r.s.Agent.Command, Args: args},
 		Env:   r.env, Time: time.Now().UnixNano(),
+		CACert: r.setup.caPEM,
 	}
 	if name != "" || email != "" {
 		cmd.Git = &protocol.GitIdentity{Name: name, Email: email}
@@ -508,6 +533,13 @@ func (r *run) onEvent(ev protocol.Event) {
 	switch ev.Ev {
 	case protocol.EvWorkspace:
 		r.notifyChanged()
+	case protocol.EvPorts:
+		r.mu.Lock()
+		sn := r.net
+		r.mu.Unlock()
+		if sn != nil {
+			sn.guestPorts(ev.Ports)
+		}
 	case protocol.EvAgentStdout, protocol.EvAgentStderr:
 		line, ok := r.joiner.Add(ev)
 		if !ok {

@@ -15,10 +15,13 @@ import (
 
 // Limits are the resources a session's VM gets.
 type Limits struct {
-	CPUs        int           `json:"cpus"`
-	MemoryMiB   int           `json:"memory_mib"`
-	DiskGiB     int           `json:"disk_gib"`
-	Network     bool          `json:"network"`
+	CPUs      int  `json:"cpus"`
+	MemoryMiB int  `json:"memory_mib"`
+	DiskGiB   int  `json:"disk_gib"`
+	Network   bool `json:"network"`
+	// NetMode is the session's explicit egress mode ("allowlist" or
+	// "open"); "" follows the settings. Network false is off.
+	NetMode     string        `json:"net_mode,omitempty"`
 	Timeout     time.Duration `json:"timeout,omitempty"`      // whole session; 0: none
 	IdleTimeout time.Duration `json:"idle_timeout,omitempty"` // waiting for input; 0: none
 }

@@ -465,6 +465,8 @@ func TestSessionWindowClaudeTranscript(t *testing.T) {
 	}
 	h.env.Secrets["PATH"] = bin + ":/usr/local/bin:/usr/bin:/bin"
 	repo := h.env.Repo(t, "claude demo")
+	// The project's sessions get PATH, which finds the stand-in first.
+	h.env.Give(t, repo, "PATH")
 	s, err := h.env.Manager.Start(context.Background(), session.Options{Repo: repo, MemoryMiB: 512, Prompt: "What is here?"})
 	if err != nil {
 		t.Fatal(err)

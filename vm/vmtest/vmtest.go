@@ -55,6 +55,13 @@ func (h *Hypervisor) Check(context.Context) vm.Status {
 func (h *Hypervisor) ShareKind() string { return "virtiofs" }
 func (h *Hypervisor) GuestNet() string  { return "dhcp" }
 
+// SocketFraming implements vm.SocketNetwork. The in-process guest has no
+// NIC: a socket-attached one is accepted and carries nothing, so the
+// network's host side runs as it does for a real VM.
+func (h *Hypervisor) SocketFraming() vm.Framing { return vm.FramingStream }
+
+var _ vm.SocketNetwork = (*Hypervisor)(nil)
+
 // Booted returns the machines booted so far.
 func (h *Hypervisor) Booted() []*Machine {
 	h.mu.Lock()

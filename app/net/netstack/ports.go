@@ -40,9 +40,8 @@ func (p *published) close() {
 }
 
 // Publish makes the guest's TCP port reachable at 127.0.0.1:host on the
-// host; host 0 takes the same number as the guest's when it is free, else
-// any free port. A port already published is returned as it is. Only the
-// host's loopback is ever listened on.
+// host; host 0 takes any free port. A port already published is returned
+// as it is. Only the host's loopback is ever listened on.
 func (n *Network) Publish(guest, host uint16) (Port, error) {
 	if guest == 0 {
 		return Port{}, errors.New("publish: guest port 0 is not a port")
@@ -58,23 +57,12 @@ func (n *Network) Publish(guest, host uint16) (Port, error) {
 	}
 	n.mu.Unlock()
 
-	var ln net.Listener
-	var err error
-	if host != 0 {
-		ln, err = listenLoopback(host)
-		if err != nil {
-			if errors.Is(err, syscall.EADDRINUSE) {
-				return Port{}, fmt.Errorf("127.0.0.1:%d is taken by another program on this machine: pick another host port: %w", host, ErrPortInUse)
-			}
-			return Port{}, fmt.Errorf("publish %d on 127.0.0.1:%d: %w", guest, host, err)
+	ln, err := listenLoopback(host)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return Port{}, fmt.Errorf("127.0.0.1:%d is taken by another program on this machine: pick another host port: %w", host, ErrPortInUse)
 		}
-	} else {
-		if ln, err = listenLoopback(guest); err != nil {
-			ln, err = listenLoopback(0)
-		}
-		if err != nil {
-			return Port{}, fmt.Errorf("publish %d: %w", guest, err)
-		}
+		return Port{}, fmt.Errorf("publish %d on 127.0.0.1:%d: %w", guest, host, err)
 	}
 	got := uint16(ln.Addr().(*net.TCPAddr).Port)
 	p := &published{port: Port{Guest: guest, Host: got}, ln: ln}

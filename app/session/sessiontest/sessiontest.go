@@ -109,6 +109,19 @@ func (e *Env) Repo(t testing.TB, name string) string {
 	return dir
 }
 
+// Give adds repo as a project whose sessions get the secrets named (see
+// session.Manager.SetProjectSecrets).
+func (e *Env) Give(t testing.TB, repo string, names ...string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, _, err := e.Manager.AddProject(ctx, repo); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Manager.SetProjectSecrets(ctx, repo, names); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Git runs git in dir and returns its trimmed output.
 func Git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
