@@ -48,10 +48,10 @@ type Plan struct {
 	// Memory in bytes, a whole number of MiB as the framework requires.
 	Memory uint64
 	// Disks in Spec order: the i-th is the guest's vm.DiskName(i).
-	Disks      []Disk
-	Shares     []Share
-	VsockPort  uint32
-	NAT        bool
+	Disks     []Disk
+	Shares    []Share
+	VsockPort uint32
+	NAT       bool
 	// NIC is the guest's card on Sandbar's own network (vm.NetworkSocket):
 	// a VZFileHandleNetworkDeviceAttachment over a datagram socket.
 	NIC        *NIC
