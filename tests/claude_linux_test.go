@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -195,7 +194,8 @@ func qmpDumpMemory(t *testing.T, dir, path string) {
 	if err != nil {
 		t.Fatalf("the VM's pid file: %v", err)
 	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	var pid int
+	fmt.Sscan(string(b), &pid) // "PID START"
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
 		t.Fatalf("QEMU's command line: %v", err)
@@ -203,8 +203,7 @@ func qmpDumpMemory(t *testing.T, dir, path string) {
 	sock := ""
 	for _, a := range strings.Split(string(cmdline), "\x00") {
 		if strings.HasPrefix(a, "socket,id=qmp,path=") {
-			sock = strings.TrimSuffix(strings.SplitN(strings.TrimPrefix(a, "socket,id=qmp,path="), ",server", 2)[0], "")
-			sock = strings.ReplaceAll(sock, ",,", ",")
+			sock = strings.ReplaceAll(strings.SplitN(strings.TrimPrefix(a, "socket,id=qmp,path="), ",server", 2)[0], ",,", ",")
 		}
 	}
 	if sock == "" {

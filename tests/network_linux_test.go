@@ -167,7 +167,18 @@ func TestSessionNetwork(t *testing.T) {
 
 	// The denial is in the log and in `sandbar net`.
 	target := fmt.Sprintf("denied.test:%d", denied.port)
-	waitLog(t, w, id, "network: denied "+target)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		// Sandbar's own lines are on stderr.
+		_, sys, _ := w.run("", "logs", id)
+		if strings.Contains(sys, "network: denied "+target) && strings.Contains(sys, "sandbar net "+id[:6]+" allow "+target) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no denial of %s in the session's log:\n%s", target, sys)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	var attempts []struct {
 		Host    string `json:"host"`
 		Port    int    `json:"port"`
@@ -175,7 +186,7 @@ func TestSessionNetwork(t *testing.T) {
 		Reason  string `json:"reason"`
 		Count   int    `json:"count"`
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(10 * time.Second)
 	for {
 		if err := json.Unmarshal([]byte(w.ok("net", id, "--json")), &attempts); err != nil {
 			t.Fatal(err)
@@ -194,7 +205,7 @@ func TestSessionNetwork(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if table := w.ok("net", id); !strings.Contains(table, target) || !strings.Contains(table, "denied") || !strings.Contains(table, "sandbar net "+id+" allow "+target) {
+	if table := w.ok("net", id); !strings.Contains(table, target) || !strings.Contains(table, "denied") || !strings.Contains(table, "sandbar net "+id+" allow ") {
 		t.Errorf("sandbar net:\n%s", table)
 	}
 
