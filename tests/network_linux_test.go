@@ -3,12 +3,24 @@
 package tests
 
 import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
+	"net/http/cgi"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -304,5 +316,120 @@ func TestSessionNetwork(t *testing.T) {
 	}
 	if got := w.ok("net", "rules"); got != rules {
 		t.Errorf("Sandbar's rules after a refused change:\n%s\nwant\n%s", got, rules)
+	}
+}
+
+// testTLS makes a CA and a certificate for host signed by it: the git
+// host's, which the engine trusts through SSL_CERT_FILE as it would a
+// public CA.
+func testTLS(t *testing.T, host string) (caPEM []byte, cert tls.Certificate) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test upstream CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leaf := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestBrokeredGitPush: a token bound to a git host never enters the VM,
+// yet `git push` over HTTPS from the session works. The VM holds a
+// stand-in; Sandbar's broker, trusted by the guest through Sandbar's CA,
+// swaps the real token into the requests to that host alone, and the
+// host (git http-backend over TLS on the host's loopback, reached by a
+// name Sandbar's settings map and allow) sees only the real one.
+func TestBrokeredGitPush(t *testing.T) {
+	w := newWorld(t)
+	const host, token = "git.test", "ghp_e2eRealToken0123456789abcdefXYZ"
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	root := t.TempDir()
+	served := filepath.Join(root, "served")
+	os.MkdirAll(served, 0o755)
+	for _, args := range [][]string{{"init", "-q", "--bare", served + "/up.git"}, {"-C", served + "/up.git", "config", "http.receivepack", "true"}} {
+		if out, err := exec.Command(gitPath, args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	backend := &cgi.Handler{Path: gitPath, Args: []string{"http-backend"},
+		Env: []string{"GIT_PROJECT_ROOT=" + served, "GIT_HTTP_EXPORT_ALL=1", "HOME=" + root, "GIT_CONFIG_NOSYSTEM=1"}}
+	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+token))
+	var authorized, refused atomic.Int64
+	caPEM, cert := testTLS(t, host)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}, Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != want {
+			refused.Add(1)
+			rw.Header().Set("WWW-Authenticate", `Basic realm="git.test"`)
+			http.Error(rw, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		authorized.Add(1)
+		if len(r.TransferEncoding) > 0 { // net/http/cgi wants a length
+			body, _ := io.ReadAll(r.Body)
+			r.Body, r.ContentLength, r.TransferEncoding = io.NopCloser(bytes.NewReader(body)), int64(len(body)), nil
+		}
+		backend.ServeHTTP(rw, r)
+	})}
+	go srv.ServeTLS(ln, "", "")
+	defer srv.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	caFile := filepath.Join(root, "upstream-ca.pem")
+	os.WriteFile(caFile, caPEM, 0o644)
+	w.env = append(w.env, "SSL_CERT_FILE="+caFile)
+
+	if out, errOut, code := w.run(fmt.Sprintf("host %s 127.0.0.1\nallow %s:%d\n", host, host, port), "net", "rules", "--set", "-"); code != 0 {
+		t.Fatalf("net rules: %s %s", out, errOut)
+	}
+	if out, errOut, code := w.run(token+"\n", "secrets", "set", "--host", fmt.Sprintf("%s:%d", host, port), "GITHUB_TOKEN"); code != 0 || !strings.Contains(out, "brokered") {
+		t.Fatalf("secrets set --host: %q %s", out, errOut)
+	}
+	w.ok("project", "add", w.repo)
+	w.ok("project", "secrets", w.repo, "GITHUB_TOKEN")
+	id := w.startID("--repo", w.repo, "--agent", "sleep 3600", "--cpus", "2", "--memory", "1024", "--disk", "1")
+	w.waitState(id, "running")
+
+	push := fmt.Sprintf(`cd /workspace && echo pushed > pushed.txt && git add pushed.txt && git commit -qm "from the VM" &&
+git -c credential.helper='!f() { echo username=x-access-token; echo "password=$GITHUB_TOKEN"; }; f' push -q https://%s:%d/up.git HEAD:refs/heads/from-vm && echo PUSHED`, host, port)
+	out, errOut, code := w.guestSh(id, push)
+	if code != 0 || !strings.Contains(out, "PUSHED") {
+		t.Fatalf("git push from the VM: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if authorized.Load() == 0 {
+		t.Error("the git host never saw the real token")
+	}
+	got, err := exec.Command(gitPath, "-C", served+"/up.git", "log", "-1", "--format=%s", "from-vm").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(got)) != "from the VM" {
+		t.Errorf("the pushed branch on the git host: %q %v", got, err)
+	}
+	environ, _, _ := w.run("", "exec", "--user", "root", id, "--", "sh", "-c", `for f in /proc/[0-9]*/environ; do tr '\0' '\n' < "$f"; done 2>/dev/null`)
+	if strings.Contains(environ, token) || strings.Contains(environ, "redacted:GITHUB_TOKEN") || !strings.Contains(environ, "GITHUB_TOKEN=sandbar-brokered-") {
+		t.Errorf("the guest's environments hold the token, or no stand-in:\n%s", clip(environ))
+	}
+	// The stand-in sent anywhere else is worthless: the broker swaps only
+	// toward the bound host.
+	if n, err := countInFile(filepath.Join(w.home, "sessions", id, "scratch.img"), []byte(token)); err != nil || n > 0 {
+		t.Errorf("the session's disk holds the token %d times (%v)", n, err)
 	}
 }

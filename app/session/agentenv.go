@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"sandbar/app/net/broker"
@@ -187,10 +189,16 @@ func SecretBinding(name, host, header string) (store.SecretBroker, error) {
 	if _, ok := modelCredentials[name]; ok {
 		return store.SecretBroker{}, fmt.Errorf("%s is always brokered to the model API: it takes no host: %w", name, ErrBadOptions)
 	}
-	host = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(host), "."))
-	r, err := policy.ParseRule("allow "+host+":443", policy.SourceSandbar)
-	if err != nil || r.Wildcard || r.Prefix.IsValid() || r.Host != host {
-		return store.SecretBroker{}, fmt.Errorf("%q is not a host name: give the one host the secret may go to, like github.com: %w", host, ErrBadOptions)
+	host = strings.ToLower(strings.TrimSpace(host))
+	name, port := brokerTarget(host)
+	name = strings.TrimSuffix(name, ".")
+	r, err := policy.ParseRule(fmt.Sprintf("allow %s:%d", name, port), policy.SourceSandbar)
+	if err != nil || r.Wildcard || r.Prefix.IsValid() || r.Host != name || port == 0 {
+		return store.SecretBroker{}, fmt.Errorf("%q is not a host name: give the one host the secret may go to, like github.com (or github.example:8443 for a port other than 443): %w", host, ErrBadOptions)
+	}
+	host = name
+	if port != 443 {
+		host = fmt.Sprintf("%s:%d", name, port)
 	}
 	if header == "" {
 		header = "Authorization"
@@ -201,4 +209,18 @@ func SecretBinding(name, host, header string) (store.SecretBroker, error) {
 		}
 	}
 	return store.SecretBroker{Host: host, Header: header}, nil
+}
+
+// brokerTarget splits a binding's host into the name and the HTTPS port
+// (443 unless given; 0 for a port that is not one).
+func brokerTarget(host string) (string, uint16) {
+	name, p, err := net.SplitHostPort(host)
+	if err != nil {
+		return host, 443
+	}
+	n, err := strconv.ParseUint(p, 10, 16)
+	if err != nil {
+		return name, 0
+	}
+	return name, uint16(n)
 }

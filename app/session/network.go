@@ -156,6 +156,7 @@ func (m *Manager) composeWith(ctx context.Context, s store.Session, recorded boo
 type netCredentials struct {
 	api       []broker.Credential // bound to the model API
 	intercept []broker.Credential // bound to another host (HTTPS interception)
+	ports     []uint16            // the HTTPS port of each of intercept's hosts
 }
 
 // brokered splits env: brokered secrets leave it (their sentinel takes
@@ -181,7 +182,9 @@ func (m *Manager) brokered(ctx context.Context, env map[string]string, upstream 
 			c.api = append(c.api, broker.Credential{Name: name, Sentinel: sentinel, Value: value, Host: upstream.Hostname(), Header: header})
 			continue
 		}
-		c.intercept = append(c.intercept, broker.Credential{Name: name, Sentinel: sentinel, Value: value, Host: b.Host, Header: b.Header})
+		host, port := brokerTarget(b.Host)
+		c.intercept = append(c.intercept, broker.Credential{Name: name, Sentinel: sentinel, Value: value, Host: host, Header: b.Header})
+		c.ports = append(c.ports, port)
 	}
 	if len(c.api) > 0 {
 		env["ANTHROPIC_BASE_URL"] = BrokerURL
@@ -357,12 +360,12 @@ func (sn *sessionNet) resolve(ctx context.Context, name string) ([]netip.Addr, e
 // to to the broker.
 func (sn *sessionNet) intercept(d netstack.Dest) netstack.Interceptor {
 	r := sn.r
-	if r.setup.interceptor == nil || d.Proto != netstack.TCP || d.Port != 443 || d.Name == "" {
+	if r.setup.interceptor == nil || d.Proto != netstack.TCP || d.Name == "" {
 		return nil
 	}
 	bound := false
-	for _, c := range r.setup.creds.intercept {
-		if strings.EqualFold(c.Host, d.Name) {
+	for i, c := range r.setup.creds.intercept {
+		if strings.EqualFold(c.Host, d.Name) && r.setup.creds.ports[i] == d.Port {
 			bound = true
 		}
 	}
