@@ -11,11 +11,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"runtime"
 	"syscall"
+
+	"github.com/sirupsen/logrus"
 
 	"sandbar/app/cli"
 	"sandbar/app/config"
@@ -43,6 +46,12 @@ func run() int {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	// gvisor-tap-vsock's DHCP service (in each session's network) logs
+	// through logrus's process-wide logger: what a guest's odd DHCP
+	// packets make it say goes nowhere unless debugging.
+	if level != slog.LevelDebug {
+		logrus.SetOutput(io.Discard)
+	}
 	wd, _ := os.Getwd()
 	env := &cli.Env{
 		Paths:       paths,
