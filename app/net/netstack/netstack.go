@@ -181,6 +181,9 @@ type Network struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// serving counts Serve calls still delivering frames to the stack,
+	// which Close waits for before it takes the stack apart.
+	serving sync.WaitGroup
 
 	mu        sync.Mutex
 	io        *frameIO
@@ -371,6 +374,7 @@ func (n *Network) Serve(ctx context.Context, conn net.Conn, f Framing) error {
 		return errors.New("netstack: a link is already attached")
 	}
 	n.io = link
+	n.serving.Add(1)
 	n.mu.Unlock()
 	defer func() {
 		n.mu.Lock()
@@ -378,6 +382,7 @@ func (n *Network) Serve(ctx context.Context, conn net.Conn, f Framing) error {
 			n.io = nil
 		}
 		n.mu.Unlock()
+		n.serving.Done()
 	}()
 
 	stop := context.AfterFunc(ctx, link.close)
@@ -436,6 +441,10 @@ func (n *Network) Close() error {
 	if link != nil {
 		link.close()
 	}
+	// Serve delivers to the stack until its read returns: taking the
+	// stack apart under it races with that delivery (the NIC's removal
+	// detaches the link endpoint it delivers through).
+	n.serving.Wait()
 	for _, p := range pubs {
 		p.close()
 	}
