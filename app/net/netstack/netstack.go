@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/containers/gvisor-tap-vsock/pkg/services/dhcp"
@@ -399,7 +400,9 @@ func (n *Network) Serve(ctx context.Context, conn net.Conn, f Framing) error {
 	})
 	link.close()
 	<-werr
-	if ctx.Err() != nil || n.ctx.Err() != nil || errors.Is(rerr, net.ErrClosed) || errors.Is(rerr, io.EOF) {
+	// The hypervisor's end closing is the link's normal end; with frames
+	// it had not read it reaches us as a reset rather than EOF.
+	if ctx.Err() != nil || n.ctx.Err() != nil || errors.Is(rerr, net.ErrClosed) || errors.Is(rerr, io.EOF) || errors.Is(rerr, syscall.ECONNRESET) {
 		return nil
 	}
 	return rerr
