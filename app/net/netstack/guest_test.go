@@ -1,0 +1,533 @@
+package netstack
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/link/channel"
+	"gvisor.dev/gvisor/pkg/tcpip/link/ethernet"
+	"gvisor.dev/gvisor/pkg/tcpip/network/arp"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
+)
+
+// This file is the test's guest: a second gVisor stack standing in for
+// the VM's kernel, its NIC wired to the Network under test through a real
+// socket pair in either framing, as a hypervisor would wire it.
+
+// wait bounds every wait in these tests; far past anything that works.
+const wait = 20 * time.Second
+
+var (
+	testGuestMAC      = net.HardwareAddr{0x5a, 0x94, 0xef, 0x00, 0x00, 0x02}
+	testGatewayMAC, _ = net.ParseMAC(gatewayMAC)
+)
+
+// socketPair is a unix socket pair of the framing's type, with the
+// buffers sandbox.NICPair asks for: a is the network's end, b the guest's.
+func socketPair(t testing.TB, f Framing) (a, b net.Conn) {
+	t.Helper()
+	typ := syscall.SOCK_STREAM
+	if f == Datagram {
+		typ = syscall.SOCK_DGRAM
+	}
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, typ, 0)
+	if err != nil {
+		t.Fatalf("socketpair: %v", err)
+	}
+	conns := make([]net.Conn, 2)
+	for i, fd := range fds {
+		syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_SNDBUF, 4<<20)
+		syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<20)
+		f := os.NewFile(uintptr(fd), "nic")
+		c, err := net.FileConn(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("socket: %v", err)
+		}
+		conns[i] = c
+	}
+	return conns[0], conns[1]
+}
+
+// testGuest is a userspace "VM": a gVisor stack at GuestIP whose NIC
+// reads and writes frames on its end of the socket pair.
+type testGuest struct {
+	t       testing.TB
+	stack   *stack.Stack
+	nic     *channel.Endpoint
+	conn    net.Conn
+	framing Framing
+
+	wmu    sync.Mutex // one frame written at a time
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+func newTestGuest(t testing.TB, conn net.Conn, f Framing, mtu int) *testGuest {
+	t.Helper()
+	s := stack.New(stack.Options{
+		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, arp.NewProtocol},
+		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol},
+	})
+	nic := channel.New(4096, uint32(mtu), tcpip.LinkAddress(testGuestMAC))
+	if err := s.CreateNIC(1, ethernet.New(nic)); err != nil {
+		t.Fatalf("guest NIC: %s", err)
+	}
+	if err := s.AddProtocolAddress(1, tcpip.ProtocolAddress{
+		Protocol:          ipv4.ProtocolNumber,
+		AddressWithPrefix: tcpip.AddressWithPrefix{Address: tcpAddr(GuestIP), PrefixLen: Subnet.Bits()},
+	}, stack.AddressProperties{}); err != nil {
+		t.Fatalf("guest address: %s", err)
+	}
+	subnet, err := tcpip.NewSubnet(tcpAddr(Subnet.Masked().Addr()), tcpip.MaskFromBytes(net.CIDRMask(Subnet.Bits(), 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetRouteTable([]tcpip.Route{
+		{Destination: subnet, NIC: 1},
+		{Destination: header.IPv4EmptySubnet, Gateway: tcpAddr(GatewayIP), NIC: 1},
+	})
+	sack := tcpip.TCPSACKEnabled(true)
+	s.SetTransportProtocolOption(tcp.ProtocolNumber, &sack)
+	rcv := tcpip.TCPReceiveBufferSizeRangeOption{Min: 4 << 10, Default: 1 << 20, Max: 8 << 20}
+	s.SetTransportProtocolOption(tcp.ProtocolNumber, &rcv)
+	snd := tcpip.TCPSendBufferSizeRangeOption{Min: 4 << 10, Default: 1 << 20, Max: 8 << 20}
+	s.SetTransportProtocolOption(tcp.ProtocolNumber, &snd)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	g := &testGuest{t: t, stack: s, nic: nic, conn: conn, framing: f, cancel: cancel}
+	g.wg.Go(func() {
+		for {
+			pkt := nic.ReadContext(ctx)
+			if pkt == nil {
+				return
+			}
+			frame := pkt.ToView().AsSlice()
+			pkt.DecRef()
+			// The network may have gone: a lost frame is what a real
+			// NIC would lose too.
+			g.writeFrame(frame)
+		}
+	})
+	g.wg.Go(func() {
+		g.readFrames(func(frame []byte) {
+			if len(frame) < header.EthernetMinimumSize {
+				t.Errorf("the network sent a frame of %d bytes", len(frame))
+				return
+			}
+			pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(frame)})
+			nic.InjectInbound(header.Ethernet(frame).Type(), pkt)
+			pkt.DecRef()
+		})
+	})
+	t.Cleanup(g.close)
+	return g
+}
+
+func tcpAddr(a netip.Addr) tcpip.Address { return tcpip.AddrFrom4(a.As4()) }
+
+// writeFrame sends one frame in the link's framing.
+func (g *testGuest) writeFrame(frame []byte) error {
+	g.wmu.Lock()
+	defer g.wmu.Unlock()
+	if g.framing == Datagram {
+		_, err := g.conn.Write(frame)
+		return err
+	}
+	msg := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(frame)), uint32(len(frame)))
+	_, err := g.conn.Write(append(msg, frame...))
+	return err
+}
+
+// writeRaw writes bytes as they are, framing and all (stream only).
+func (g *testGuest) writeRaw(b []byte) error {
+	g.wmu.Lock()
+	defer g.wmu.Unlock()
+	_, err := g.conn.Write(b)
+	return err
+}
+
+// readFrames hands every frame the network sends to deliver until the
+// socket ends.
+func (g *testGuest) readFrames(deliver func([]byte)) {
+	buf := make([]byte, 1<<17)
+	if g.framing == Datagram {
+		for {
+			n, err := g.conn.Read(buf)
+			if err != nil {
+				return
+			}
+			deliver(buf[:n])
+		}
+	}
+	var hdr [4]byte
+	for {
+		if _, err := io.ReadFull(g.conn, hdr[:]); err != nil {
+			return
+		}
+		n := binary.BigEndian.Uint32(hdr[:])
+		if n > uint32(len(buf)) {
+			g.t.Errorf("the network sent a frame of %d bytes", n)
+			return
+		}
+		if _, err := io.ReadFull(g.conn, buf[:n]); err != nil {
+			return
+		}
+		deliver(buf[:n])
+	}
+}
+
+// close stops the guest: its link, then its stack.
+func (g *testGuest) close() {
+	g.once.Do(func() {
+		g.cancel()
+		g.conn.Close()
+		g.wg.Wait()
+		g.stack.Close()
+		g.stack.Wait()
+		g.nic.Close()
+	})
+}
+
+func (g *testGuest) dialTCP(ctx context.Context, a netip.Addr, port uint16) (*gonet.TCPConn, error) {
+	return gonet.DialContextTCP(ctx, g.stack, tcpip.FullAddress{NIC: 1, Addr: tcpAddr(a), Port: port}, ipv4.ProtocolNumber)
+}
+
+func (g *testGuest) dialUDP(a netip.Addr, port uint16) *gonet.UDPConn {
+	g.t.Helper()
+	c, err := gonet.DialUDP(g.stack, nil, &tcpip.FullAddress{NIC: 1, Addr: tcpAddr(a), Port: port}, ipv4.ProtocolNumber)
+	if err != nil {
+		g.t.Fatalf("guest UDP socket: %v", err)
+	}
+	g.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// isRefused says a gonet dial failed because the peer reset the
+// connection. gonet carries gVisor's error only as text.
+func isRefused(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "connection was refused")
+}
+
+// A testNet is a Network serving one end of a socket pair with a test
+// guest on the other, and what the network reported.
+type testNet struct {
+	*Network
+	guest    *testGuest
+	attempts chan Attempt
+	served   chan error
+
+	mu      sync.Mutex
+	decided []Dest
+}
+
+type netOptions struct {
+	framing Framing
+	// cfg is the Network's config; Decide, OnAttempt, GuestMAC and
+	// Resolve are filled in when left out.
+	cfg Config
+}
+
+// newTestNet builds a Network and a guest wired to it. Cleanup closes
+// both and checks that every goroutine they started has ended.
+func newTestNet(t testing.TB, o netOptions) *testNet {
+	t.Helper()
+	checkGoroutines(t)
+	tn := &testNet{attempts: make(chan Attempt, 4096), served: make(chan error, 1)}
+	cfg := o.cfg
+	decide := cfg.Decide
+	if decide == nil {
+		decide = testPolicy
+	}
+	cfg.Decide = func(d Dest) Verdict {
+		tn.mu.Lock()
+		tn.decided = append(tn.decided, d)
+		tn.mu.Unlock()
+		return decide(d)
+	}
+	cfg.OnAttempt = func(a Attempt) {
+		select {
+		case tn.attempts <- a:
+		default:
+			t.Errorf("OnAttempt: %d attempts nobody read", cap(tn.attempts))
+		}
+	}
+	if cfg.GuestMAC == nil {
+		cfg.GuestMAC = testGuestMAC
+	}
+	if cfg.Resolve == nil {
+		cfg.Resolve = testResolve
+	}
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	tn.Network = n
+	host, guest := socketPair(t, o.framing)
+	go func() { tn.served <- n.Serve(context.Background(), host, o.framing) }()
+	t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		select {
+		case err := <-tn.served:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(wait):
+			t.Errorf("Serve did not return after Close")
+		}
+	})
+	tn.guest = newTestGuest(t, guest, o.framing, n.cfg.MTU)
+	return tn
+}
+
+// testPolicy allows names (but not rebind.test's loopback address) and
+// refuses denied.test and every address the guest dials by number.
+func testPolicy(d Dest) Verdict {
+	switch {
+	case d.Name == "denied.test":
+		return Verdict{Reason: "denied.test is not on the list", Rule: "deny denied.test"}
+	case d.Name == "rebind.test" && d.Addr.IsLoopback():
+		return Verdict{Reason: "rebind.test resolves to a loopback address", Rule: "deny loopback"}
+	case d.Name != "":
+		return Verdict{Allow: true, Reason: "names are allowed", Rule: "allow *"}
+	}
+	return Verdict{Reason: d.Addr.String() + " is an address, not a name", Rule: "deny addresses"}
+}
+
+// testResolve resolves every name but nowhere.test to 127.0.0.1.
+func testResolve(_ context.Context, name string) ([]netip.Addr, error) {
+	if name == "nowhere.test" {
+		return nil, &net.DNSError{Err: "no such host", Name: name, IsNotFound: true}
+	}
+	return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+}
+
+// decisions is every Dest Decide was asked about so far.
+func (tn *testNet) decisions() []Dest {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	return append([]Dest(nil), tn.decided...)
+}
+
+// attempt waits for the next reported attempt.
+func (tn *testNet) attempt(t testing.TB) Attempt {
+	t.Helper()
+	select {
+	case a := <-tn.attempts:
+		return a
+	case <-time.After(wait):
+		t.Fatalf("no attempt was reported in %s", wait)
+		return Attempt{}
+	}
+}
+
+// lookup asks the network's DNS for name's address over UDP.
+func (tn *testNet) lookup(t testing.TB, name string) netip.Addr {
+	t.Helper()
+	reply := tn.dnsUDP(t, dnsQuery(t, 1, name, dnsmessage.TypeA))
+	m := parseDNS(t, reply)
+	if m.RCode != dnsmessage.RCodeSuccess || len(m.Answers) != 1 {
+		t.Fatalf("lookup %s: %v with %d answers", name, m.RCode, len(m.Answers))
+	}
+	a, ok := m.Answers[0].Body.(*dnsmessage.AResource)
+	if !ok {
+		t.Fatalf("lookup %s: answer %v", name, m.Answers[0].Body)
+	}
+	return netip.AddrFrom4(a.A)
+}
+
+// dnsUDP sends queries to the gateway's port 53 from one socket and
+// returns the first reply that arrives.
+func (tn *testNet) dnsUDP(t testing.TB, queries ...[]byte) []byte {
+	t.Helper()
+	c := tn.guest.dialUDP(GatewayIP, 53)
+	for _, q := range queries {
+		if _, err := c.Write(q); err != nil {
+			t.Fatalf("DNS query: %v", err)
+		}
+	}
+	c.SetReadDeadline(time.Now().Add(wait))
+	buf := make([]byte, 4096)
+	k, err := c.Read(buf)
+	if err != nil {
+		t.Fatalf("DNS reply: %v", err)
+	}
+	return buf[:k]
+}
+
+// dnsTCP sends one query over a TCP connection to the gateway's port 53
+// and returns the reply, or nil when the server closed the connection
+// without one.
+func (tn *testNet) dnsTCP(t testing.TB, query []byte) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	c, err := tn.guest.dialTCP(ctx, GatewayIP, 53)
+	if err != nil {
+		t.Fatalf("DNS over TCP: %v", err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(wait))
+	msg := binary.BigEndian.AppendUint16(nil, uint16(len(query)))
+	if _, err := c.Write(append(msg, query...)); err != nil {
+		t.Fatalf("DNS over TCP: %v", err)
+	}
+	var hdr [2]byte
+	if _, err := io.ReadFull(c, hdr[:]); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		t.Fatalf("DNS over TCP reply: %v", err)
+	}
+	reply := make([]byte, binary.BigEndian.Uint16(hdr[:]))
+	if _, err := io.ReadFull(c, reply); err != nil {
+		t.Fatalf("DNS over TCP reply: %v", err)
+	}
+	return reply
+}
+
+func dnsQuery(t testing.TB, id uint16, name string, typ dnsmessage.Type) []byte {
+	t.Helper()
+	b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: id, RecursionDesired: true})
+	b.StartQuestions()
+	if err := b.Question(dnsmessage.Question{Name: dnsmessage.MustNewName(name), Type: typ, Class: dnsmessage.ClassINET}); err != nil {
+		t.Fatalf("query for %q: %v", name, err)
+	}
+	q, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// rawQuery is a query whose question name is written as wire bytes, for
+// names a builder refuses to write.
+func rawQuery(id uint16, wireName []byte, typ dnsmessage.Type) []byte {
+	q := binary.BigEndian.AppendUint16(nil, id)
+	q = append(q, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0) // RD; one question
+	q = append(q, wireName...)
+	q = binary.BigEndian.AppendUint16(q, uint16(typ))
+	return binary.BigEndian.AppendUint16(q, uint16(dnsmessage.ClassINET))
+}
+
+// wireName writes labels as a DNS name on the wire.
+func wireName(labels ...string) []byte {
+	var b []byte
+	for _, l := range labels {
+		b = append(b, byte(len(l)))
+		b = append(b, l...)
+	}
+	return append(b, 0)
+}
+
+func parseDNS(t testing.TB, b []byte) dnsmessage.Message {
+	t.Helper()
+	var m dnsmessage.Message
+	if err := m.Unpack(b); err != nil {
+		t.Fatalf("reply does not parse: %v", err)
+	}
+	if !m.Response {
+		t.Fatalf("reply is not a response")
+	}
+	return m
+}
+
+// hostServer is a TCP listener on the host's loopback whose connections
+// go to handle, each on a goroutine the test waits for.
+func hostServer(t testing.TB, handle func(net.Conn)) uint16 {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				handle(c)
+			})
+		}
+	})
+	return uint16(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// closedPort is a loopback port nothing listens on.
+func closedPort(t testing.TB) uint16 {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	return port
+}
+
+// checkGoroutines registers a cleanup, to run after every cleanup
+// registered after it, that fails the test if goroutines started since
+// outlive it.
+func checkGoroutines(t testing.TB) {
+	t.Helper()
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		t.Helper()
+		// Nothing signals that a goroutine has ended, so look until the
+		// count settles or the deadline passes.
+		deadline := time.Now().Add(wait)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for runtime.NumGoroutine() > before {
+			if time.Now().After(deadline) {
+				var buf bytes.Buffer
+				pprof.Lookup("goroutine").WriteTo(&buf, 1)
+				t.Errorf("%d goroutines outlived the test (%d before):\n%s", runtime.NumGoroutine()-before, before, buf.String())
+				return
+			}
+			<-tick.C
+		}
+	})
+}
+
+// recv reads from ch or fails the test after the deadline, saying what
+// did not happen.
+func recv[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(wait):
+		t.Fatalf("%s did not happen in %s", what, wait)
+		var zero T
+		return zero
+	}
+}
