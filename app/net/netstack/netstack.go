@@ -286,7 +286,16 @@ func (n *Network) build() error {
 	moderate := tcpip.TCPModerateReceiveBufferOption(true)
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &moderate)
 
-	s.SetTransportProtocolHandler(tcp.ProtocolNumber, tcp.NewForwarder(s, 0, 64, n.forwardTCP).HandlePacket)
+	// The forwarder runs each handler on a goroutine of its own: hold
+	// makes the network its owner, so Close waits for it.
+	s.SetTransportProtocolHandler(tcp.ProtocolNumber, tcp.NewForwarder(s, 0, 64, func(r *tcp.ForwarderRequest) {
+		if !n.hold() {
+			r.Complete(true)
+			return
+		}
+		defer n.wg.Done()
+		n.forwardTCP(r)
+	}).HandlePacket)
 	s.SetTransportProtocolHandler(udp.ProtocolNumber, udp.NewForwarder(s, n.forwardUDP).HandlePacket)
 
 	gw := tcpip.FullAddress{NIC: 1, Addr: tcpip.AddrFrom4(GatewayIP.As4()), Port: 53}
@@ -340,6 +349,19 @@ func (n *Network) toGuest(p tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer
 		return
 	}
 	link.DeliverNetworkPacket(p, pkt)
+}
+
+// hold counts a goroutine the network did not start in n.wg, unless the
+// network is closing. Close marks the network closed under n.mu before
+// it waits, so no hold adds to n.wg once Close may be waiting on it.
+func (n *Network) hold() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return false
+	}
+	n.wg.Add(1)
+	return true
 }
 
 // Guest is how the guest's NIC is to be configured.
