@@ -241,6 +241,7 @@ type testNet struct {
 
 	mu      sync.Mutex
 	decided []Dest
+	dialed  []string
 }
 
 type netOptions struct {
@@ -274,6 +275,17 @@ func newTestNet(t testing.TB, o netOptions) *testNet {
 			t.Errorf("OnAttempt: %d attempts nobody read", cap(tn.attempts))
 		}
 	}
+	dial := cfg.Dial
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	cfg.Dial = func(ctx context.Context, network, address string) (net.Conn, error) {
+		tn.mu.Lock()
+		tn.dialed = append(tn.dialed, network+" "+address)
+		tn.mu.Unlock()
+		return dial(ctx, network, address)
+	}
 	if cfg.GuestMAC == nil {
 		cfg.GuestMAC = testGuestMAC
 	}
@@ -285,8 +297,6 @@ func newTestNet(t testing.TB, o netOptions) *testNet {
 		t.Fatalf("New: %v", err)
 	}
 	tn.Network = n
-	host, guest := socketPair(t, o.framing)
-	go func() { tn.served <- n.Serve(context.Background(), host, o.framing) }()
 	t.Cleanup(func() {
 		if err := n.Close(); err != nil {
 			t.Errorf("Close: %v", err)
@@ -300,8 +310,17 @@ func newTestNet(t testing.TB, o netOptions) *testNet {
 			t.Errorf("Serve did not return after Close")
 		}
 	})
-	tn.guest = newTestGuest(t, guest, o.framing, n.cfg.MTU)
+	tn.attach(t, o.framing)
 	return tn
+}
+
+// attach serves a new socket pair with a new guest on it, as a VM's boot
+// does; the network must not be serving one already.
+func (tn *testNet) attach(t testing.TB, f Framing) {
+	t.Helper()
+	host, guest := socketPair(t, f)
+	go func() { tn.served <- tn.Serve(context.Background(), host, f) }()
+	tn.guest = newTestGuest(t, guest, f, tn.cfg.MTU)
 }
 
 // testPolicy allows names (but not rebind.test's loopback address) and
@@ -333,6 +352,13 @@ func (tn *testNet) decisions() []Dest {
 	return append([]Dest(nil), tn.decided...)
 }
 
+// dials is every host dial the network made so far.
+func (tn *testNet) dials() []string {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	return append([]string(nil), tn.dialed...)
+}
+
 // attempt waits for the next reported attempt.
 func (tn *testNet) attempt(t testing.TB) Attempt {
 	t.Helper()
@@ -348,7 +374,7 @@ func (tn *testNet) attempt(t testing.TB) Attempt {
 // lookup asks the network's DNS for name's address over UDP.
 func (tn *testNet) lookup(t testing.TB, name string) netip.Addr {
 	t.Helper()
-	reply := tn.dnsUDP(t, dnsQuery(t, 1, name, dnsmessage.TypeA))
+	reply := tn.dnsUDP(t, dnsQuery(t, 1, name+".", dnsmessage.TypeA))
 	m := parseDNS(t, reply)
 	if m.RCode != dnsmessage.RCodeSuccess || len(m.Answers) != 1 {
 		t.Fatalf("lookup %s: %v with %d answers", name, m.RCode, len(m.Answers))
