@@ -321,6 +321,9 @@ func (tn *testNet) attach(t testing.TB, f Framing) {
 	host, guest := socketPair(t, f)
 	go func() { tn.served <- tn.Serve(context.Background(), host, f) }()
 	tn.guest = newTestGuest(t, guest, f, tn.cfg.MTU)
+	// Serve drops what the stack sends before it has attached the link;
+	// an answer from the DNS says it has.
+	tn.dnsUDP(t, dnsQuery(t, 1, "attached.test.", dnsmessage.TypeA))
 }
 
 // testPolicy allows names (but not rebind.test's loopback address) and
