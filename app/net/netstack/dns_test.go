@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -259,4 +260,35 @@ func FuzzAnswerDNS(f *testing.F) {
 			t.Errorf("reply %+v to a query with ID %d", m.Header, binary.BigEndian.Uint16(query))
 		}
 	})
+}
+
+// TestDNSLocalhost: localhost and names under it are the guest's own
+// loopback, and take no address of NamePrefix: a guest that found one
+// (PTR answers say which name an address stands for) could otherwise
+// connect to "localhost" by name, and the host would resolve it to its
+// own loopback.
+func TestDNSLocalhost(t *testing.T) {
+	tn := newTestNet(t, netOptions{})
+	for _, name := range []string{"localhost", "LocalHost", "db.localhost"} {
+		if a := tn.lookup(t, name); a != loopback {
+			t.Errorf("%s is %s, want 127.0.0.1", name, a)
+		}
+	}
+	// What a guest would try: each address handed out so far, on a port
+	// of the host's loopback. None is "localhost" to connect to.
+	port := hostServer(t, func(net.Conn) {})
+	for i := 1; i <= 4; i++ {
+		a := offset(NamePrefix.Addr(), i)
+		name, ok := tn.names.name(a)
+		if ok && name != "localhost" && !strings.HasSuffix(name, ".localhost") {
+			continue // a name of the test's, allowed to reach the host
+		}
+		if ok {
+			t.Errorf("%s stands for %s", a, name)
+		}
+		if c, err := tn.guest.dialTCP(dialCtx(t), a, port); err == nil {
+			c.Close()
+			t.Errorf("the guest reached the host's loopback through %s", a)
+		}
+	}
 }
