@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
@@ -17,9 +18,6 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
 	"gvisor.dev/gvisor/pkg/waiter"
 )
-
-// udpIdle ends a UDP flow that has carried nothing for this long.
-const udpIdle = 60 * time.Second
 
 // destFor says where a packet to addr:port is going, as the policy sees
 // it: an address Sandbar's DNS handed out stands for its name. It returns
@@ -270,30 +268,39 @@ func (n *Network) forwardUDP(r *udp.ForwarderRequest) {
 			return
 		}
 		defer out.Close()
-		relayUDP(n.ctx, guest, out)
+		relayUDP(n.ctx, guest, out, n.cfg.UDPIdle)
 	})
 }
 
 // relayUDP copies datagrams both ways until neither side has sent
-// anything for udpIdle or ctx ends.
-func relayUDP(ctx context.Context, guest, out net.Conn) {
+// anything for idle or ctx ends.
+func relayUDP(ctx context.Context, guest, out net.Conn, idle time.Duration) {
 	stop := context.AfterFunc(ctx, func() { guest.Close(); out.Close() })
 	defer stop()
+	// When either side last sent: a side that is quiet while the other
+	// talks (a stream one way) keeps the flow open.
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	quiet := func() time.Time { return time.Unix(0, last.Load()).Add(idle) }
 	var wg sync.WaitGroup
 	move := func(dst, src net.Conn) {
 		buf := make([]byte, 65535)
 		for {
-			src.SetReadDeadline(time.Now().Add(udpIdle))
+			src.SetReadDeadline(quiet())
 			k, err := src.Read(buf)
 			if err != nil {
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {
-					// Idle: end both directions.
+					if time.Now().Before(quiet()) {
+						continue // the other side sent meanwhile
+					}
+					// Idle both ways: end both directions.
 					guest.Close()
 					out.Close()
 				}
 				return
 			}
+			last.Store(time.Now().UnixNano())
 			if _, err := dst.Write(buf[:k]); err != nil {
 				return
 			}

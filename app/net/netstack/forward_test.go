@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -445,5 +446,61 @@ func TestUDPForward(t *testing.T) {
 				t.Errorf("Decide was asked %+v, want the allowed name twice, the denied name and the address once each", d)
 			}
 		})
+	}
+}
+
+// TestUDPOneWay: a flow stays open while either side sends (here only
+// the host, for several idle periods), and ends once neither has for
+// UDPIdle, freeing its connection slot.
+func TestUDPOneWay(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	tn := newTestNet(t, netOptions{cfg: Config{UDPIdle: idle}})
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { pc.Close(); <-done })
+	go func() {
+		defer close(done)
+		_, from, err := pc.ReadFrom(make([]byte, 64))
+		if err != nil {
+			return
+		}
+		// A stream the guest only listens to, five idle periods long.
+		tick := time.NewTicker(idle / 6)
+		defer tick.Stop()
+		for i := range 30 {
+			<-tick.C
+			pc.WriteTo([]byte(strconv.Itoa(i)), from)
+		}
+		pc.WriteTo([]byte("last"), from)
+	}()
+	port := uint16(pc.LocalAddr().(*net.UDPAddr).Port)
+
+	c := tn.guest.dialUDP(tn.lookup(t, "stream.test"), port)
+	c.Write([]byte("start"))
+	c.SetReadDeadline(time.Now().Add(wait))
+	buf := make([]byte, 64)
+	for got := 0; ; got++ {
+		k, err := c.Read(buf)
+		if err != nil {
+			t.Fatalf("after %d datagrams of the host's stream: %v", got, err)
+		}
+		if string(buf[:k]) == "last" {
+			break
+		}
+	}
+	tn.attempt(t)
+
+	// Quiet both ways now: the flow ends and gives its slot back.
+	deadline := time.Now().Add(wait)
+	tick := time.NewTicker(idle / 10)
+	defer tick.Stop()
+	for len(tn.conns) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("an idle UDP flow still holds its slot after %s", wait)
+		}
+		<-tick.C
 	}
 }

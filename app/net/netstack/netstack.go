@@ -146,7 +146,10 @@ type Config struct {
 	MaxConns int
 	// DialTimeout bounds resolving and connecting; default 15 s.
 	DialTimeout time.Duration
-	Logger      *slog.Logger
+	// UDPIdle ends a UDP flow that has carried nothing either way for
+	// this long; default 60 s.
+	UDPIdle time.Duration
+	Logger  *slog.Logger
 }
 
 // Stats counts what crossed the link.
@@ -212,6 +215,9 @@ func New(cfg Config) (*Network, error) {
 	}
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 15 * time.Second
+	}
+	if cfg.UDPIdle <= 0 {
+		cfg.UDPIdle = 60 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
