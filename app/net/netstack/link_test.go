@@ -412,3 +412,51 @@ func FuzzFrames(f *testing.F) {
 		}
 	})
 }
+
+// TestGuestNotReading: a guest that stops taking frames makes the
+// network drop what it sends (TxDropped), as a full NIC ring would,
+// while it goes on reading the guest's frames; Close still ends it.
+func TestGuestNotReading(t *testing.T) {
+	for _, f := range []Framing{Stream, Datagram} {
+		t.Run(f.String(), func(t *testing.T) {
+			checkGoroutines(t)
+			n, err := New(Config{Decide: testPolicy, GuestMAC: testGuestMAC})
+			if err != nil {
+				t.Fatal(err)
+			}
+			host, guest := socketPair(t, f)
+			defer guest.Close()
+			// Small buffers, so they fill after a few frames.
+			host.(*net.UnixConn).SetWriteBuffer(4096)
+			guest.(*net.UnixConn).SetReadBuffer(4096)
+			served := make(chan error, 1)
+			go func() { served <- n.Serve(context.Background(), host, f) }()
+			// A raw guest: it asks for the gateway's MAC, so the gateway
+			// learns its own, then sends queries and reads nothing.
+			g := &testGuest{t: t, conn: guest, framing: f}
+			arp := ethFrame(broadcastMAC, testGuestMAC, header.ARPProtocolNumber, arpPacket(header.ARPRequest, testGuestMAC, GuestIP, GatewayIP))
+			if err := g.writeFrame(arp); err != nil {
+				t.Fatal(err)
+			}
+			query := dnsFrame(t, "unread.test.")
+			st := n.Stats()
+			deadline := time.Now().Add(wait)
+			for st.TxDropped.Load() == 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("after %d queries (%d replies sent) nothing was dropped", st.RxFrames.Load(), st.TxFrames.Load())
+				}
+				for range 256 {
+					if err := g.writeFrame(query); err != nil {
+						t.Fatalf("write: %v", err)
+					}
+				}
+			}
+			if err := n.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			if err := recv(t, served, "Serve ending at Close"); err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		})
+	}
+}
