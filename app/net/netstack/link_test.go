@@ -460,3 +460,27 @@ func TestGuestNotReading(t *testing.T) {
 		})
 	}
 }
+
+// TestServeEndsWhenDatagramPeerGoes: a datagram socket never reads its
+// peer's close, but the next frame the network sends to a VM that has
+// gone fails, and that ends the link instead of leaving Serve reading
+// for ever with a write side that is dead.
+func TestServeEndsWhenDatagramPeerGoes(t *testing.T) {
+	tn := newTestNet(t, netOptions{framing: Datagram})
+	tn.guest.close()
+	// Something for the network to send: a connection to the guest.
+	ctx, cancel := context.WithCancel(context.Background())
+	dialed := make(chan struct{})
+	go func() {
+		defer close(dialed)
+		if c, err := tn.DialGuest(ctx, 22); err == nil {
+			c.Close()
+		}
+	}()
+	if err := recv(t, tn.served, "Serve ending after a send to a VM that has gone"); err != nil {
+		t.Errorf("Serve: %v, want nil (the VM going is the link's normal end)", err)
+	}
+	tn.served <- nil // for the cleanup
+	cancel()
+	recv(t, dialed, "the dial to the guest ending")
+}

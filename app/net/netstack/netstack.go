@@ -384,7 +384,9 @@ func (n *Network) Stats() *Stats { return &n.stats }
 // Serve carries frames between the hypervisor's end of the link (conn)
 // and the stack until conn ends, ctx is done or the network closes. A
 // network serves one link at a time; the next VM boot of the session
-// may Serve again.
+// may Serve again. A datagram socket never reads its peer's close: such
+// a link ends at the next frame sent to a VM that has gone, so a caller
+// that knows sooner cancels ctx.
 func (n *Network) Serve(ctx context.Context, conn net.Conn, f Framing) error {
 	mac, err := net.ParseMAC(gatewayMAC)
 	if err != nil {
@@ -420,20 +422,45 @@ func (n *Network) Serve(ctx context.Context, conn net.Conn, f Framing) error {
 	defer unclose()
 
 	werr := make(chan error, 1)
-	go func() { werr <- link.writeLoop() }()
+	go func() {
+		err := link.writeLoop()
+		if err != nil {
+			// A link that cannot send is over: end the reading too. For
+			// a datagram socket, which never reads its peer's close,
+			// this is how a VM that has gone ends the link.
+			link.close()
+		}
+		werr <- err
+	}()
 	rerr := link.readLoop(func(frame []byte) {
 		pkt := packetFrom(frame)
 		n.ep.DeliverNetworkPacket(header.Ethernet(frame).Type(), pkt)
 		pkt.DecRef()
 	})
 	link.close()
-	<-werr
-	// The hypervisor's end closing is the link's normal end; with frames
-	// it had not read it reaches us as a reset rather than EOF.
-	if ctx.Err() != nil || n.ctx.Err() != nil || errors.Is(rerr, net.ErrClosed) || errors.Is(rerr, io.EOF) || errors.Is(rerr, syscall.ECONNRESET) {
+	if ctx.Err() != nil || n.ctx.Err() != nil {
+		<-werr
+		return nil
+	}
+	if err := <-werr; err != nil && !linkEnded(err) {
+		return fmt.Errorf("netstack: sending to the guest: %w", err)
+	}
+	if linkEnded(rerr) {
 		return nil
 	}
 	return rerr
+}
+
+// linkEnded says err is the hypervisor's end going away, the link's
+// normal end: EOF, or, with frames it had not read, a reset; a refusal or
+// a broken pipe when the network sends to it; or the link closed here.
+func linkEnded(err error) bool {
+	for _, e := range []error{net.ErrClosed, io.EOF, syscall.ECONNRESET, syscall.ECONNREFUSED, syscall.EPIPE} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // Listen serves a TCP port on the gateway's address: Sandbar's services
