@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -483,4 +484,57 @@ func TestServeEndsWhenDatagramPeerGoes(t *testing.T) {
 	tn.served <- nil // for the cleanup
 	cancel()
 	recv(t, dialed, "the dial to the guest ending")
+}
+
+// busyConn is a datagram socket whose sends fail as macOS's do when the
+// socket's buffer is full (ENOBUFS, where Linux would block) a number of
+// times before they go through, and fail for good past a size.
+type busyConn struct {
+	net.Conn
+	busy    int // sends to refuse with ENOBUFS before taking any
+	maxSize int
+	sent    chan []byte
+}
+
+func (c *busyConn) Write(b []byte) (int, error) {
+	if c.busy > 0 {
+		c.busy--
+		return 0, &net.OpError{Op: "write", Net: "unixgram", Err: os.NewSyscallError("sendto", syscall.ENOBUFS)}
+	}
+	if len(b) > c.maxSize {
+		return 0, &net.OpError{Op: "write", Net: "unixgram", Err: os.NewSyscallError("sendto", syscall.EMSGSIZE)}
+	}
+	c.sent <- append([]byte(nil), b...)
+	return len(b), nil
+}
+
+func (c *busyConn) Close() error { return nil }
+
+// TestDatagramWriteBusy: a full socket buffer is waited out, frame by
+// frame in order, and a frame the socket can never take is dropped, not
+// the link.
+func TestDatagramWriteBusy(t *testing.T) {
+	conn := &busyConn{busy: 5, maxSize: 1500, sent: make(chan []byte, 16)}
+	var stats Stats
+	l := newFrameIO(conn, Datagram, DefaultMTU, tcpip.LinkAddress(testGatewayMAC), tcpip.LinkAddress(testGuestMAC), &stats)
+	done := make(chan error, 1)
+	go func() { done <- l.writeLoop() }()
+	frames := [][]byte{randomBytes(100, 1), randomBytes(4000, 2), randomBytes(1500, 3)}
+	for _, f := range frames {
+		l.queued.Add(int64(len(f)))
+		l.queue <- f
+	}
+	for _, want := range [][]byte{frames[0], frames[2]} {
+		got := recv(t, conn.sent, "a frame sent")
+		if string(got) != string(want) {
+			t.Errorf("sent a frame of %d bytes, want the one of %d", len(got), len(want))
+		}
+	}
+	l.close()
+	if err := recv(t, done, "writeLoop ending"); err != nil {
+		t.Errorf("writeLoop: %v", err)
+	}
+	if stats.TxFrames.Load() != 2 || stats.TxDropped.Load() != 1 {
+		t.Errorf("TxFrames %d, TxDropped %d; want 2 and 1", stats.TxFrames.Load(), stats.TxDropped.Load())
+	}
 }
