@@ -23,7 +23,8 @@ import (
 // it: an address Sandbar's DNS handed out stands for its name. It returns
 // a refusal for destinations that are never forwarded: the session's own
 // subnet (the gateway's services have listeners; anything else there is
-// not Sandbar's) and addresses of NamePrefix the DNS did not hand out.
+// not Sandbar's), addresses of NamePrefix the DNS did not hand out, and
+// addresses that are no place to connect to (see dialable).
 func (n *Network) destFor(addr netip.Addr, port uint16, proto Proto) (Dest, *Verdict) {
 	d := Dest{Addr: addr, Port: port, Proto: proto}
 	switch {
@@ -35,8 +36,24 @@ func (n *Network) destFor(addr netip.Addr, port uint16, proto Proto) (Dest, *Ver
 			return d, &Verdict{Reason: addr.String() + " was not handed out by Sandbar's DNS: connect by name"}
 		}
 		d.Name, d.Addr = name, netip.Addr{}
+	case !dialable(addr):
+		return d, &Verdict{Reason: addr.String() + " is not an address to connect to"}
 	}
 	return d, nil
+}
+
+// thisNetwork is 0.0.0.0/8, "this host on this network" (RFC 1122).
+var thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
+
+// dialable says the network may connect to a on the host: an IPv4
+// unicast address of somewhere else. Not 0.0.0.0/8, which the host's
+// kernel takes for the host itself (a way round a policy that refuses
+// loopback addresses, reached by a name that resolves to 0.0.0.0, as
+// filtering resolvers answer, or by a raw datagram), nor multicast or
+// the broadcast address. Loopback itself is the policy's to refuse or
+// allow (a rule may let a name reach a server on the host).
+func dialable(a netip.Addr) bool {
+	return a.Is4() && !thisNetwork.Contains(a) && !a.IsMulticast() && a != netip.AddrFrom4([4]byte{255, 255, 255, 255})
 }
 
 // approve resolves a named Dest on the host and asks the policy again for
@@ -54,7 +71,7 @@ func (n *Network) approve(ctx context.Context, d Dest, v Verdict) ([]netip.Addr,
 	var refusal *Verdict
 	for _, a := range found {
 		a = a.Unmap()
-		if !a.Is4() {
+		if !dialable(a) {
 			continue
 		}
 		w := n.cfg.Decide(Dest{Name: d.Name, Addr: a, Port: d.Port, Proto: d.Proto})
@@ -73,7 +90,7 @@ func (n *Network) approve(ctx context.Context, d Dest, v Verdict) ([]netip.Addr,
 	case refusal != nil:
 		return nil, *refusal, nil
 	}
-	return nil, v, fmt.Errorf("%s has no IPv4 address", d.Name)
+	return nil, v, fmt.Errorf("%s has no address to connect to (IPv4, unicast, not 0.0.0.0)", d.Name)
 }
 
 // dialAny connects to the first of addrs that answers.

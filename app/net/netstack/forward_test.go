@@ -164,6 +164,12 @@ func TestTCPRefused(t *testing.T) {
 		},
 		allow: true, rule: "allow *", err: "refused", dialed: true,
 	}, {
+		name:    "a name that resolves to 0.0.0.0",
+		target:  byName("zero.test", listening),
+		dest:    Dest{Name: "zero.test", Port: listening, Proto: TCP},
+		decided: []Dest{{Name: "zero.test", Port: listening, Proto: TCP}},
+		allow:   true, rule: "allow *", err: "no address to connect to",
+	}, {
 		name:    "the name does not resolve",
 		target:  byName("nowhere.test", listening),
 		dest:    Dest{Name: "nowhere.test", Port: listening, Proto: TCP},

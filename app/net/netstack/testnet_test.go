@@ -149,10 +149,15 @@ func testPolicy(d Dest) Verdict {
 	return Verdict{Reason: d.Addr.String() + " is an address, not a name", Rule: "deny addresses"}
 }
 
-// testResolve resolves every name but nowhere.test to 127.0.0.1.
+// testResolve resolves every name to 127.0.0.1, but nowhere.test to
+// nothing and zero.test to 0.0.0.0 (what filtering resolvers answer for a
+// name they block, and what a hostile domain can answer).
 func testResolve(_ context.Context, name string) ([]netip.Addr, error) {
-	if name == "nowhere.test" {
+	switch name {
+	case "nowhere.test":
 		return nil, &net.DNSError{Err: "no such host", Name: name, IsNotFound: true}
+	case "zero.test":
+		return []netip.Addr{netip.IPv4Unspecified()}, nil
 	}
 	return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 }

@@ -5,8 +5,11 @@ import (
 	"net/netip"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
 // udpEcho is a UDP server on the host's loopback that echoes what it
@@ -132,5 +135,28 @@ func TestUDPOneWay(t *testing.T) {
 			t.Fatalf("an idle UDP flow still holds its slot after %s", wait)
 		}
 		<-tick.C
+	}
+}
+
+// TestUDPNeverDialed: a datagram to an address no honest guest sends to,
+// written raw, is refused before the policy is asked, even one that
+// allows everything: on the host, 0.0.0.0 is the host itself.
+func TestUDPNeverDialed(t *testing.T) {
+	tn := newTestNet(t, netOptions{cfg: Config{Decide: func(Dest) Verdict { return Verdict{Allow: true} }}})
+	port, _ := udpEcho(t)
+	for _, dst := range []string{"0.0.0.0", "0.1.2.3"} {
+		a := netip.MustParseAddr(dst)
+		decided, dials := len(tn.decisions()), len(tn.dials())
+		tn.guest.writeFrame(fromGuest(header.IPv4ProtocolNumber, udpPacket(GuestIP, a, 40000, port, []byte("to the host itself"))))
+		at := tn.attempt(t)
+		if at.Dest != (Dest{Addr: a, Port: port, Proto: UDP}) || at.Verdict.Allow || !strings.Contains(at.Verdict.Reason, "not an address to connect to") {
+			t.Errorf("%s: attempt %+v, want it refused as no address to connect to", dst, at)
+		}
+		if got := tn.decisions()[decided:]; len(got) != 0 {
+			t.Errorf("%s: Decide was asked %+v", dst, got)
+		}
+		if got := tn.dials()[dials:]; len(got) != 0 {
+			t.Errorf("%s: the host dialed %v", dst, got)
+		}
 	}
 }
