@@ -49,9 +49,13 @@ func (n *Network) answerDNS(query []byte) []byte {
 		}
 		switch q.Type {
 		case dnsmessage.TypeA:
-			a := n.names.addr(name)
-			if name == "localhost" || strings.HasSuffix(name, ".localhost") {
-				a = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+			// localhost is the guest's own loopback (RFC 6761) and takes
+			// no address of NamePrefix: one that stood for it would let
+			// the guest connect to "localhost" by name, which the host
+			// resolves to its own loopback.
+			a := netip.AddrFrom4([4]byte{127, 0, 0, 1})
+			if name != "localhost" && !strings.HasSuffix(name, ".localhost") {
+				a = n.names.addr(name)
 			}
 			answers = append(answers, dnsmessage.Resource{
 				Header: dnsmessage.ResourceHeader{Name: q.Name, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET, TTL: dnsTTL},

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
@@ -18,14 +19,12 @@ import (
 	"gvisor.dev/gvisor/pkg/waiter"
 )
 
-// udpIdle ends a UDP flow that has carried nothing for this long.
-const udpIdle = 60 * time.Second
-
 // destFor says where a packet to addr:port is going, as the policy sees
 // it: an address Sandbar's DNS handed out stands for its name. It returns
 // a refusal for destinations that are never forwarded: the session's own
 // subnet (the gateway's services have listeners; anything else there is
-// not Sandbar's) and addresses of NamePrefix the DNS did not hand out.
+// not Sandbar's), addresses of NamePrefix the DNS did not hand out, and
+// addresses that are no place to connect to (see dialable).
 func (n *Network) destFor(addr netip.Addr, port uint16, proto Proto) (Dest, *Verdict) {
 	d := Dest{Addr: addr, Port: port, Proto: proto}
 	switch {
@@ -37,8 +36,24 @@ func (n *Network) destFor(addr netip.Addr, port uint16, proto Proto) (Dest, *Ver
 			return d, &Verdict{Reason: addr.String() + " was not handed out by Sandbar's DNS: connect by name"}
 		}
 		d.Name, d.Addr = name, netip.Addr{}
+	case !dialable(addr):
+		return d, &Verdict{Reason: addr.String() + " is not an address to connect to"}
 	}
 	return d, nil
+}
+
+// thisNetwork is 0.0.0.0/8, "this host on this network" (RFC 1122).
+var thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
+
+// dialable says the network may connect to a on the host: an IPv4
+// unicast address of somewhere else. Not 0.0.0.0/8, which the host's
+// kernel takes for the host itself (a way round a policy that refuses
+// loopback addresses, reached by a name that resolves to 0.0.0.0, as
+// filtering resolvers answer, or by a raw datagram), nor multicast or
+// the broadcast address. Loopback itself is the policy's to refuse or
+// allow (a rule may let a name reach a server on the host).
+func dialable(a netip.Addr) bool {
+	return a.Is4() && !thisNetwork.Contains(a) && !a.IsMulticast() && a != netip.AddrFrom4([4]byte{255, 255, 255, 255})
 }
 
 // approve resolves a named Dest on the host and asks the policy again for
@@ -56,7 +71,7 @@ func (n *Network) approve(ctx context.Context, d Dest, v Verdict) ([]netip.Addr,
 	var refusal *Verdict
 	for _, a := range found {
 		a = a.Unmap()
-		if !a.Is4() {
+		if !dialable(a) {
 			continue
 		}
 		w := n.cfg.Decide(Dest{Name: d.Name, Addr: a, Port: d.Port, Proto: d.Proto})
@@ -75,7 +90,7 @@ func (n *Network) approve(ctx context.Context, d Dest, v Verdict) ([]netip.Addr,
 	case refusal != nil:
 		return nil, *refusal, nil
 	}
-	return nil, v, fmt.Errorf("%s has no IPv4 address", d.Name)
+	return nil, v, fmt.Errorf("%s has no address to connect to (IPv4, unicast, not 0.0.0.0)", d.Name)
 }
 
 // dialAny connects to the first of addrs that answers.
@@ -270,30 +285,39 @@ func (n *Network) forwardUDP(r *udp.ForwarderRequest) {
 			return
 		}
 		defer out.Close()
-		relayUDP(n.ctx, guest, out)
+		relayUDP(n.ctx, guest, out, n.cfg.UDPIdle)
 	})
 }
 
 // relayUDP copies datagrams both ways until neither side has sent
-// anything for udpIdle or ctx ends.
-func relayUDP(ctx context.Context, guest, out net.Conn) {
+// anything for idle or ctx ends.
+func relayUDP(ctx context.Context, guest, out net.Conn, idle time.Duration) {
 	stop := context.AfterFunc(ctx, func() { guest.Close(); out.Close() })
 	defer stop()
+	// When either side last sent: a side that is quiet while the other
+	// talks (a stream one way) keeps the flow open.
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	quiet := func() time.Time { return time.Unix(0, last.Load()).Add(idle) }
 	var wg sync.WaitGroup
 	move := func(dst, src net.Conn) {
 		buf := make([]byte, 65535)
 		for {
-			src.SetReadDeadline(time.Now().Add(udpIdle))
+			src.SetReadDeadline(quiet())
 			k, err := src.Read(buf)
 			if err != nil {
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {
-					// Idle: end both directions.
+					if time.Now().Before(quiet()) {
+						continue // the other side sent meanwhile
+					}
+					// Idle both ways: end both directions.
 					guest.Close()
 					out.Close()
 				}
 				return
 			}
+			last.Store(time.Now().UnixNano())
 			if _, err := dst.Write(buf[:k]); err != nil {
 				return
 			}

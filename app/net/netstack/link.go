@@ -9,6 +9,8 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -121,11 +123,9 @@ func (l *frameIO) writeLoop() error {
 		}
 		if l.framing == Datagram {
 			l.queued.Add(-int64(len(frame)))
-			if _, err := l.conn.Write(frame); err != nil {
+			if err := l.writeDatagram(frame); err != nil {
 				return err
 			}
-			l.stats.TxFrames.Add(1)
-			l.stats.TxBytes.Add(uint64(len(frame)))
 			continue
 		}
 		bufs, hdrs = bufs[:0], hdrs[:0]
@@ -151,6 +151,37 @@ func (l *frameIO) writeLoop() error {
 		}
 		l.stats.TxFrames.Add(uint64(frames))
 		l.stats.TxBytes.Add(uint64(n))
+	}
+}
+
+// writeDatagram sends one frame as a datagram. A full socket buffer is
+// waited out: macOS answers ENOBUFS where Linux would block (the failure
+// gvisor-tap-vsock met with vfkit). A frame the socket can never take
+// (EMSGSIZE) is dropped, as a NIC drops one past its MTU. Any other
+// error is the link's.
+func (l *frameIO) writeDatagram(frame []byte) error {
+	backoff := 50 * time.Microsecond
+	for {
+		_, err := l.conn.Write(frame)
+		switch {
+		case err == nil:
+			l.stats.TxFrames.Add(1)
+			l.stats.TxBytes.Add(uint64(len(frame)))
+			return nil
+		case errors.Is(err, syscall.EMSGSIZE):
+			l.stats.TxDropped.Add(1)
+			return nil
+		case !errors.Is(err, syscall.ENOBUFS):
+			return err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-l.closed:
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		backoff = min(2*backoff, time.Millisecond)
 	}
 }
 

@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/containers/gvisor-tap-vsock/pkg/services/dhcp"
@@ -145,7 +146,10 @@ type Config struct {
 	MaxConns int
 	// DialTimeout bounds resolving and connecting; default 15 s.
 	DialTimeout time.Duration
-	Logger      *slog.Logger
+	// UDPIdle ends a UDP flow that has carried nothing either way for
+	// this long; default 60 s.
+	UDPIdle time.Duration
+	Logger  *slog.Logger
 }
 
 // Stats counts what crossed the link.
@@ -181,6 +185,9 @@ type Network struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// serving counts Serve calls still delivering frames to the stack,
+	// which Close waits for before it takes the stack apart.
+	serving sync.WaitGroup
 
 	mu        sync.Mutex
 	io        *frameIO
@@ -208,6 +215,9 @@ func New(cfg Config) (*Network, error) {
 	}
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 15 * time.Second
+	}
+	if cfg.UDPIdle <= 0 {
+		cfg.UDPIdle = 60 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -282,7 +292,16 @@ func (n *Network) build() error {
 	moderate := tcpip.TCPModerateReceiveBufferOption(true)
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &moderate)
 
-	s.SetTransportProtocolHandler(tcp.ProtocolNumber, tcp.NewForwarder(s, 0, 64, n.forwardTCP).HandlePacket)
+	// The forwarder runs each handler on a goroutine of its own: hold
+	// makes the network its owner, so Close waits for it.
+	s.SetTransportProtocolHandler(tcp.ProtocolNumber, tcp.NewForwarder(s, 0, 64, func(r *tcp.ForwarderRequest) {
+		if !n.hold() {
+			r.Complete(true)
+			return
+		}
+		defer n.wg.Done()
+		n.forwardTCP(r)
+	}).HandlePacket)
 	s.SetTransportProtocolHandler(udp.ProtocolNumber, udp.NewForwarder(s, n.forwardUDP).HandlePacket)
 
 	gw := tcpip.FullAddress{NIC: 1, Addr: tcpip.AddrFrom4(GatewayIP.As4()), Port: 53}
@@ -338,6 +357,19 @@ func (n *Network) toGuest(p tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer
 	link.DeliverNetworkPacket(p, pkt)
 }
 
+// hold counts a goroutine the network did not start in n.wg, unless the
+// network is closing. Close marks the network closed under n.mu before
+// it waits, so no hold adds to n.wg once Close may be waiting on it.
+func (n *Network) hold() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return false
+	}
+	n.wg.Add(1)
+	return true
+}
+
 // Guest is how the guest's NIC is to be configured.
 func (n *Network) Guest() GuestConfig {
 	return GuestConfig{
@@ -352,7 +384,9 @@ func (n *Network) Stats() *Stats { return &n.stats }
 // Serve carries frames between the hypervisor's end of the link (conn)
 // and the stack until conn ends, ctx is done or the network closes. A
 // network serves one link at a time; the next VM boot of the session
-// may Serve again.
+// may Serve again. A datagram socket never reads its peer's close: such
+// a link ends at the next frame sent to a VM that has gone, so a caller
+// that knows sooner cancels ctx.
 func (n *Network) Serve(ctx context.Context, conn net.Conn, f Framing) error {
 	mac, err := net.ParseMAC(gatewayMAC)
 	if err != nil {
@@ -371,6 +405,7 @@ func (n *Network) Serve(ctx context.Context, conn net.Conn, f Framing) error {
 		return errors.New("netstack: a link is already attached")
 	}
 	n.io = link
+	n.serving.Add(1)
 	n.mu.Unlock()
 	defer func() {
 		n.mu.Lock()
@@ -378,6 +413,7 @@ func (n *Network) Serve(ctx context.Context, conn net.Conn, f Framing) error {
 			n.io = nil
 		}
 		n.mu.Unlock()
+		n.serving.Done()
 	}()
 
 	stop := context.AfterFunc(ctx, link.close)
@@ -386,18 +422,45 @@ func (n *Network) Serve(ctx context.Context, conn net.Conn, f Framing) error {
 	defer unclose()
 
 	werr := make(chan error, 1)
-	go func() { werr <- link.writeLoop() }()
+	go func() {
+		err := link.writeLoop()
+		if err != nil {
+			// A link that cannot send is over: end the reading too. For
+			// a datagram socket, which never reads its peer's close,
+			// this is how a VM that has gone ends the link.
+			link.close()
+		}
+		werr <- err
+	}()
 	rerr := link.readLoop(func(frame []byte) {
 		pkt := packetFrom(frame)
 		n.ep.DeliverNetworkPacket(header.Ethernet(frame).Type(), pkt)
 		pkt.DecRef()
 	})
 	link.close()
-	<-werr
-	if ctx.Err() != nil || n.ctx.Err() != nil || errors.Is(rerr, net.ErrClosed) || errors.Is(rerr, io.EOF) {
+	if ctx.Err() != nil || n.ctx.Err() != nil {
+		<-werr
+		return nil
+	}
+	if err := <-werr; err != nil && !linkEnded(err) {
+		return fmt.Errorf("netstack: sending to the guest: %w", err)
+	}
+	if linkEnded(rerr) {
 		return nil
 	}
 	return rerr
+}
+
+// linkEnded says err is the hypervisor's end going away, the link's
+// normal end: EOF, or, with frames it had not read, a reset; a refusal or
+// a broken pipe when the network sends to it; or the link closed here.
+func linkEnded(err error) bool {
+	for _, e := range []error{net.ErrClosed, io.EOF, syscall.ECONNRESET, syscall.ECONNREFUSED, syscall.EPIPE} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // Listen serves a TCP port on the gateway's address: Sandbar's services
@@ -436,6 +499,10 @@ func (n *Network) Close() error {
 	if link != nil {
 		link.close()
 	}
+	// Serve delivers to the stack until its read returns: taking the
+	// stack apart under it races with that delivery (the NIC's removal
+	// detaches the link endpoint it delivers through).
+	n.serving.Wait()
 	for _, p := range pubs {
 		p.close()
 	}
