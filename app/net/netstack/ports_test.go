@@ -82,30 +82,29 @@ func takenPort(t *testing.T) uint16 {
 
 func TestPublish(t *testing.T) {
 	tn := newTestNet(t, netOptions{})
-	// A guest port whose number is free on the host, so Publish can take
-	// the same one.
+	// A guest port published on the same number, free on the host.
 	same := closedPort(t)
 	guestEcho(t, tn.guest, same)
 	guestEcho(t, tn.guest, 8080)
 
-	p, err := tn.Publish(same, 0)
+	p, err := tn.Publish(same, same)
 	if err != nil {
-		t.Fatalf("Publish(%d, 0): %v", same, err)
+		t.Fatalf("Publish(%d, %d): %v", same, same, err)
 	}
 	if p != (Port{Guest: same, Host: same}) {
-		t.Errorf("Publish(%d, 0) = %v, want the same number on the host", same, p)
+		t.Errorf("Publish(%d, %d) = %v, want the same number on the host", same, same, p)
 	}
 	roundTrip(t, dialHost(t, p.Host), "through the published port")
 	if again, err := tn.Publish(same, 0); err != nil || again != p {
 		t.Errorf("publishing %d again: %v, %v; want %v as it is", same, again, err, p)
 	}
 
-	// The guest's number taken on the host: any free one.
+	// Host port 0: any free one.
 	taken := takenPort(t)
 	guestEcho(t, tn.guest, taken)
 	other, err := tn.Publish(taken, 0)
 	if err != nil {
-		t.Fatalf("Publish(%d, 0) with %d taken on the host: %v", taken, taken, err)
+		t.Fatalf("Publish(%d, 0): %v", taken, err)
 	}
 	if other.Host == taken || other.Host == 0 {
 		t.Errorf("Publish(%d, 0) = %v, want another free port", taken, other)
