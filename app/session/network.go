@@ -220,6 +220,7 @@ type sessionNet struct {
 	mu       sync.Mutex
 	attempts map[attemptKey]*store.NetAttempt // not yet in the store
 	logged   map[attemptKey]time.Time         // when a denial was last logged
+	overflow bool                             // logged is full, and the log said so
 	ports    map[uint16]netstack.Port         // published because the guest listens
 	manual   map[uint16]netstack.Port         // published because a person asked
 	wake     chan struct{}
@@ -405,21 +406,33 @@ func (sn *sessionNet) attempt(a netstack.Attempt) {
 	} else if len(sn.attempts) < store.MaxNetAttempts {
 		sn.attempts[k] = &rec
 	}
+	// A denial (or a failure) is told once a minute per destination, and
+	// not at all past MaxNetAttempts destinations: a guest trying a
+	// million names, or a datagram a millisecond, cannot flood the log or
+	// the windows (the store still counts what it can).
 	logIt := false
 	if !k.allowed || a.Err != nil {
-		if last, ok := sn.logged[k]; !ok || a.Time.Sub(last) > time.Minute {
-			if len(sn.logged) < store.MaxNetAttempts {
-				sn.logged[k] = a.Time
-			}
+		last, seen := sn.logged[k]
+		switch {
+		case seen && a.Time.Sub(last) > time.Minute:
+			sn.logged[k] = a.Time
 			logIt = true
+		case !seen && len(sn.logged) < store.MaxNetAttempts:
+			sn.logged[k] = a.Time
+			logIt = true
+		case !seen && !sn.overflow:
+			sn.overflow = true
+			sn.mu.Unlock()
+			sn.r.systemLine(fmt.Sprintf("network: the VM tried more than %d destinations; further denials are counted in `sandbar net %s` but not logged", store.MaxNetAttempts, short(sn.r.id)))
+			sn.mu.Lock()
 		}
 	}
 	sn.mu.Unlock()
 	if logIt {
 		sn.r.systemLine(describeAttempt(sn.r.id, a))
-	}
-	if !k.allowed {
-		sn.r.m.hub.publish(Event{Session: sn.r.id, Time: a.Time, Kind: EventNet, Net: &rec})
+		if !k.allowed {
+			sn.r.m.hub.publish(Event{Session: sn.r.id, Time: a.Time, Kind: EventNet, Net: &rec})
+		}
 	}
 	select {
 	case sn.wake <- struct{}{}:
