@@ -203,4 +203,3 @@ func freePort(t *testing.T) uint16 {
 		}
 	}
 }
-
