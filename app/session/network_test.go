@@ -1,0 +1,74 @@
+package session
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"sandbar/guest/protocol"
+)
+
+// runningNet starts a session whose agent sleeps and returns it with its
+// network, once the VM runs.
+func runningNet(t *testing.T, f *fixture) (string, *sessionNet) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := f.m.Start(ctx, Options{Repo: f.repo, Agent: AgentSpec{Command: "sleep", Args: []string{"60"}}, MemoryMiB: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.m.Stop(context.Background(), s.ID) })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		sn, err := f.m.netOf(ctx, s.ID)
+		if err == nil {
+			return s.ID, sn
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session's network never came up: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// freePort returns a port of the host's 127.0.0.1 that nothing listens on.
+func freePort(t *testing.T) uint16 {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return uint16(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// TestGuestPortsNeverTakeTheirNumber: a port the guest listens on is
+// published on a host port of the kernel's choosing, never on its own
+// number, however free that is: the guest picks its ports, and the same
+// number on the host's loopback is where the person's own programs (a
+// dev server on 3000, the node inspector on 9229, ollama on 11434) and
+// their browser tabs would connect. A port the person publishes gets its
+// own number when it is free.
+func TestGuestPortsNeverTakeTheirNumber(t *testing.T) {
+	f := newFixture(t)
+	id, sn := runningNet(t, f)
+	guest := freePort(t)
+	sn.guestPorts([]protocol.Port{{Port: guest}})
+	ports := sn.n.Published()
+	if len(ports) != 1 || ports[0].Guest != guest {
+		t.Fatalf("published %v, want guest port %d", ports, guest)
+	}
+	if ports[0].Host == guest {
+		t.Errorf("the guest's port %d was published on the host's 127.0.0.1:%d, its own number", guest, guest)
+	}
+
+	asked := freePort(t)
+	p, err := f.m.PublishPort(context.Background(), id, asked, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Host != asked {
+		t.Errorf("the person's publish of %d got host port %d, want the same number (free)", asked, p.Host)
+	}
+}
