@@ -130,6 +130,10 @@ type Config struct {
 	// Resolve looks a name up on the host; default the system resolver
 	// (IPv4 addresses).
 	Resolve func(ctx context.Context, name string) ([]netip.Addr, error)
+	// LocalAddrs lists the host's own addresses, which the network never
+	// dials (loopback aside, which is the policy's); default the
+	// addresses of its network interfaces, read at most once a second.
+	LocalAddrs func() ([]netip.Addr, error)
 	// Dial opens a connection on the host; default a net.Dialer.
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 	// Intercept, when it returns non-nil for an allowed TCP Dest, gets
@@ -194,6 +198,11 @@ type Network struct {
 	closers   []func()
 	published map[uint16]*published
 	closed    bool
+
+	// The host's own addresses (see own), read at ownAt.
+	ownMu    sync.Mutex
+	ownAddrs []netip.Addr
+	ownAt    time.Time
 }
 
 // New builds a network; it carries nothing until Serve.
@@ -229,6 +238,9 @@ func New(cfg Config) (*Network, error) {
 		cfg.Resolve = func(ctx context.Context, name string) ([]netip.Addr, error) {
 			return net.DefaultResolver.LookupNetIP(ctx, "ip4", name)
 		}
+	}
+	if cfg.LocalAddrs == nil {
+		cfg.LocalAddrs = interfaceAddrs
 	}
 	if cfg.Dial == nil {
 		var d net.Dialer
