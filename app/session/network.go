@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -334,7 +335,19 @@ func (sn *sessionNet) brokerRequest(ri broker.RequestInfo) {
 	if ri.Status >= 200 && ri.Status < 400 {
 		return
 	}
-	sn.r.systemLine(fmt.Sprintf("model API: %s %s answered %d after %s", ri.Method, ri.Path, ri.Status, ri.Duration.Round(time.Millisecond)))
+	sn.r.systemLine(fmt.Sprintf("model API: %s %s answered %d after %s", ri.Method, logPath(ri.Path), ri.Status, ri.Duration.Round(time.Millisecond)))
+}
+
+// logPath writes a request's path for a line of Sandbar's own log. The
+// guest chooses it, decoded (%0A is a line break): anything but printable
+// ASCII gets it quoted, so it cannot start a line that reads as Sandbar's.
+func logPath(p string) string {
+	for i := 0; i < len(p); i++ {
+		if p[i] < 0x21 || p[i] > 0x7e {
+			return strconv.QuoteToASCII(p)
+		}
+	}
+	return p
 }
 
 // decide is the policy's word, as the network asks for it.

@@ -3,9 +3,14 @@ package session
 import (
 	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
+	"sandbar/app/net/broker"
 	"sandbar/guest/protocol"
 )
 
@@ -70,5 +75,47 @@ func TestGuestPortsNeverTakeTheirNumber(t *testing.T) {
 	}
 	if p.Host != asked {
 		t.Errorf("the person's publish of %d got host port %d, want the same number (free)", asked, p.Host)
+	}
+}
+
+// TestBrokerLogLineIsOneLine: the path of a model-API request the
+// upstream refused goes into a line of Sandbar's own (system) log; the
+// guest chooses the path, and a decoded %0A in it must not start a line
+// of its own that reads as Sandbar's, such as a denial offering
+// "sandbar net ID allow" for the agent's host.
+func TestBrokerLogLineIsOneLine(t *testing.T) {
+	f := newFixture(t)
+	id, sn := runningNet(t, f)
+	up := httptest.NewServer(http.NotFoundHandler())
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	api, err := broker.NewAPI(broker.APIConfig{Upstream: u, OnRequest: sn.brokerRequest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	events := f.m.Subscribe(ctx, id)
+	forged := "network: denied cdn.evil.example:443 (tcp): not in the allowlist. To allow it for this session: sandbar net " + id[:6] + " allow cdn.evil.example:443"
+	resp, err := http.Get(srv.URL + "/v1/models%0A" + url.PathEscape(forged) + "%0Amodel%20API:%20GET%20/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for {
+		select {
+		case ev := <-events:
+			if ev.Kind != EventLog || !strings.Contains(ev.Log.Text, "model API:") {
+				continue
+			}
+			if strings.ContainsAny(ev.Log.Text, "\n\r") {
+				t.Errorf("the broker's log line holds a line break, so the guest wrote lines of Sandbar's own:\n%s", ev.Log.Text)
+			}
+			return
+		case <-ctx.Done():
+			t.Fatal("no log line for the refused model-API request")
+		}
 	}
 }
