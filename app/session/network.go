@@ -221,6 +221,7 @@ type sessionNet struct {
 	mu       sync.Mutex
 	attempts map[attemptKey]*store.NetAttempt // not yet in the store
 	logged   map[attemptKey]time.Time         // when a denial was last logged
+	pruned   time.Time                        // when logged was last rid of old ones
 	ports    map[uint16]netstack.Port         // published because the guest listens
 	manual   map[uint16]netstack.Port         // published because a person asked
 	wake     chan struct{}
@@ -392,9 +393,9 @@ func (sn *sessionNet) intercept(d netstack.Dest) netstack.Interceptor {
 	}
 }
 
-// attempt records a connection attempt: denials go to the log (once a
-// minute per destination) and to subscribers at once; every attempt is
-// counted in the store by the flusher.
+// attempt records a connection attempt: denials go to the log and to
+// subscribers (once a minute per destination, see logOnce); every attempt
+// is counted in the store by the flusher.
 func (sn *sessionNet) attempt(a netstack.Attempt) {
 	host := a.Dest.Name
 	if host == "" {
@@ -418,26 +419,46 @@ func (sn *sessionNet) attempt(a netstack.Attempt) {
 	} else if len(sn.attempts) < store.MaxNetAttempts {
 		sn.attempts[k] = &rec
 	}
-	logIt := false
-	if !k.allowed || a.Err != nil {
-		if last, ok := sn.logged[k]; !ok || a.Time.Sub(last) > time.Minute {
-			if len(sn.logged) < store.MaxNetAttempts {
-				sn.logged[k] = a.Time
-			}
-			logIt = true
-		}
-	}
+	logIt := (!k.allowed || a.Err != nil) && sn.logOnce(k, a.Time)
 	sn.mu.Unlock()
 	if logIt {
 		sn.r.systemLine(describeAttempt(sn.r.id, a))
-	}
-	if !k.allowed {
-		sn.r.m.hub.publish(Event{Session: sn.r.id, Time: a.Time, Kind: EventNet, Net: &rec})
+		if !k.allowed {
+			sn.r.m.hub.publish(Event{Session: sn.r.id, Time: a.Time, Kind: EventNet, Net: &rec})
+		}
 	}
 	select {
 	case sn.wake <- struct{}{}:
 	default:
 	}
+}
+
+// logOnce says whether to log (and tell subscribers of) an attempt at k
+// now: the first time, then once a minute. The guest makes attempts as
+// fast as it sends datagrams, to destinations of its choosing, so what is
+// remembered is bounded: when MaxNetAttempts destinations were logged in
+// the last minute, a new one is counted in the store alone. sn.mu is held.
+func (sn *sessionNet) logOnce(k attemptKey, now time.Time) bool {
+	if last, ok := sn.logged[k]; ok {
+		if now.Sub(last) <= time.Minute {
+			return false
+		}
+		sn.logged[k] = now
+		return true
+	}
+	if len(sn.logged) >= store.MaxNetAttempts && now.Sub(sn.pruned) > time.Second {
+		sn.pruned = now
+		for old, last := range sn.logged {
+			if now.Sub(last) > time.Minute {
+				delete(sn.logged, old)
+			}
+		}
+	}
+	if len(sn.logged) >= store.MaxNetAttempts {
+		return false
+	}
+	sn.logged[k] = now
+	return true
 }
 
 // describeAttempt is the log line of a denied or failed attempt.

@@ -5,12 +5,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"sandbar/app/net/broker"
+	"sandbar/app/net/netstack"
+	"sandbar/app/store"
 	"sandbar/guest/protocol"
 )
 
@@ -116,6 +119,50 @@ func TestBrokerLogLineIsOneLine(t *testing.T) {
 			return
 		case <-ctx.Done():
 			t.Fatal("no log line for the refused model-API request")
+		}
+	}
+}
+
+// TestDeniedAttemptsBounded: a guest can make denials as fast as it sends
+// datagrams, each to a destination of its choosing. The log says each
+// destination's denial at most once a minute, and subscribers hear of it
+// as often, also once the guest has been denied more destinations than
+// Sandbar remembers.
+func TestDeniedAttemptsBounded(t *testing.T) {
+	f := newFixture(t)
+	id, sn := runningNet(t, f)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	events := f.m.Subscribe(ctx, id)
+	deny := func(port uint16) {
+		sn.attempt(netstack.Attempt{Time: time.Now(), Dest: netstack.Dest{Addr: netip.MustParseAddr("203.0.113.9"), Port: port, Proto: netstack.UDP},
+			Verdict: netstack.Verdict{Reason: "not in the allowlist"}})
+	}
+	for p := range store.MaxNetAttempts + 10 {
+		deny(uint16(p + 1))
+	}
+	const again = 200
+	for range again {
+		deny(60000)
+	}
+	sn.r.systemLine("end of the flood")
+	lines, nets := 0, 0
+	for {
+		select {
+		case ev := <-events:
+			switch {
+			case ev.Kind == EventNet && ev.Net.Port == 60000:
+				nets++
+			case ev.Kind == EventLog && strings.Contains(ev.Log.Text, "203.0.113.9:60000"):
+				lines++
+			case ev.Kind == EventLog && ev.Log.Text == "end of the flood":
+				if lines > 1 || nets > 1 {
+					t.Errorf("%d denials of one destination in a moment made %d log lines and %d events, want at most one of each", again, lines, nets)
+				}
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("the last line never came")
 		}
 	}
 }
