@@ -116,7 +116,8 @@ func dialable(a netip.Addr) bool {
 
 // approve resolves a named Dest on the host and asks the policy again for
 // each address; it returns the addresses the policy allows, with the
-// verdict that decided (the first refusal when none is allowed).
+// verdict that decided, or when none is allowed the first refusal and the
+// address it refused, so the attempt says where the name led.
 func (n *Network) approve(ctx context.Context, d Dest, v Verdict) ([]netip.Addr, Verdict, error) {
 	if d.Name == "" {
 		return []netip.Addr{d.Addr}, v, nil
@@ -127,7 +128,7 @@ func (n *Network) approve(ctx context.Context, d Dest, v Verdict) ([]netip.Addr,
 	}
 	var ok []netip.Addr
 	var refusal *Verdict
-	var own netip.Addr
+	var refused, own netip.Addr
 	for _, a := range found {
 		a = a.Unmap()
 		if !dialable(a) {
@@ -144,16 +145,16 @@ func (n *Network) approve(ctx context.Context, d Dest, v Verdict) ([]netip.Addr,
 			}
 			ok = append(ok, a)
 		} else if refusal == nil {
-			refusal = &w
+			refusal, refused = &w, a
 		}
 	}
 	switch {
 	case len(ok) > 0:
 		return ok, v, nil
 	case refusal != nil:
-		return nil, *refusal, nil
+		return []netip.Addr{refused}, *refusal, nil
 	case own.IsValid():
-		return nil, Verdict{Reason: d.Name + " resolves to " + ownReason(own)}, nil
+		return []netip.Addr{own}, Verdict{Reason: d.Name + " resolves to " + ownReason(own)}, nil
 	}
 	return nil, v, fmt.Errorf("%s has no address to connect to (IPv4, unicast, not 0.0.0.0)", d.Name)
 }
@@ -226,6 +227,9 @@ func (n *Network) forwardTCP(r *tcp.ForwarderRequest) {
 	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.DialTimeout)
 	addrs, v, err := n.approve(ctx, d, v)
 	if err != nil || !v.Allow {
+		if d.Name != "" && len(addrs) > 0 {
+			d.Addr = addrs[0]
+		}
 		cancel()
 		r.Complete(true)
 		n.report(d, v, err, false)
@@ -340,9 +344,9 @@ func (n *Network) forwardUDP(r *udp.ForwarderRequest) {
 		var out net.Conn
 		if err == nil && v.Allow {
 			out, err = n.dialAny(ctx, "udp", addrs, d.Port)
-			if d.Name != "" {
-				d.Addr = addrs[0]
-			}
+		}
+		if d.Name != "" && len(addrs) > 0 {
+			d.Addr = addrs[0]
 		}
 		cancel()
 		n.report(d, v, err, false)
