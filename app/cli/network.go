@@ -249,8 +249,10 @@ const portsUsage = `usage:
   sandbar ports ID publish GUEST[:HOST]   publish a guest port (HOST: the port on this machine's 127.0.0.1)
   sandbar ports ID unpublish GUEST
 
-Ports the guest listens on are published on their own, on the same number
-when it is free (and not a well-known service's), else on another.
+Ports the guest listens on are published on their own, each on a free
+port this machine picks (never the guest's number, where your own programs
+connect); publish GUEST yourself to get the same number when it is free
+(and not a well-known service's).
 `
 
 func portsCmd(ctx context.Context, env *Env, args []string) error {

@@ -32,7 +32,18 @@ func NICPair(hv vm.Hypervisor) (host net.Conn, guest *os.File, framing vm.Framin
 	if framing == vm.FramingDatagram {
 		typ = syscall.SOCK_DGRAM
 	}
+	// Made and marked close-on-exec under ForkLock, as the net package
+	// makes its sockets: a child another goroutine starts in between (a
+	// hypervisor of another session, git) would otherwise inherit both
+	// ends, holding this session's link open and able to carry frames
+	// into a VM not its own.
+	syscall.ForkLock.RLock()
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, typ, 0)
+	if err == nil {
+		syscall.CloseOnExec(fds[0])
+		syscall.CloseOnExec(fds[1])
+	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("NIC socket pair: %w", err)
 	}
@@ -44,7 +55,6 @@ func NICPair(hv vm.Hypervisor) (host net.Conn, guest *os.File, framing vm.Framin
 		snd, rcv = nicBuffer/4, nicBuffer
 	}
 	for _, fd := range fds {
-		syscall.CloseOnExec(fd)
 		// Best effort: the system's limits may hold a buffer smaller.
 		syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_SNDBUF, snd)
 		syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcv)

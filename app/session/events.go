@@ -30,7 +30,8 @@ const (
 	// turn ends are never dropped). Session is the subscription's ("" for all). Re-read
 	// from the store what the missed events would have said.
 	EventDropped EventKind = "dropped"
-	// EventNet: the guest tried a connection the policy denied (Net).
+	// EventNet: the guest tried a connection the policy denied (Net), at
+	// most once a minute for each destination (sandbar net counts them all).
 	EventNet EventKind = "net"
 	// EventPorts: the session's published ports changed (Ports).
 	EventPorts EventKind = "ports"

@@ -261,20 +261,28 @@ func (m *Manager) UnpublishPort(ctx context.Context, ref string, guest uint16) e
 	return nil
 }
 
-// wellKnownPorts are host services a guest must not be able to stand in
-// for by listening first: a port published on its own is never given the
-// same number on the host when it is one of these (or below 1024).
+// wellKnownPorts are host services a person's publish with no host port
+// is never given the same number for (nor one below 1024): a typed
+// "publish 5432" should not stand in for the person's own database the
+// moment it is down.
 var wellKnownPorts = []uint16{1433, 1521, 2375, 2376, 3306, 5432, 5672, 5900, 6379, 6443, 8200, 8500, 9000, 9092, 9200, 11211, 27017}
 
-// publish publishes guest on the host: same number when asked (host 0)
-// and allowed, else any free port.
+// publish publishes guest on the host. A port the guest published by
+// listening (manual false) always gets a port of the kernel's choosing:
+// the guest picks which ports it listens on, and the same number on the
+// host's loopback is where the person's own programs, scripts and
+// browser tabs connect (a dev server's 3000 or 8080, the node inspector's
+// 9229, ollama's 11434, adb's 5037) whenever their own server is not
+// running, so the guest would receive their requests, cookies and tokens.
+// A port a person publishes gets host, or with host 0 its own number
+// when free and not well known, else any free port.
 func (sn *sessionNet) publish(guest, host uint16, manual bool) (netstack.Port, error) {
 	var p netstack.Port
 	var err error
 	switch {
 	case host != 0:
 		p, err = sn.n.Publish(guest, host)
-	case guest >= 1024 && !slices.Contains(wellKnownPorts, guest):
+	case manual && guest >= 1024 && !slices.Contains(wellKnownPorts, guest):
 		if p, err = sn.n.Publish(guest, guest); errors.Is(err, netstack.ErrPortInUse) {
 			p, err = sn.n.Publish(guest, 0)
 		}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -220,7 +221,8 @@ type sessionNet struct {
 	mu       sync.Mutex
 	attempts map[attemptKey]*store.NetAttempt // not yet in the store
 	logged   map[attemptKey]time.Time         // when a denial was last logged
-	overflow bool                             // logged is full, and the log said so
+	overflow bool                             // logged was full, and the log said so
+	pruned   time.Time                        // when logged was last rid of old ones
 	ports    map[uint16]netstack.Port         // published because the guest listens
 	manual   map[uint16]netstack.Port         // published because a person asked
 	wake     chan struct{}
@@ -335,7 +337,19 @@ func (sn *sessionNet) brokerRequest(ri broker.RequestInfo) {
 	if ri.Status >= 200 && ri.Status < 400 {
 		return
 	}
-	sn.r.systemLine(fmt.Sprintf("model API: %s %s answered %d after %s", ri.Method, ri.Path, ri.Status, ri.Duration.Round(time.Millisecond)))
+	sn.r.systemLine(fmt.Sprintf("model API: %s %s answered %d after %s", ri.Method, logPath(ri.Path), ri.Status, ri.Duration.Round(time.Millisecond)))
+}
+
+// logPath writes a request's path for a line of Sandbar's own log. The
+// guest chooses it, decoded (%0A is a line break): anything but printable
+// ASCII gets it quoted, so it cannot start a line that reads as Sandbar's.
+func logPath(p string) string {
+	for i := 0; i < len(p); i++ {
+		if p[i] < 0x21 || p[i] > 0x7e {
+			return strconv.QuoteToASCII(p)
+		}
+	}
+	return p
 }
 
 // decide is the policy's word, as the network asks for it.
@@ -380,9 +394,9 @@ func (sn *sessionNet) intercept(d netstack.Dest) netstack.Interceptor {
 	}
 }
 
-// attempt records a connection attempt: denials go to the log (once a
-// minute per destination) and to subscribers at once; every attempt is
-// counted in the store by the flusher.
+// attempt records a connection attempt: denials go to the log and to
+// subscribers (once a minute per destination, see logOnce); every attempt
+// is counted in the store by the flusher.
 func (sn *sessionNet) attempt(a netstack.Attempt) {
 	host := a.Dest.Name
 	if host == "" {
@@ -407,27 +421,21 @@ func (sn *sessionNet) attempt(a netstack.Attempt) {
 		sn.attempts[k] = &rec
 	}
 	// A denial (or a failure) is told once a minute per destination, and
-	// not at all past MaxNetAttempts destinations: a guest trying a
-	// million names, or a datagram a millisecond, cannot flood the log or
-	// the windows (the store still counts what it can).
-	logIt := false
+	// not while MaxNetAttempts destinations were told in the last minute
+	// (one note says so): a guest trying a million names, or a datagram a
+	// millisecond, cannot flood the log or the windows; the store still
+	// counts what it can.
+	logIt, full := false, false
 	if !k.allowed || a.Err != nil {
-		last, seen := sn.logged[k]
-		switch {
-		case seen && a.Time.Sub(last) > time.Minute:
-			sn.logged[k] = a.Time
-			logIt = true
-		case !seen && len(sn.logged) < store.MaxNetAttempts:
-			sn.logged[k] = a.Time
-			logIt = true
-		case !seen && !sn.overflow:
-			sn.overflow = true
-			sn.mu.Unlock()
-			sn.r.systemLine(fmt.Sprintf("network: the VM tried more than %d destinations; further denials are counted in `sandbar net %s` but not logged", store.MaxNetAttempts, short(sn.r.id)))
-			sn.mu.Lock()
+		logIt = sn.logOnce(k, a.Time)
+		if !logIt && len(sn.logged) >= store.MaxNetAttempts && !sn.overflow {
+			sn.overflow, full = true, true
 		}
 	}
 	sn.mu.Unlock()
+	if full {
+		sn.r.systemLine(fmt.Sprintf("network: the VM tried more than %d destinations within a minute; further denials are counted in `sandbar net %s` but not logged", store.MaxNetAttempts, short(sn.r.id)))
+	}
 	if logIt {
 		sn.r.systemLine(describeAttempt(sn.r.id, a))
 		if !k.allowed {
@@ -438,6 +446,34 @@ func (sn *sessionNet) attempt(a netstack.Attempt) {
 	case sn.wake <- struct{}{}:
 	default:
 	}
+}
+
+// logOnce says whether to log (and tell subscribers of) an attempt at k
+// now: the first time, then once a minute. The guest makes attempts as
+// fast as it sends datagrams, to destinations of its choosing, so what is
+// remembered is bounded: when MaxNetAttempts destinations were logged in
+// the last minute, a new one is counted in the store alone. sn.mu is held.
+func (sn *sessionNet) logOnce(k attemptKey, now time.Time) bool {
+	if last, ok := sn.logged[k]; ok {
+		if now.Sub(last) <= time.Minute {
+			return false
+		}
+		sn.logged[k] = now
+		return true
+	}
+	if len(sn.logged) >= store.MaxNetAttempts && now.Sub(sn.pruned) > time.Second {
+		sn.pruned = now
+		for old, last := range sn.logged {
+			if now.Sub(last) > time.Minute {
+				delete(sn.logged, old)
+			}
+		}
+	}
+	if len(sn.logged) >= store.MaxNetAttempts {
+		return false
+	}
+	sn.logged[k] = now
+	return true
 }
 
 // describeAttempt is the log line of a denied or failed attempt.

@@ -36,13 +36,22 @@ type APIConfig struct {
 	Logger    *slog.Logger // default: discard
 }
 
+// apiHeaders are the headers the model API reads credentials from: the
+// API broker swaps a sentinel in these and in no other, so the real key
+// never rides in a header an upstream might echo back in a form the
+// scrubber cannot find (anthropic-beta's "unexpected value" error, lower-
+// cased or cut).
+var apiHeaders = map[string]bool{"X-Api-Key": true, "Authorization": true}
+
 // API forwards the agent's model-API requests to the upstream, swapping
 // sentinels for real credentials. It is an http.Handler for the plain-HTTP
 // server the session network runs at its gateway (see NewServer).
 //
 // Every request, whatever its method and path (query kept), goes to the
 // configured upstream; the guest picks only the path. No X-Forwarded-For
-// or other header naming the guest is added. A request that carries no
+// or other header naming the guest is added. Sentinels are swapped in the
+// x-api-key and Authorization headers only; one in another header goes
+// on as it is. A request that carries no
 // sentinel is forwarded as it is; one that carries a sentinel-shaped token
 // that is none of Credentials gets a 401 from the broker. An unreachable
 // upstream gets a 502 (504 on a timeout). The broker's own errors have the
@@ -71,6 +80,7 @@ func NewAPI(cfg APIConfig) (*API, error) {
 	if err != nil {
 		return nil, err
 	}
+	swap.anyOf = apiHeaders
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

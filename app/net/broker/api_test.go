@@ -454,3 +454,36 @@ func TestNewAPIRefusesCredentialBoundElsewhere(t *testing.T) {
 		t.Fatal("NewAPI accepted a credential bound to another host")
 	}
 }
+
+// TestAPISwapsOnlyInCredentialHeaders: the real key goes to the model API
+// in the headers that carry credentials (x-api-key, Authorization), and
+// nowhere else. An upstream echoes other headers in its errors ("Unexpected
+// value(s) `...` for the `anthropic-beta` header"), and may change them on
+// the way (lower-cased, cut, split at commas) where the scrubber, which
+// knows the value's own bytes and base64, cannot find them.
+func TestAPISwapsOnlyInCredentialHeaders(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"type":"error","error":{"type":"invalid_request_error","message":"Unexpected value(s) %s for the anthropic-beta header"}}`,
+			strings.ToLower(r.Header.Get("Anthropic-Beta")))
+	}))
+	defer up.Close()
+	key := credential(t, "ANTHROPIC_API_KEY", "", "x-api-key", realAPIKey)
+	base := newAPI(t, up.URL, []broker.Credential{key}, nil)
+	req, _ := http.NewRequest("POST", base+"/v1/messages", strings.NewReader(`{}`))
+	req.Header.Set("X-Api-Key", key.Sentinel)
+	req.Header.Set("Anthropic-Beta", key.Sentinel)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(body), strings.ToLower(realAPIKey)) {
+		t.Errorf("the guest read the key, lower-cased, in an echo of anthropic-beta: %s", body)
+	}
+	if !strings.Contains(string(body), key.Sentinel) {
+		t.Errorf("anthropic-beta reached the upstream as something else than the placeholder: %s", body)
+	}
+}

@@ -23,9 +23,9 @@ type Credential struct {
 	Host string
 	// Header is the request header that carries it: "x-api-key",
 	// "Authorization". The Interceptor swaps the sentinel only in this
-	// header (in any header when empty); the API broker swaps in every
-	// header, since its upstream is the secret's own host and Claude Code
-	// picks the header.
+	// header (in any header when empty); the API broker swaps in either
+	// of the model API's credential headers (apiHeaders), since Claude
+	// Code picks which, and in no other.
 	Header string
 }
 
@@ -89,6 +89,9 @@ func (c Credential) check() error {
 // swapper puts real values in place of sentinels in a request's headers.
 type swapper struct {
 	bound map[string]bound // sentinel → credential bound to this upstream
+	// anyOf, when set, are the headers a credential with no header of
+	// its own is swapped in (canonical names); else every header.
+	anyOf map[string]bool
 	// elsewhere holds the sentinels of credentials bound to other hosts:
 	// they stay as they are, useless to whoever receives them.
 	elsewhere map[string]bool
@@ -199,7 +202,7 @@ func (s *swapper) text(key, t string, used *[]string) (string, error) {
 		i = end
 		c, ok := s.bound[tok]
 		switch {
-		case ok && (c.header == "" || c.header == key):
+		case ok && (c.header == key || c.header == "" && (s.anyOf == nil || s.anyOf[key])):
 			b.WriteString(t[last:start])
 			b.WriteString(c.value)
 			last = end

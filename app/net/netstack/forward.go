@@ -38,8 +38,66 @@ func (n *Network) destFor(addr netip.Addr, port uint16, proto Proto) (Dest, *Ver
 		d.Name, d.Addr = name, netip.Addr{}
 	case !dialable(addr):
 		return d, &Verdict{Reason: addr.String() + " is not an address to connect to"}
+	case n.own(addr):
+		return d, &Verdict{Reason: ownReason(addr)}
 	}
 	return d, nil
+}
+
+// ownReason says why one of the host's own addresses is refused.
+func ownReason(a netip.Addr) string {
+	return a.String() + " is one of this machine's own addresses, which reach its services on every interface: " +
+		"to let a session reach a service here, map a name to 127.0.0.1 (host NAME 127.0.0.1) and allow that name and port in Sandbar's or the project's settings"
+}
+
+// ownTTL is how long the list of the host's own addresses is kept before
+// it is read again.
+const ownTTL = time.Second
+
+// own says a is one of the host's own addresses other than loopback: a
+// connection to it reaches the host's services that listen on every
+// interface (0.0.0.0), past any firewall in front of the machine, and a
+// public address of the host is no public host. Loopback is the policy's
+// to refuse or allow (a host line may map a name to it).
+func (n *Network) own(a netip.Addr) bool {
+	if a.IsLoopback() {
+		return false
+	}
+	n.ownMu.Lock()
+	defer n.ownMu.Unlock()
+	if now := time.Now(); n.ownAt.IsZero() || now.Sub(n.ownAt) > ownTTL {
+		addrs, err := n.cfg.LocalAddrs()
+		if err != nil {
+			// Not knowing them is no reason to let the guest reach them:
+			// keep what was read last.
+			n.log.Warn("cannot list this machine's addresses", "err", err)
+		} else {
+			n.ownAddrs, n.ownAt = addrs, now
+		}
+	}
+	for _, o := range n.ownAddrs {
+		if o.Unmap().WithZone("") == a {
+			return true
+		}
+	}
+	return false
+}
+
+// interfaceAddrs lists the addresses of the host's network interfaces.
+func interfaceAddrs() ([]netip.Addr, error) {
+	as, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]netip.Addr, 0, len(as))
+	for _, a := range as {
+		if ipn, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(ipn.IP); ok {
+				out = append(out, ip.Unmap())
+			}
+		}
+	}
+	return out, nil
 }
 
 // thisNetwork is 0.0.0.0/8, "this host on this network" (RFC 1122).
@@ -58,7 +116,8 @@ func dialable(a netip.Addr) bool {
 
 // approve resolves a named Dest on the host and asks the policy again for
 // each address; it returns the addresses the policy allows, with the
-// verdict that decided (the first refusal when none is allowed).
+// verdict that decided, or when none is allowed the first refusal and the
+// address it refused, so the attempt says where the name led.
 func (n *Network) approve(ctx context.Context, d Dest, v Verdict) ([]netip.Addr, Verdict, error) {
 	if d.Name == "" {
 		return []netip.Addr{d.Addr}, v, nil
@@ -69,9 +128,14 @@ func (n *Network) approve(ctx context.Context, d Dest, v Verdict) ([]netip.Addr,
 	}
 	var ok []netip.Addr
 	var refusal *Verdict
+	var refused, own netip.Addr
 	for _, a := range found {
 		a = a.Unmap()
 		if !dialable(a) {
+			continue
+		}
+		if n.own(a) {
+			own = a
 			continue
 		}
 		w := n.cfg.Decide(Dest{Name: d.Name, Addr: a, Port: d.Port, Proto: d.Proto})
@@ -81,14 +145,16 @@ func (n *Network) approve(ctx context.Context, d Dest, v Verdict) ([]netip.Addr,
 			}
 			ok = append(ok, a)
 		} else if refusal == nil {
-			refusal = &w
+			refusal, refused = &w, a
 		}
 	}
 	switch {
 	case len(ok) > 0:
 		return ok, v, nil
 	case refusal != nil:
-		return nil, *refusal, nil
+		return []netip.Addr{refused}, *refusal, nil
+	case own.IsValid():
+		return []netip.Addr{own}, Verdict{Reason: d.Name + " resolves to " + ownReason(own)}, nil
 	}
 	return nil, v, fmt.Errorf("%s has no address to connect to (IPv4, unicast, not 0.0.0.0)", d.Name)
 }
@@ -161,6 +227,9 @@ func (n *Network) forwardTCP(r *tcp.ForwarderRequest) {
 	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.DialTimeout)
 	addrs, v, err := n.approve(ctx, d, v)
 	if err != nil || !v.Allow {
+		if d.Name != "" && len(addrs) > 0 {
+			d.Addr = addrs[0]
+		}
 		cancel()
 		r.Complete(true)
 		n.report(d, v, err, false)
@@ -275,9 +344,9 @@ func (n *Network) forwardUDP(r *udp.ForwarderRequest) {
 		var out net.Conn
 		if err == nil && v.Allow {
 			out, err = n.dialAny(ctx, "udp", addrs, d.Port)
-			if d.Name != "" {
-				d.Addr = addrs[0]
-			}
+		}
+		if d.Name != "" && len(addrs) > 0 {
+			d.Addr = addrs[0]
 		}
 		cancel()
 		n.report(d, v, err, false)

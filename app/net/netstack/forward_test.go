@@ -127,7 +127,7 @@ func TestTCPRefused(t *testing.T) {
 	}, {
 		name:   "name allowed, its address not (DNS rebinding)",
 		target: byName("rebind.test", listening),
-		dest:   Dest{Name: "rebind.test", Port: listening, Proto: TCP},
+		dest:   Dest{Name: "rebind.test", Addr: loopback, Port: listening, Proto: TCP},
 		decided: []Dest{
 			{Name: "rebind.test", Port: listening, Proto: TCP},
 			{Name: "rebind.test", Addr: loopback, Port: listening, Proto: TCP},

@@ -130,6 +130,10 @@ type Config struct {
 	// Resolve looks a name up on the host; default the system resolver
 	// (IPv4 addresses).
 	Resolve func(ctx context.Context, name string) ([]netip.Addr, error)
+	// LocalAddrs lists the host's own addresses, which the network never
+	// dials (loopback aside, which is the policy's); default the
+	// addresses of its network interfaces, read at most once a second.
+	LocalAddrs func() ([]netip.Addr, error)
 	// Dial opens a connection on the host; default a net.Dialer.
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 	// Intercept, when it returns non-nil for an allowed TCP Dest, gets
@@ -142,7 +146,8 @@ type Config struct {
 	MTU int
 	// MaxConns bounds the connections forwarded at once (TCP and UDP
 	// flows together); default 512. Past it new ones are refused, so a
-	// guest cannot use up the host's file descriptors.
+	// guest cannot use up the host's file descriptors. It bounds the
+	// connections to the gateway's services (Listen) as many again.
 	MaxConns int
 	// DialTimeout bounds resolving and connecting; default 15 s.
 	DialTimeout time.Duration
@@ -181,6 +186,9 @@ type Network struct {
 	names *names
 	stats Stats
 	conns chan struct{} // one token per forwarded connection
+	// services holds one token per connection of a gateway service
+	// (Listen).
+	services chan struct{}
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -194,6 +202,11 @@ type Network struct {
 	closers   []func()
 	published map[uint16]*published
 	closed    bool
+
+	// The host's own addresses (see own), read at ownAt.
+	ownMu    sync.Mutex
+	ownAddrs []netip.Addr
+	ownAt    time.Time
 }
 
 // New builds a network; it carries nothing until Serve.
@@ -230,6 +243,9 @@ func New(cfg Config) (*Network, error) {
 			return net.DefaultResolver.LookupNetIP(ctx, "ip4", name)
 		}
 	}
+	if cfg.LocalAddrs == nil {
+		cfg.LocalAddrs = interfaceAddrs
+	}
 	if cfg.Dial == nil {
 		var d net.Dialer
 		cfg.Dial = d.DialContext
@@ -239,7 +255,8 @@ func New(cfg Config) (*Network, error) {
 	}
 	n := &Network{
 		cfg: cfg, log: cfg.Logger, names: newNames(0),
-		conns: make(chan struct{}, cfg.MaxConns), published: map[uint16]*published{},
+		conns: make(chan struct{}, cfg.MaxConns), services: make(chan struct{}, cfg.MaxConns),
+		published: map[uint16]*published{},
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := n.build(); err != nil {
@@ -464,7 +481,12 @@ func linkEnded(err error) bool {
 }
 
 // Listen serves a TCP port on the gateway's address: Sandbar's services
-// inside the session's network (the credential broker).
+// inside the session's network (the credential broker). The connections
+// its listeners hand out are bounded, MaxConns at once over all of them
+// (apart from the forwarded ones): past it, a new one is closed as soon
+// as it is accepted, as a guest that opens them without end would
+// otherwise cost the host a goroutine and buffers each, and the broker a
+// request to the model API.
 func (n *Network) Listen(port uint16) (net.Listener, error) {
 	ln, err := gonet.ListenTCP(n.stack, tcpip.FullAddress{NIC: 1, Addr: tcpip.AddrFrom4(GatewayIP.As4()), Port: port}, ipv4.ProtocolNumber)
 	if err != nil {
@@ -473,7 +495,50 @@ func (n *Network) Listen(port uint16) (net.Listener, error) {
 	n.mu.Lock()
 	n.closers = append(n.closers, func() { ln.Close() })
 	n.mu.Unlock()
-	return ln, nil
+	return &serviceListener{Listener: ln, slots: n.services}, nil
+}
+
+// serviceListener hands out a gateway service's connections while a slot
+// is free, and closes the rest.
+type serviceListener struct {
+	net.Listener
+	slots chan struct{}
+}
+
+func (l *serviceListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.slots <- struct{}{}:
+			return &serviceConn{Conn: c, slots: l.slots}, nil
+		default:
+			c.Close()
+		}
+	}
+}
+
+// serviceConn gives its slot back when it is closed.
+type serviceConn struct {
+	net.Conn
+	slots chan struct{}
+	once  sync.Once
+}
+
+func (c *serviceConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { <-c.slots })
+	return err
+}
+
+// CloseWrite half-closes, as the connection it wraps can.
+func (c *serviceConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return c.Conn.Close()
 }
 
 // DialGuest opens a TCP connection to the guest's port, from the gateway.

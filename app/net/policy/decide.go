@@ -80,8 +80,9 @@ func (p *Policy) Decide(d Dest) Decision {
 	}
 	if addr.IsValid() {
 		if closed, words := Forbidden(addr); closed {
+			mapped := name != "" && p.hosts[name] == addr
 			for i := range p.rules {
-				if r := &p.rules[i]; r.Action == Allow && r.matches(name, addr, d.Port, proto, false) && r.opensClosed(name) {
+				if r := &p.rules[i]; r.Action == Allow && r.matches(name, addr, d.Port, proto, false) && r.opensClosed(name, mapped) {
 					return Decision{Allow: true, Rule: copyRule(r),
 						Reason: fmt.Sprintf("allowed by %q in %s, which opens %s (%s)", r.String(), r.Source.where(), addr, words)}
 				}
@@ -134,10 +135,19 @@ func (r *Rule) matches(name string, addr netip.Addr, port uint16, proto Proto, e
 // opensClosed reports whether a matching allow rule may open a closed
 // address: it comes from Sandbar's, the project's or the session's rules,
 // and it names the address (or a range holding it), or names the exact
-// name with its port written out.
-func (r *Rule) opensClosed(name string) bool {
+// name with its port written out. A session's rule opens a closed address
+// by name only where the name is mapped (mapped: a host line of Sandbar's
+// or the project's settings gives that very address): its rules are what
+// "Allow" adds for a denial the guest caused, for a name the guest chose,
+// and whoever answers that name's DNS could point it at the host's
+// loopback, a private network or cloud metadata once it is allowed.
+func (r *Rule) opensClosed(name string, mapped bool) bool {
 	switch r.Source {
-	case SourceSandbar, SourceProject, SourceSession:
+	case SourceSandbar, SourceProject:
+	case SourceSession:
+		if !r.Prefix.IsValid() && !mapped {
+			return false
+		}
 	default:
 		return false
 	}
@@ -160,7 +170,10 @@ func closedReason(name string, addr netip.Addr, words string, port uint16, proto
 
 // AllowRuleFor returns the rule that "Allow" adds for a denied connection:
 // the exact name if d has one, else the address, with d's port and
-// protocol written out. Its Source is src and its Text its String. It
+// protocol written out. A name that resolved to a closed address gets the
+// address instead: a session's name rule does not open a closed address
+// its DNS gives (see opensClosed), and the person sees what they open.
+// Its Source is src and its Text its String. It
 // returns the zero Rule (Action "") when d names no valid host or address,
 // or no port.
 func AllowRuleFor(d Dest, src Source) Rule {
@@ -179,6 +192,11 @@ func AllowRuleFor(d Dest, src Source) Rule {
 	}
 	if (proto != TCP && proto != UDP) || d.Port == 0 || (name == "" && !addr.IsValid()) {
 		return Rule{}
+	}
+	if addr.IsValid() {
+		if closed, _ := Forbidden(addr); closed {
+			name = ""
+		}
 	}
 	r := ruleFor(name, addr.Unmap().WithZone(""), d.Port, proto)
 	r.Source, r.Text = src, r.String()

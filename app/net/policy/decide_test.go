@@ -156,6 +156,25 @@ func TestDecide(t *testing.T) {
 		{name: "session's address allow opens loopback", s: settings{session: "allow 127.0.0.1:8080"},
 			d: Dest{Addr: addr("127.0.0.1"), Port: 8080}, allow: true, rule: "allow 127.0.0.1:8080",
 			reason: `allowed by "allow 127.0.0.1:8080" in the rules allowed for this session, which opens 127.0.0.1 (host loopback)`},
+		// A session's rule is what "Allow" adds for a denial the guest
+		// caused, for a name the guest chose: whoever answers that name's
+		// DNS could point it at the host's loopback once it is allowed.
+		{name: "session's exact name does not open the address its DNS gives",
+			s:      settings{session: "allow cdn.example.net:8080"},
+			d:      Dest{Name: "cdn.example.net", Addr: addr("127.0.0.1"), Port: 8080},
+			reason: `cdn.example.net is 127.0.0.1, which is host loopback, closed to sessions: to allow it, add "allow cdn.example.net:8080" or "allow 127.0.0.1:8080" in Sandbar's or the project's network settings`},
+		{name: "session's exact name does not open cloud metadata",
+			s:      settings{session: "allow cdn.example.net:80"},
+			d:      Dest{Name: "cdn.example.net", Addr: addr("169.254.169.254"), Port: 80},
+			reason: `cdn.example.net is 169.254.169.254, which is link-local (cloud metadata), closed to sessions: to allow it, add "allow cdn.example.net:80" or "allow 169.254.169.254:80" in Sandbar's or the project's network settings`},
+		{name: "session's exact name opens a name the person's settings map",
+			s: settings{sandbar: "host db.test 127.0.0.1", session: "allow db.test:5432"},
+			d: Dest{Name: "db.test", Addr: addr("127.0.0.1"), Port: 5432}, allow: true, rule: "allow db.test:5432",
+			reason: `allowed by "allow db.test:5432" in the rules allowed for this session, which opens 127.0.0.1 (host loopback)`},
+		{name: "session's exact name opens a mapped name only at its mapped address",
+			s:      settings{sandbar: "host db.test 127.0.0.1", session: "allow db.test:5432"},
+			d:      Dest{Name: "db.test", Addr: addr("127.0.0.2"), Port: 5432},
+			reason: `db.test is 127.0.0.2, which is host loopback, closed to sessions: to allow it, add "allow db.test:5432" or "allow 127.0.0.2:5432" in Sandbar's or the project's network settings`},
 		{name: "exact name with its port opens a host-mapped name, before any lookup",
 			s: settings{project: "host db.internal 10.0.0.5\nallow db.internal:5432"},
 			d: Dest{Name: "db.internal", Port: 5432}, allow: true, rule: "allow db.internal:5432",
@@ -370,6 +389,7 @@ func TestAllowRuleFor(t *testing.T) {
 	}{
 		{"a name", Dest{Name: "Example.COM.", Addr: addr("93.184.216.34"), Port: 8080}, "allow example.com:8080"},
 		{"a name on 443 keeps its port", Dest{Name: "example.com", Port: 443}, "allow example.com:443"},
+		{"a name that resolved to a closed address", Dest{Name: "cdn.example.net", Addr: addr("127.0.0.1"), Port: 8080}, "allow 127.0.0.1:8080"},
 		{"udp", Dest{Name: "time.example.com", Port: 123, Proto: UDP}, "allow time.example.com:123/udp"},
 		{"an IPv4 address", Dest{Addr: addr("127.0.0.1"), Port: 5432}, "allow 127.0.0.1:5432"},
 		{"a mapped address", Dest{Addr: addr("::ffff:10.0.0.5"), Port: 22}, "allow 10.0.0.5:22"},

@@ -112,9 +112,12 @@
 //     from Sandbar's, the project's or the session's rules that is either
 //     an address or range holding it, or the exact name (no wildcard, not
 //     *) with its port written out (allow db.internal:5432), with the
-//     port and protocol matching. The default allowlist, the repository
-//     and mode open never open one. The reason says which range it is and
-//     what to add.
+//     port and protocol matching. The session's rules open one by name
+//     only when a host line of Sandbar's or the project's settings maps
+//     the name to that address: "Allow" adds them for names the guest
+//     chose, whose DNS answers are not the person's. The default
+//     allowlist, the repository and mode open never open one. The reason
+//     says which range it is and what to add.
 //  4. Mode open allows everything else.
 //  5. Mode allowlist allows what an allow rule matches, and denies the
 //     rest: example.com:443 (tcp) is not in the session's allowlist.
