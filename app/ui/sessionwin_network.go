@@ -247,7 +247,13 @@ func (p *netPanel) reload(ctx context.Context) {
 	as, aerr := p.w.u.Backend.NetAttempts(ctx, p.w.id)
 	sum, serr := p.w.u.Backend.NetSummary(ctx, p.w.id)
 	seq := p.portsSeq.Load()
-	ports, perr := p.w.u.Backend.Ports(ctx, p.w.id)
+	var ports []netstack.Port
+	var perr error
+	// Only a running session has ports: asking about another would,
+	// beside another process's engine, start one for nothing.
+	if s, err := p.w.u.Backend.Get(ctx, p.w.id); err == nil && s.State == session.StateRunning {
+		ports, perr = p.w.u.Backend.Ports(ctx, p.w.id)
+	}
 	if ctx.Err() != nil {
 		return
 	}
@@ -504,7 +510,7 @@ func (p *netPanel) setPorts(ports []netstack.Port, err error) {
 	case err == nil:
 		p.ports = slices.Clone(ports)
 		slices.SortFunc(p.ports, func(a, b netstack.Port) int { return int(a.Guest) - int(b.Guest) })
-	case errors.Is(err, session.ErrState), errors.Is(err, session.ErrNoNetwork):
+	case errors.Is(err, session.ErrState), errors.Is(err, session.ErrNoNetwork), p.w.sess.State != session.StateRunning:
 		p.ports = nil
 	default:
 		p.ports = nil
