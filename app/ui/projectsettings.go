@@ -70,7 +70,7 @@ func (u *UI) showProjectSettings(id int64) *projectSettingsWindow {
 	w.secretsStatus = statusLabel()
 	secretsTab := container.NewBorder(
 		note("The secrets this project's sessions get. A brokered secret never enters the VM: it holds a stand-in, and Sandbar puts the value in requests to the secret's host alone. "+
-			"Others enter the VM's environment. Sessions started from now on get what you save; add secrets in Settings → Secrets."),
+			"Others enter the VM's environment. Sessions started from now on get what you save; add secrets in the Secrets tab of Settings."),
 		container.NewVBox(w.secretsNote, container.NewHBox(layout.NewSpacer(), w.secretsSave), w.secretsStatus),
 		nil, nil, container.NewVScroll(w.secretRows))
 	w.tabs = container.NewAppTabs(container.NewTabItemWithIcon("Secrets", theme.AccountIcon(), secretsTab))
@@ -114,7 +114,7 @@ func (w *projectSettingsWindow) load() {
 				// read as a session's).
 				w.rules = newRulesEditor(u, session.ScopeProject, p.Path, p.ID)
 				w.tabs.Append(container.NewTabItemWithIcon(tabNetwork, theme.UploadIcon(), container.NewBorder(
-					note("Rules for every session of "+p.Name+", added to Sandbar's (Settings → Network). A repository's .sandbar/network may add more, or narrow them."),
+					note("Rules for every session of "+p.Name+", added to Sandbar's (the Network tab of Settings). A repository's .sandbar/network may add more, or narrow them."),
 					nil, nil, nil, w.rules.content)))
 				w.rules.load()
 			}
@@ -163,13 +163,13 @@ func (w *projectSettingsWindow) setSecrets(names []string, brokers map[string]st
 	}
 	var notes []string
 	if model == 0 {
-		notes = append(notes, "No model API credential is set: Claude Code needs ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN (Settings → Secrets).")
+		notes = append(notes, "No model API credential is set: Claude Code needs ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN (the Secrets tab of Settings).")
 	}
 	if len(names) == model {
-		notes = append(notes, "There are no other secrets to give: add them in Settings → Secrets.")
+		notes = append(notes, "There are no other secrets to give: add them in the Secrets tab of Settings.")
 	}
 	if len(w.gone) > 0 {
-		notes = append(notes, fmt.Sprintf("The project lists %s, no longer set: Save drops %s, or set %s again in Settings → Secrets.",
+		notes = append(notes, fmt.Sprintf("The project lists %s, no longer set: Save drops %s, or set %s again in the Secrets tab of Settings.",
 			listSome(w.gone, 5), pluralWord(len(w.gone), "it", "them"), pluralWord(len(w.gone), "it", "them")))
 	}
 	w.secretsNote.SetText(strings.Join(notes, "\n"))

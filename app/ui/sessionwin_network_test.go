@@ -167,7 +167,7 @@ func TestSessionWindowPorts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line := fmt.Sprintf("localhost:%d → guest port 5173", p.Host)
+	line := fmt.Sprintf("localhost:%d ⟶ guest port 5173", p.Host)
 	h.q.waitFor(t, 5*time.Second, "the published port listed", func() bool { return shows(w.win, line) })
 	if w.net.portsNote.Visible() {
 		t.Errorf("with a port the note still says %q", w.net.portsNote.Text)

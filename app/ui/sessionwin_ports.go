@@ -58,9 +58,10 @@ func (p *netPanel) portsPane() fyne.CanvasObject {
 		p.portsStatus, nil, nil, container.NewStack(p.portList, container.NewVBox(p.portsNote)))
 }
 
-// portText is a published port as the tab lists it.
+// portText is a published port as the tab lists it. The arrow is U+27F6:
+// Fyne 2.8 draws U+2192 followed by a space as a replacement character.
 func portText(p netstack.Port) string {
-	return fmt.Sprintf("localhost:%d → guest port %d", p.Host, p.Guest)
+	return fmt.Sprintf("localhost:%d ⟶ guest port %d", p.Host, p.Guest)
 }
 
 // setSession follows the session's state: ports exist while it runs.
