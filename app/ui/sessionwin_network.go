@@ -93,8 +93,10 @@ type netPanel struct {
 	pending []store.NetAttempt
 	// portsSeq counts the ports events received, so a list read before
 	// one arrived does not replace it.
-	portsSeq  atomic.Int64
-	reloading atomic.Bool
+	portsSeq atomic.Int64
+	// reloading is set while a reload runs; again asks it for another
+	// once it is done.
+	reloading, again atomic.Bool
 	// loaded: the first reload has been shown (the window's events
 	// goroutine makes it).
 	loaded bool
@@ -187,10 +189,10 @@ func summaryText(sum session.NetSummary, s store.Session) string {
 	if !s.Limits.Network {
 		return "Off: the session runs without a network card."
 	}
-	text := modeWords(m)
 	if m == policy.ModeOff {
-		return text
+		return "Off: the settings deny every connection (a mode off line in Sandbar's, the project's or the repository's rules)."
 	}
+	text := modeWords(m)
 	rules := fmt.Sprintf(" %d allow %s", sum.Allow, pluralWord(sum.Allow, "rule", "rules"))
 	if sum.Session > 0 {
 		rules += fmt.Sprintf(" (%d of this session's own)", sum.Session)
@@ -205,7 +207,12 @@ func summaryText(sum session.NetSummary, s store.Session) string {
 // goroutine and shows them.
 func (p *netPanel) reload(ctx context.Context) {
 	p.reloading.Store(true)
-	defer p.reloading.Store(false)
+	defer func() {
+		p.reloading.Store(false)
+		if p.again.Swap(false) {
+			p.w.ui(p.reloadSoon)
+		}
+	}()
 	as, aerr := p.w.u.Backend.NetAttempts(ctx, p.w.id)
 	sum, serr := p.w.u.Backend.NetSummary(ctx, p.w.id)
 	seq := p.portsSeq.Load()
@@ -242,8 +249,10 @@ func (p *netPanel) reload(ctx context.Context) {
 // reloadSoon reloads unless a reload is under way (after events were
 // dropped, or when the tab is shown). It runs on the UI goroutine.
 func (p *netPanel) reloadSoon() {
-	if !p.reloading.Load() {
+	if p.reloading.CompareAndSwap(false, true) {
 		p.w.spawn(p.reload)
+	} else {
+		p.again.Store(true) // what is under way may have read too early
 	}
 }
 
