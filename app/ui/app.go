@@ -46,6 +46,7 @@ type UI struct {
 	newSessWin  *newSessionWindow
 	settingsWin *settingsWindow
 	firstRunWin *firstRunWindow
+	projectWins map[int64]*projectSettingsWindow
 	image       *imageBuild
 }
 

@@ -9,6 +9,8 @@ import (
 	"io"
 	"time"
 
+	"sandbar/app/net/netstack"
+	"sandbar/app/net/policy"
 	"sandbar/app/sandbox"
 	"sandbar/app/session"
 	"sandbar/app/store"
@@ -52,6 +54,24 @@ type Backend interface {
 
 	Budget(ctx context.Context) (session.Budget, error)
 	HostCPUs() int
+
+	// The session network. NetAttempts, NetSummary, NetworkRules and
+	// ProjectSecrets read the store; the rest reach the running sessions
+	// (through the engine for a Client) and take effect at once.
+	NetAttempts(ctx context.Context, ref string) ([]store.NetAttempt, error)
+	NetSummary(ctx context.Context, ref string) (session.NetSummary, error)
+	AddNetRule(ctx context.Context, ref string, scope session.NetScope, action, target string) (policy.Rule, error)
+	NetworkRules(ctx context.Context, scope session.NetScope, ref string) (string, error)
+	// SetNetworkRules refuses a text that does not parse, saying which
+	// line and what to write, and changes nothing then.
+	SetNetworkRules(ctx context.Context, scope session.NetScope, ref, text string, projectID int64) error
+	Ports(ctx context.Context, ref string) ([]netstack.Port, error)
+	PublishPort(ctx context.Context, ref string, guest, host uint16) (netstack.Port, error)
+	UnpublishPort(ctx context.Context, ref string, guest uint16) error
+	ProjectSecrets(ctx context.Context, projectID int64) ([]string, error)
+	// SetProjectSecrets refuses a name that is not a recorded secret,
+	// and changes nothing then.
+	SetProjectSecrets(ctx context.Context, projectRef string, names []string) error
 }
 
 var (

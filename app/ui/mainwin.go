@@ -278,7 +278,7 @@ type projectItem struct {
 	projectID int64
 
 	name, path, branch, count *widget.Label
-	start, remove             *widget.Button
+	start, settings, remove   *widget.Button
 	content                   fyne.CanvasObject
 	shown                     store.Project
 	shownCount                int
@@ -297,11 +297,14 @@ func (mw *mainWindow) newProjectItem() *projectItem {
 	it.path.SizeName = theme.SizeNameCaptionText
 	it.branch.Truncation = fyne.TextTruncateEllipsis
 	it.start = widget.NewButtonWithIcon("Start", theme.MediaPlayIcon(), func() { mw.u.ShowNewSession(it.projectID) })
+	// Project Settings: the secrets its sessions get and its network rules.
+	it.settings = widget.NewButtonWithIcon("", theme.SettingsIcon(), func() { mw.u.ShowProjectSettings(it.projectID) })
+	it.settings.Importance = widget.LowImportance
 	it.remove = widget.NewButtonWithIcon("", theme.DeleteIcon(), func() { mw.confirmRemoveProject(it.projectID) })
 	it.remove.Importance = widget.LowImportance
 	it.count.Truncation = fyne.TextTruncateEllipsis
 	info := container.New(columns{3, 1.2, 1}, container.NewVBox(it.name, it.path), vcenter(it.branch), vcenter(it.count))
-	it.content = container.NewBorder(nil, nil, nil, container.NewHBox(vcenter(it.start), vcenter(it.remove)), info)
+	it.content = container.NewBorder(nil, nil, nil, container.NewHBox(vcenter(it.start), vcenter(it.settings), vcenter(it.remove)), info)
 	it.ExtendBaseWidget(it)
 	if len(mw.projItems) > 64 {
 		// Rows the list let go of are in no tree: forget them.

@@ -15,6 +15,7 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
+	"sandbar/app/secrets"
 	"sandbar/app/session/sessiontest"
 	"sandbar/app/store"
 )
@@ -76,7 +77,7 @@ func newAppHarness(t *testing.T) *appHarness {
 	t.Helper()
 	a := test.NewTempApp(t)
 	env := sessiontest.New(t)
-	sec := &fakeSecrets{values: map[string]string{}}
+	sec := &fakeSecrets{values: map[string]string{}, names: env.Store}
 	prefs := &Prefs{Store: env.Store, Secrets: sec, Paths: env.Paths,
 		AutostartDir: filepath.Join(t.TempDir(), "autostart"), Executable: "/opt/Sandbar Apps/sandbar"}
 	h := &appHarness{env: env, q: newAppQueue(), prefs: prefs, secrets: sec}
@@ -180,10 +181,22 @@ func overlayButton(t *testing.T, w fyne.Window, text string) *widget.Button {
 	return nil
 }
 
-// fakeSecrets is a map standing in for the OS keyring in UI tests only.
+// setSecret sets a secret as Settings does, and gives it to the
+// Manager's agents too (sessiontest's map is their keyring).
+func (h *appHarness) setSecret(t *testing.T, name, value string) {
+	t.Helper()
+	if err := h.prefs.SetSecret(context.Background(), name, value); err != nil {
+		t.Fatal(err)
+	}
+	h.env.Secrets[name] = value
+}
+
+// fakeSecrets is a map standing in for the OS keyring in UI tests only;
+// it records the names in the store, as secrets.Secrets does.
 type fakeSecrets struct {
 	mu     sync.Mutex
 	values map[string]string
+	names  secrets.NameStore
 }
 
 func (f *fakeSecrets) Names(context.Context) ([]string, error) {
@@ -201,7 +214,7 @@ func (f *fakeSecrets) Set(_ context.Context, name, value string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.values[name] = value
-	return nil
+	return f.names.AddSecretName(context.Background(), name)
 }
 
 func (f *fakeSecrets) Delete(_ context.Context, name string) error {
@@ -211,7 +224,7 @@ func (f *fakeSecrets) Delete(_ context.Context, name string) error {
 		return errors.New("no secret " + name)
 	}
 	delete(f.values, name)
-	return nil
+	return f.names.RemoveSecretName(context.Background(), name)
 }
 
 func (f *fakeSecrets) get(name string) (string, bool) {

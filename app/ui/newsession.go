@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"sandbar/app/net/policy"
 	"sandbar/app/session"
 	"sandbar/app/store"
 	"sandbar/vm"
@@ -45,7 +46,12 @@ type newSessionWindow struct {
 	memory      *widget.Entry
 	memoryHint  *widget.Label
 	disk        *widget.Entry
-	network     *widget.Check
+	network     *widget.RadioGroup // the egress mode: Allowlist, Open, Off
+	networkHint *widget.Label
+	netEdited   bool // the person chose a mode: it is the session's own
+	settingNet  bool
+	netDefault  policy.Mode // what the settings give the selected project
+	netFrom     string      // whose settings say so
 	timeout     *widget.Entry
 	problems    *widget.Label
 	status      *widget.Label
@@ -111,8 +117,19 @@ func newNewSessionWindow(u *UI) *newSessionWindow {
 	w.memoryHint = widget.NewLabel("MiB")
 	w.disk = widget.NewEntry()
 	w.disk.OnChanged = func(string) { w.validate() }
-	w.network = widget.NewCheck("Network access", nil)
-	w.network.SetChecked(true)
+	w.network = widget.NewRadioGroup([]string{modeName(policy.ModeAllowlist), modeName(policy.ModeOpen), modeName(policy.ModeOff)}, func(string) {
+		if !w.settingNet {
+			w.netEdited = true
+		}
+		w.networkChanged()
+	})
+	w.network.Horizontal = true
+	w.network.Required = true
+	w.netDefault, w.netFrom = policy.ModeAllowlist, "the default"
+	w.setNetwork(policy.ModeAllowlist)
+	w.networkHint = note("")
+	w.networkHint.Importance = widget.MediumImportance
+	w.networkChanged()
 	w.timeout = widget.NewEntry()
 	w.timeout.SetPlaceHolder("none")
 	w.timeout.OnChanged = func(string) { w.validate() }
@@ -137,7 +154,7 @@ func newNewSessionWindow(u *UI) *newSessionWindow {
 		widget.NewLabel("Memory"), container.NewHBox(small(w.memory), w.memoryHint),
 		widget.NewLabel("Disk"), container.NewHBox(small(w.disk), widget.NewLabel("GiB scratch (sparse: takes only what is written)")),
 		widget.NewLabel("Timeout"), container.NewHBox(small(w.timeout), widget.NewLabel("e.g. 45m or 2h; empty for none")),
-		widget.NewLabel(""), w.network,
+		widget.NewLabel("Network"), container.NewVBox(w.network, w.networkHint),
 	)
 	form := container.New(layout.NewFormLayout(),
 		widget.NewLabel("Project"), container.NewVBox(w.project, w.projectPath),
@@ -278,6 +295,7 @@ func (w *newSessionWindow) projectChanged() {
 		return
 	}
 	w.projectPath.SetText(p.Path)
+	w.loadNetworkDefault(p)
 	if !w.baseEdited {
 		w.settingBase = true
 		w.base.SetText(p.DefaultBranch)
@@ -323,7 +341,18 @@ func (w *newSessionWindow) limits() (o session.Options, problems []string) {
 		problems = append(problems, "Timeout: "+err.Error())
 	}
 	o.Timeout = t
-	o.NoNetwork = !w.network.Checked
+	// Untouched, the mode is left to the project's and Sandbar's
+	// settings, which the choice shows.
+	if w.netEdited {
+		switch w.network.Selected {
+		case modeName(policy.ModeOff):
+			o.Network, o.NoNetwork = session.NetworkOff, true
+		case modeName(policy.ModeOpen):
+			o.Network = session.NetworkOpen
+		default:
+			o.Network = session.NetworkAllowlist
+		}
+	}
 	return o, problems
 }
 

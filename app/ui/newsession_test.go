@@ -10,6 +10,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 
+	"sandbar/app/net/policy"
 	"sandbar/app/session"
 	"sandbar/app/session/sessiontest"
 	"sandbar/vm"
@@ -103,7 +104,7 @@ func TestNewSessionStartsCustomAgent(t *testing.T) {
 	test.Type(w.command, "echo hello from the agent")
 	test.Type(w.prompt, "say hello")
 	retype(w.memory, "512")
-	w.network.SetChecked(false)
+	w.network.SetSelected(modeName(policy.ModeOff))
 	if w.start.Disabled() {
 		t.Fatalf("Start is disabled: %q", w.problems.Text)
 	}
@@ -162,4 +163,58 @@ func TestNewSessionBudgetFollowsRunningSessions(t *testing.T) {
 	if !w.start.Disabled() || !strings.Contains(w.problems.Text, fmt.Sprintf("more than the %d MiB free", free)) {
 		t.Errorf("2048 MiB with %d free: Start disabled %v, problems %q", free, w.start.Disabled(), w.problems.Text)
 	}
+}
+
+func TestNewSessionNetworkMode(t *testing.T) {
+	h := newAppHarness(t)
+	ctx := context.Background()
+	plain := h.addProject(t, "plain")
+	open := h.addProject(t, "open")
+	if err := h.env.Manager.SetNetworkRules(ctx, session.ScopeProject, open.Path, "mode open\n", open.ID); err != nil {
+		t.Fatal(err)
+	}
+	w := h.newSession(t, plain.ID)
+	h.waitFor(t, 5*time.Second, "the default mode shown", func() bool { return strings.Contains(w.networkHint.Text, "The default") })
+	if w.network.Selected != "Allowlist" {
+		t.Errorf("a project with no rules: %q, want Allowlist", w.network.Selected)
+	}
+	if o, _ := w.options(); o.Network != "" || o.NoNetwork {
+		t.Errorf("untouched, the mode is %q (no network %v); want it left to the settings", o.Network, o.NoNetwork)
+	}
+
+	// Another project's mode line shows, until the person chooses.
+	w.project.SetSelected("open")
+	h.waitFor(t, 5*time.Second, "the project's mode shown", func() bool {
+		return w.network.Selected == "Open" && strings.Contains(w.networkHint.Text, "From the project's settings")
+	})
+	if o, _ := w.options(); o.Network != "" {
+		t.Errorf("untouched, the mode is %q; want it left to the settings", o.Network)
+	}
+	for _, tt := range []struct {
+		choice  string
+		network string
+		off     bool
+	}{{"Off", session.NetworkOff, true}, {"Allowlist", session.NetworkAllowlist, false}, {"Open", session.NetworkOpen, false}} {
+		w.network.SetSelected(tt.choice)
+		if o, _ := w.options(); o.Network != tt.network || o.NoNetwork != tt.off {
+			t.Errorf("%s: Network %q, NoNetwork %v", tt.choice, o.Network, o.NoNetwork)
+		}
+	}
+	w.network.SetSelected("Allowlist")
+	if !strings.Contains(w.networkHint.Text, "For this session only: the project's settings give open") {
+		t.Errorf("a choice other than the project's: hint %q", w.networkHint.Text)
+	}
+
+	w.agent.SetSelected(agentCustom)
+	test.Type(w.command, "true")
+	retype(w.memory, "512")
+	var opened []string
+	h.u.OpenSession = func(id string) { opened = append(opened, id) }
+	test.Tap(w.start)
+	h.waitFor(t, 10*time.Second, "the session started", func() bool { return len(opened) == 1 })
+	s, err := h.env.Manager.Get(ctx, opened[0])
+	if err != nil || !s.Limits.Network || s.Limits.NetMode != session.NetworkAllowlist {
+		t.Errorf("started %+v, %v; want the network on in mode allowlist", s.Limits, err)
+	}
+	h.env.WaitState(t, s.ID, session.StateStopped, 20*time.Second)
 }

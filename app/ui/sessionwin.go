@@ -121,6 +121,7 @@ type sessionWindow struct {
 	changes    *changesPanel
 	exec       *execConsole
 	res        *resourcePanel
+	net        *netPanel
 
 	chat     *widget.Entry
 	chatSend *widget.Button
@@ -211,13 +212,21 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project) *sessionWindow 
 	w.exec = newExecConsole(w)
 	w.res = newResourcePanel()
 	w.res.setSession(s)
+	w.net = newNetPanel(w)
 	w.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon(tabTranscript, theme.DocumentIcon(), w.transcript),
 		container.NewTabItemWithIcon(tabLog, theme.ListIcon(), w.logs),
 		container.NewTabItemWithIcon(tabChanges, theme.DocumentCreateIcon(), w.changes.content),
 		container.NewTabItemWithIcon(tabExec, theme.ComputerIcon(), w.exec.content),
+		container.NewTabItemWithIcon(tabNetwork, theme.UploadIcon(), w.net.content),
 		container.NewTabItemWithIcon(tabResources, theme.InfoIcon(), w.res.content),
 	)
+	w.tabs.OnSelected = func(t *container.TabItem) {
+		if t.Text == tabNetwork {
+			// The counts of allowed connections move without events.
+			w.net.reloadSoon()
+		}
+	}
 	if s.Agent.Kind != "claude" {
 		w.tabs.SelectIndex(1)
 	}
@@ -317,6 +326,7 @@ func (w *sessionWindow) events(ctx context.Context) {
 		w.ui(func() { w.transcript.SetEntries(entries) })
 	}
 	w.changes.reload(ctx)
+	w.net.reload(ctx)
 
 	catchUp := time.NewTimer(logCatchUpEvery)
 	defer catchUp.Stop()
@@ -363,6 +373,8 @@ func (w *sessionWindow) events(ctx context.Context) {
 					c := *ev.Changes
 					w.ui(func() { w.changes.set(c) })
 				}
+			case session.EventNet, session.EventPorts, session.EventDropped:
+				w.net.event(ev)
 			case session.EventRemoved:
 				w.ui(w.removed)
 			}
@@ -420,6 +432,7 @@ func (w *sessionWindow) applySession(s store.Session) {
 	setEnabled(w.merge, s.State != session.StateProvisioning)
 	w.res.setSession(s)
 	w.exec.setRunning(s.State == session.StateRunning)
+	w.net.setSession(s, w.running)
 	if running := s.State == session.StateRunning; running != w.running {
 		w.running = running
 		w.showOpenNote()

@@ -28,6 +28,15 @@ type opener struct {
 	vm bool
 }
 
+// urlOpener opens a web address in the person's browser, with the
+// desktop's opener for files (open, xdg-open), which takes an address
+// as well.
+func urlOpener(url string, look func(string) (string, error)) opener {
+	o := fileOpener(url, look)
+	o.label, o.dir = url, ""
+	return o
+}
+
 // shellQuote quotes s for a POSIX shell.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

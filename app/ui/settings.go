@@ -38,6 +38,13 @@ type SettingsBackend interface {
 	SecretNames(ctx context.Context) ([]string, error)
 	SetSecret(ctx context.Context, name, value string) error
 	DeleteSecret(ctx context.Context, name string) error
+	// SecretBrokers are the secrets bound to a host, by name: the VM
+	// holds a stand-in, and the broker puts the value in the header of
+	// HTTPS requests to that host alone.
+	SecretBrokers(ctx context.Context) (map[string]store.SecretBroker, error)
+	// SetSecretBroker binds a recorded secret to a host and header (see
+	// session.SecretBinding); an empty Host makes it a plain secret.
+	SetSecretBroker(ctx context.Context, name string, b store.SecretBroker) error
 
 	// ImageStatus describes the guest image sessions boot; an error
 	// wrapping image.ErrNotBuilt when there is none.
@@ -146,6 +153,16 @@ func (p *Prefs) DeleteSecret(ctx context.Context, name string) error {
 		return errors.New("no keyring is connected")
 	}
 	return p.Secrets.Delete(ctx, name)
+}
+
+// SecretBrokers implements SettingsBackend.
+func (p *Prefs) SecretBrokers(ctx context.Context) (map[string]store.SecretBroker, error) {
+	return p.Store.SecretBrokers(ctx)
+}
+
+// SetSecretBroker implements SettingsBackend.
+func (p *Prefs) SetSecretBroker(ctx context.Context, name string, b store.SecretBroker) error {
+	return p.Store.SetSecretBroker(ctx, name, b)
 }
 
 // ImageStatus implements SettingsBackend.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/test"
 
 	"sandbar/app/session"
@@ -23,6 +24,18 @@ func (h *appHarness) settings(t *testing.T) *settingsWindow {
 	w := h.u.settingsWin
 	h.waitFor(t, 5*time.Second, "Settings' first load", func() bool { return w.cpus.Text != "" })
 	return w
+}
+
+// selectTab shows the tab named name.
+func selectTab(t *testing.T, tabs *container.AppTabs, name string) {
+	t.Helper()
+	for _, it := range tabs.Items {
+		if it.Text == name {
+			tabs.Select(it)
+			return
+		}
+	}
+	t.Fatalf("no tab %q", name)
 }
 
 func TestSettingsDefaultLimitsReachTheBackend(t *testing.T) {
@@ -69,7 +82,7 @@ func TestSettingsDefaultLimitsReachTheBackend(t *testing.T) {
 // is tested in app/secrets and tests/keyringtest.
 func TestSettingsSecrets(t *testing.T) {
 	h := newAppHarness(t)
-	h.secrets.values["GITHUB_TOKEN"] = "ghp_old"
+	h.setSecret(t, "GITHUB_TOKEN", "ghp_old")
 	w := h.settings(t)
 	h.waitFor(t, 5*time.Second, "the secret names listed", func() bool { return len(w.secretNames) == 1 })
 
@@ -189,7 +202,7 @@ func TestSettingsImageRebuild(t *testing.T) {
 		return nil, nil
 	}
 	w := h.settings(t)
-	w.tabs.SelectIndex(2)
+	selectTab(t, w.tabs, "Guest Image")
 	b := h.u.image
 	h.waitFor(t, 5*time.Second, "the image status", func() bool { s, _ := b.status.Get(); return strings.HasPrefix(s, "No guest image") })
 	test.Tap(w.rebuild)

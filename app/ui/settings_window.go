@@ -15,11 +15,12 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"sandbar/app/session"
+	"sandbar/app/store"
 	"sandbar/vm"
 )
 
-// settingsWindow is Settings: secrets, default limits and agent, the
-// guest image, storage and launch at login, one tab each.
+// settingsWindow is Settings: secrets, the network, default limits and
+// agent, the guest image, storage and launch at login, one tab each.
 type settingsWindow struct {
 	u    *UI
 	win  fyne.Window
@@ -27,12 +28,22 @@ type settingsWindow struct {
 	ub   unbinder
 
 	// Secrets.
-	secretNames  []string
-	secretList   *widget.List
-	secretName   *widget.SelectEntry
-	secretValue  *widget.Entry
-	secretSave   *widget.Button
-	secretStatus *widget.Label
+	secretNames []string
+	secretList  *widget.List
+	secretName  *widget.SelectEntry
+	secretValue *widget.Entry
+	// secretHost and secretHeader bind a secret to the one host the
+	// broker puts it in requests to.
+	secretHost, secretHeader *widget.Entry
+	secretHostNote           *widget.Label
+	secretBrokers            map[string]store.SecretBroker
+	secretSave               *widget.Button
+	secretStatus             *widget.Label
+
+	// Network.
+	netRules      *rulesEditor
+	publish       *widget.Check
+	publishStatus *widget.Label
 
 	// Defaults.
 	cpus, memory, disk, budget *widget.Entry
@@ -67,13 +78,14 @@ func newSettingsWindow(u *UI) *settingsWindow {
 	w := &settingsWindow{u: u, win: u.App.NewWindow("Sandbar Settings")}
 	w.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Secrets", theme.AccountIcon(), w.secretsTab()),
+		container.NewTabItemWithIcon(tabNetwork, theme.UploadIcon(), w.networkTab()),
 		container.NewTabItemWithIcon("Defaults", theme.DocumentIcon(), w.defaultsTab()),
 		container.NewTabItemWithIcon("Guest Image", theme.ComputerIcon(), w.imageTab()),
 		container.NewTabItemWithIcon("Storage", theme.StorageIcon(), w.storageTab()),
 		container.NewTabItemWithIcon("General", theme.SettingsIcon(), w.generalTab()),
 	)
 	w.win.SetContent(w.tabs)
-	w.win.Resize(fyne.NewSize(640, 460))
+	w.win.Resize(fyne.NewSize(680, 560))
 	w.win.SetOnClosed(func() {
 		w.ub.release()
 		if u.settingsWin == w {
@@ -81,6 +93,7 @@ func newSettingsWindow(u *UI) *settingsWindow {
 		}
 	})
 	w.loadSecrets()
+	w.loadNetwork()
 	w.loadDefaults()
 	u.image.refresh()
 	w.loadStorage()
