@@ -87,7 +87,7 @@ func (p *Policy) Decide(d Dest) Decision {
 						Reason: fmt.Sprintf("allowed by %q in %s, which opens %s (%s)", r.String(), r.Source.where(), addr, words)}
 				}
 			}
-			return Decision{Reason: closedReason(name, addr, words, d.Port, proto)}
+			return Decision{Reason: closedReason(name, addr, words, d.Port, proto, mapped)}
 		}
 	}
 	if p.mode == ModeOpen {
@@ -135,44 +135,47 @@ func (r *Rule) matches(name string, addr netip.Addr, port uint16, proto Proto, e
 // opensClosed reports whether a matching allow rule may open a closed
 // address: it comes from Sandbar's, the project's or the session's rules,
 // and it names the address (or a range holding it), or names the exact
-// name with its port written out. A session's rule opens a closed address
-// by name only where the name is mapped (mapped: a host line of Sandbar's
-// or the project's settings gives that very address): its rules are what
-// "Allow" adds for a denial the guest caused, for a name the guest chose,
-// and whoever answers that name's DNS could point it at the host's
-// loopback, a private network or cloud metadata once it is allowed.
+// name, with its port written out, where that name is mapped (mapped: a
+// host line of Sandbar's or the project's settings gives that very
+// address). A name rule never opens what the name's DNS answers: "Allow"
+// adds name rules for denials the guest caused, for names the guest
+// chose, and whoever answers a name's DNS could point it at the host's
+// loopback, a private network or cloud metadata once it is allowed. To
+// reach a private host by name, allow the name and the address (allow
+// db.internal:5432 and allow 10.0.0.5:5432), or map it with a host line.
 func (r *Rule) opensClosed(name string, mapped bool) bool {
 	switch r.Source {
-	case SourceSandbar, SourceProject:
-	case SourceSession:
-		if !r.Prefix.IsValid() && !mapped {
-			return false
-		}
+	case SourceSandbar, SourceProject, SourceSession:
 	default:
 		return false
 	}
 	if r.Prefix.IsValid() {
 		return true
 	}
-	return !r.Wildcard && !r.any() && r.PortGiven && name == r.Host
+	return mapped && !r.Wildcard && !r.any() && r.PortGiven && name == r.Host
 }
 
 // closedReason says why a connection to a closed address is denied, and
-// what rule would open it.
-func closedReason(name string, addr netip.Addr, words string, port uint16, proto Proto) string {
+// what rule would open it: the address's, or the name's where a host line
+// maps the name to that address.
+func closedReason(name string, addr netip.Addr, words string, port uint16, proto Proto, mapped bool) string {
 	byAddr := ruleFor("", addr, port, proto).String()
-	if name == "" {
+	switch {
+	case name == "":
 		return fmt.Sprintf("%s is %s, closed to sessions: to allow it, add %q in Sandbar's or the project's network settings", addr, words, byAddr)
+	case mapped:
+		return fmt.Sprintf("%s is %s, which is %s, closed to sessions: to allow it, add %q in Sandbar's or the project's network settings",
+			name, addr, words, ruleFor(name, addr, port, proto).String())
 	}
-	return fmt.Sprintf("%s is %s, which is %s, closed to sessions: to allow it, add %q or %q in Sandbar's or the project's network settings",
-		name, addr, words, ruleFor(name, addr, port, proto).String(), byAddr)
+	return fmt.Sprintf("%s is %s, which is %s, closed to sessions: to allow it, add %q in Sandbar's or the project's network settings",
+		name, addr, words, byAddr)
 }
 
 // AllowRuleFor returns the rule that "Allow" adds for a denied connection:
 // the exact name if d has one, else the address, with d's port and
 // protocol written out. A name that resolved to a closed address gets the
-// address instead: a session's name rule does not open a closed address
-// its DNS gives (see opensClosed), and the person sees what they open.
+// address instead: a name rule does not open a closed address its DNS
+// gives (see opensClosed), and the person sees what they open.
 // Its Source is src and its Text its String. It
 // returns the zero Rule (Action "") when d names no valid host or address,
 // or no port.

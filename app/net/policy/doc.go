@@ -110,14 +110,15 @@
 //     networks, link-local and cloud metadata, CGNAT, multicast, Sandbar's
 //     DNS answer range, and the like) is allowed only by an allow rule
 //     from Sandbar's, the project's or the session's rules that is either
-//     an address or range holding it, or the exact name (no wildcard, not
-//     *) with its port written out (allow db.internal:5432), with the
-//     port and protocol matching. The session's rules open one by name
-//     only when a host line of Sandbar's or the project's settings maps
-//     the name to that address: "Allow" adds them for names the guest
-//     chose, whose DNS answers are not the person's. The default
-//     allowlist, the repository and mode open never open one. The reason
-//     says which range it is and what to add.
+//     an address or range holding it (allow 10.0.0.5:5432), or the exact
+//     name (no wildcard, not *) with its port written out, where a host
+//     line of Sandbar's or the project's settings maps that name to that
+//     very address, with the port and protocol matching. A name rule
+//     never opens what the name's DNS answers: "Allow" adds name rules
+//     for names the guest chose, whose DNS answers are not the person's
+//     (to reach db.internal at 10.0.0.5, allow db.internal:5432 and
+//     10.0.0.5:5432). The default allowlist, the repository and mode open
+//     never open one. The reason says which range it is and what to add.
 //  4. Mode open allows everything else.
 //  5. Mode allowlist allows what an allow rule matches, and denies the
 //     rest: example.com:443 (tcp) is not in the session's allowlist.
