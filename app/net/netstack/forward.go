@@ -276,7 +276,7 @@ func (n *Network) forwardTCP(r *tcp.ForwarderRequest) {
 }
 
 // copyBufs are the buffers splice copies through.
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
 // splice copies both ways between two connections until both directions
 // have ended (a half-close is passed on) or the network closes.

@@ -145,7 +145,7 @@ type Config struct {
 	// MTU of the link; default DefaultMTU.
 	MTU int
 	// MaxConns bounds the connections forwarded at once (TCP and UDP
-	// flows together); default 512. Past it new ones are refused, so a
+	// flows together); default 256. Past it new ones are refused, so a
 	// guest cannot use up the host's file descriptors. It bounds the
 	// connections to the gateway's services (Listen) as many again.
 	MaxConns int
@@ -224,7 +224,7 @@ func New(cfg Config) (*Network, error) {
 		return nil, fmt.Errorf("netstack: MTU %d is outside 576–%d", cfg.MTU, 65535-header.EthernetMinimumSize)
 	}
 	if cfg.MaxConns <= 0 {
-		cfg.MaxConns = 512
+		cfg.MaxConns = 256
 	}
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 15 * time.Second
@@ -301,10 +301,15 @@ func (n *Network) build() error {
 
 	sack := tcpip.TCPSACKEnabled(true)
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &sack)
-	// Buffers large enough to keep a large-MTU link busy.
-	rcv := tcpip.TCPReceiveBufferSizeRangeOption{Min: 4 << 10, Default: 1 << 20, Max: 8 << 20}
+	// Buffers: the link is in-process, so its round trip is well under a
+	// millisecond and 1 MiB keeps a large-MTU link busy (a download at
+	// 300 MB/s needs a few hundred KiB in flight). They are also what a
+	// guest can make the engine hold: a connection it stops reading, or
+	// whose far end stops reading, fills both; MaxConns of them at 1 MiB
+	// each (plus splice's buffers) bound a session's worst case.
+	rcv := tcpip.TCPReceiveBufferSizeRangeOption{Min: 4 << 10, Default: 256 << 10, Max: 1 << 20}
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &rcv)
-	snd := tcpip.TCPSendBufferSizeRangeOption{Min: 4 << 10, Default: 1 << 20, Max: 8 << 20}
+	snd := tcpip.TCPSendBufferSizeRangeOption{Min: 4 << 10, Default: 256 << 10, Max: 1 << 20}
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &snd)
 	moderate := tcpip.TCPModerateReceiveBufferOption(true)
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &moderate)
