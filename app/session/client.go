@@ -205,7 +205,7 @@ func (c *Client) AddNetRule(ctx context.Context, ref string, scope NetScope, act
 	if err != nil {
 		return policy.Rule{}, err
 	}
-	return policy.ParseRule(line, map[NetScope]policy.Source{ScopeSession: policy.SourceSession, ScopeProject: policy.SourceProject, ScopeSandbar: policy.SourceSandbar}[scope])
+	return policy.ParseRule(line, scope.source())
 }
 
 // SetNetworkRules replaces a scope's rules through the engine.

@@ -25,6 +25,20 @@ const (
 	ScopeSandbar NetScope = "sandbar"
 )
 
+// source is where a scope's rules come from, as the policy names it; ""
+// for a scope that is none.
+func (s NetScope) source() policy.Source {
+	switch s {
+	case ScopeSession:
+		return policy.SourceSession
+	case ScopeProject:
+		return policy.SourceProject
+	case ScopeSandbar:
+		return policy.SourceSandbar
+	}
+	return ""
+}
+
 // ParseNetScope reads a scope's name.
 func ParseNetScope(s string) (NetScope, error) {
 	switch sc := NetScope(s); sc {
@@ -56,7 +70,7 @@ func (m *Manager) AddNetRule(ctx context.Context, ref string, scope NetScope, ac
 	default:
 		return policy.Rule{}, fmt.Errorf("%q is not allow or deny: %w", action, ErrBadOptions)
 	}
-	src := map[NetScope]policy.Source{ScopeSession: policy.SourceSession, ScopeProject: policy.SourceProject, ScopeSandbar: policy.SourceSandbar}[scope]
+	src := scope.source()
 	if src == "" {
 		return policy.Rule{}, fmt.Errorf("%q is not a scope: use session, project or sandbar: %w", scope, ErrBadOptions)
 	}
@@ -141,7 +155,7 @@ func (m *Manager) NetworkRules(ctx context.Context, scope NetScope, ref string) 
 // A text that does not parse is refused with the line and what is wrong,
 // and nothing changes. projectID, when known, spares a look-up.
 func (m *Manager) SetNetworkRules(ctx context.Context, scope NetScope, ref, text string, projectID int64) error {
-	src := map[NetScope]policy.Source{ScopeSession: policy.SourceSession, ScopeProject: policy.SourceProject, ScopeSandbar: policy.SourceSandbar}[scope]
+	src := scope.source()
 	if src == "" {
 		return fmt.Errorf("%q is not a scope: %w", scope, ErrBadOptions)
 	}
