@@ -90,7 +90,6 @@ func (m *Manager) AddNetRule(ctx context.Context, ref string, scope NetScope, ac
 		}
 		return text + line + "\n", nil
 	}
-	var project int64
 	switch scope {
 	case ScopeSession:
 		s, err := m.cfg.Store.FindSession(ctx, ref)
@@ -103,32 +102,33 @@ func (m *Manager) AddNetRule(ctx context.Context, ref string, scope NetScope, ac
 		m.reloadNet(ctx, func(r *run) bool { return r.id == s.ID })
 		return rule, nil
 	case ScopeProject:
-		p, err := m.netProject(ctx, ref)
+		s, err := m.cfg.Store.FindSession(ctx, ref)
 		if err != nil {
 			return rule, err
 		}
-		project = p.ID
+		text, _, err := m.cfg.Store.ProjectSetting(ctx, s.ProjectID, store.ProjectNetwork)
+		if err != nil {
+			return rule, err
+		}
+		text, _ = addLine(text)
+		return rule, m.SetNetworkRules(ctx, scope, "", text, s.ProjectID)
 	}
-	text, err := m.NetworkRules(ctx, scope, ref)
+	text, err := m.NetworkRules(ctx, scope, "")
 	if err != nil {
 		return rule, err
 	}
 	text, _ = addLine(text)
-	return rule, m.SetNetworkRules(ctx, scope, ref, text, project)
+	return rule, m.SetNetworkRules(ctx, scope, "", text, 0)
 }
 
-// netProject finds the project for ref: a session's (by id) or a
-// project's own reference.
+// netProject finds a project by id, name or path.
 func (m *Manager) netProject(ctx context.Context, ref string) (store.Project, error) {
-	if s, err := m.cfg.Store.FindSession(ctx, ref); err == nil {
-		return m.cfg.Store.Project(ctx, s.ProjectID)
-	}
 	return m.findProject(ctx, ref)
 }
 
 // NetworkRules returns the rule text of Sandbar's settings (ScopeSandbar),
-// of ref's project (ScopeProject: a project, or a session of it), or of
-// session ref's own (ScopeSession).
+// of project ref's (ScopeProject: its id, name or path), or of session
+// ref's own (ScopeSession).
 func (m *Manager) NetworkRules(ctx context.Context, scope NetScope, ref string) (string, error) {
 	switch scope {
 	case ScopeSandbar:

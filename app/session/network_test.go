@@ -73,7 +73,7 @@ func TestAllowForSessionAndProject(t *testing.T) {
 	if v := sn.decide(u); !v.Allow {
 		t.Errorf("after allow for the project: %+v", v)
 	}
-	if text, _ := f.m.NetworkRules(ctx, ScopeProject, r.id); !strings.Contains(text, "allow files.example/udp") {
+	if text, _ := f.m.NetworkRules(ctx, ScopeProject, f.repo); !strings.Contains(text, "allow files.example/udp") {
 		t.Errorf("the project's rules: %q", text)
 	}
 	// A deny for every session wins over both.
