@@ -16,6 +16,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/sirupsen/logrus"
@@ -69,8 +71,7 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	args := os.Args[1:]
-	if len(args) == 0 || len(args) == 1 && args[0] == "gui" {
+	if gui, args := command(os.Args[1:]); gui {
 		err = runGUI(ctx, env)
 	} else {
 		err = cli.Run(ctx, env, args)
@@ -92,6 +93,17 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "sandbar:", err)
 		return 1
 	}
+}
+
+// command says whether args (without the program name) ask for the
+// menu-bar app, and otherwise what the command line is given. The first
+// Finder launch of a quarantined app passes a process serial number
+// (-psn_0_12345) that is neither a command nor a flag: such arguments are
+// dropped, so that launch opens the app rather than failing as an
+// unknown command.
+func command(args []string) (gui bool, rest []string) {
+	rest = slices.DeleteFunc(slices.Clone(args), func(a string) bool { return strings.HasPrefix(a, "-psn_") })
+	return len(rest) == 0 || len(rest) == 1 && rest[0] == "gui", rest
 }
 
 // hypervisors registers the VM backends: Virtualization.framework is the
