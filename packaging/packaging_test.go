@@ -14,6 +14,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"sandbar/vm/vz"
 )
 
 // readPlist parses an XML property list whose top level is a dict of
@@ -69,9 +71,8 @@ func TestEntitlements(t *testing.T) {
 func TestInfoPlistExtra(t *testing.T) {
 	got := readPlist(t, "Info.plist.extra")
 	want := map[string]string{
-		"LSUIElement":            "true",
-		"LSMinimumSystemVersion": "13.0",
-		"CFBundleIdentifier":     fyneAppID(t),
+		"LSUIElement":        "true",
+		"CFBundleIdentifier": fyneAppID(t),
 	}
 	for k, v := range want {
 		if got[k] != v {
@@ -93,6 +94,17 @@ func TestInfoPlistExtra(t *testing.T) {
 		if !bytes.Contains(script, []byte(" "+k+"\n")) {
 			t.Errorf("package-macos.sh does not merge %s", k)
 		}
+	}
+}
+
+// The bundle and the command line agree on the oldest macOS, one
+// constant (vz.MinMacOS): the CLI's check must refuse nothing the bundle
+// accepts (else a Mac that opens the app cannot run its VMs), and the
+// bundle must not refuse a Mac the CLI serves.
+func TestMinimumMacOS(t *testing.T) {
+	got := readPlist(t, "Info.plist.extra")["LSMinimumSystemVersion"]
+	if want := fmt.Sprintf("%d.0", vz.MinMacOS); got != want {
+		t.Errorf("LSMinimumSystemVersion = %q, want %q (vz.MinMacOS): change both together", got, want)
 	}
 }
 

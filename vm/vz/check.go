@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 )
 
-// minMacOS is the oldest macOS the backend runs on: virtio-fs and the
-// disk caching modes it asks for arrived in macOS 12.
-const minMacOS = 12
+// MinMacOS is the oldest macOS Sandbar runs on, the one number both the
+// backend's check and the app bundle's LSMinimumSystemVersion
+// (packaging/Info.plist.extra, held to it by packaging's test) follow.
+// macOS 12 has virtio-fs and the disk caching modes, but its Linux boot
+// loader hangs on Debian's 6.1 kernel (vfkit#11), and the network
+// attachment's MTU needs 13.
+const MinMacOS = 13
 
 // EntitlementKey is what a binary must be signed with to create VMs.
 const EntitlementKey = "com.apple.security.virtualization"
@@ -26,6 +31,19 @@ func macOSMajor(v string) (int, error) {
 		return 0, errors.New("unrecognised macOS version " + strconv.Quote(v))
 	}
 	return n, nil
+}
+
+// versionProblem says why macOS ver (kern.osproductversion) cannot run
+// Sandbar's VMs, or "" when it can.
+func versionProblem(ver string) string {
+	major, err := macOSMajor(ver)
+	if err != nil {
+		return err.Error()
+	}
+	if major < MinMacOS {
+		return fmt.Sprintf("Sandbar's VMs need macOS %d or later and this Mac runs %s (older boot loaders hang on the guest's kernel): update macOS, or use the qemu backend", MinMacOS, strings.TrimSpace(ver))
+	}
+	return ""
 }
 
 // entitled reports whether plist (the XML `codesign -d --entitlements -

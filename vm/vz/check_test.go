@@ -1,6 +1,9 @@
 package vz
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestMacOSMajor(t *testing.T) {
 	tests := []struct {
@@ -18,6 +21,27 @@ func TestMacOSMajor(t *testing.T) {
 		got, err := macOSMajor(tc.in)
 		if got != tc.want || (err != nil) != tc.wantErr {
 			t.Errorf("macOSMajor(%q) = %d, %v; want %d, error %v", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+func TestVersionProblem(t *testing.T) {
+	tests := []struct {
+		ver  string
+		want string // substring; "" means no problem
+	}{
+		{"13.0", ""},
+		{"14.4.1\n", ""},
+		{"26.0", ""},
+		// 12 has the APIs, but its boot loader hangs on Debian's 6.1 kernel.
+		{"12.7.4", "need macOS 13 or later and this Mac runs 12.7.4"},
+		{"11.2", "need macOS 13"},
+		{"Ventura", "unrecognised macOS version"},
+	}
+	for _, tc := range tests {
+		got := versionProblem(tc.ver)
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("versionProblem(%q) = %q, want %q", tc.ver, got, tc.want)
 		}
 	}
 }

@@ -70,12 +70,8 @@ func check(ctx context.Context) vm.Status {
 	if err != nil {
 		return vm.Status{Detail: "cannot read the macOS version: " + err.Error()}
 	}
-	major, err := macOSMajor(ver)
-	if err != nil {
-		return vm.Status{Detail: err.Error()}
-	}
-	if major < minMacOS {
-		return vm.Status{Detail: fmt.Sprintf("Virtualization.framework needs macOS %d or later and this is %s: update macOS, or use the qemu backend", minMacOS, ver)}
+	if why := versionProblem(ver); why != "" {
+		return vm.Status{Detail: why}
 	}
 	if hv, err := unix.SysctlUint32("kern.hv_support"); err != nil || hv != 1 {
 		return vm.Status{Detail: "this Mac has no hardware virtualization (kern.hv_support is not 1), as inside another VM: run Sandbar on the Mac itself, or use the qemu backend"}
