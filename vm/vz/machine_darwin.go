@@ -18,9 +18,6 @@ import (
 	"sandbar/vm"
 )
 
-// connectRetry is how often Boot knocks on the guest's vsock port.
-const connectRetry = 20 * time.Millisecond
-
 // killWait bounds the wait for the framework to report a stopped VM.
 const killWait = 5 * time.Second
 
@@ -93,7 +90,8 @@ func (m *machine) watch(states <-chan vzapi.VirtualMachineState) {
 
 // connect dials the supervisor's vsock port until it listens. The framework
 // answers at once with an error while nothing listens, so the loop is a
-// short poll bounded by timeout, ctx and the VM's life.
+// short poll bounded by timeout, ctx and the VM's life, and each attempt by
+// connectAttempt (see dial).
 func (m *machine) connect(ctx context.Context, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -102,60 +100,29 @@ func (m *machine) connect(ctx context.Context, timeout time.Duration) (net.Conn,
 		return nil, errors.New("the VM has no vsock device: this is a bug in the vz backend's configuration")
 	}
 	dev := devs[0]
-	tick := time.NewTicker(connectRetry)
-	defer tick.Stop()
-	for {
-		conn, err := m.connectOnce(ctx, dev)
-		if err == nil {
-			return conn, nil
-		}
-		var nserr *vzapi.NSError
-		if !errors.As(err, &nserr) || !connectRetryable(nserr.Domain, nserr.Code) {
-			return nil, fmt.Errorf("connect to the guest supervisor on vsock port %d: %w", m.plan.VsockPort, err)
-		}
-		select {
-		case <-m.done:
-			return nil, fmt.Errorf("the VM stopped before the guest supervisor listened: see the guest console in %s", m.plan.ConsoleLog)
-		case <-ctx.Done():
-			return nil, fmt.Errorf("guest supervisor did not listen on vsock port %d (console: %s): %w", m.plan.VsockPort, m.plan.ConsoleLog, errors.Join(vm.ErrBootTimeout, ctx.Err()))
-		case <-tick.C:
-		}
-	}
-}
-
-// connectOnce is one Connect, which blocks until the framework's
-// completion handler runs. Should ctx end first, the caller stops the VM,
-// which makes the framework complete the call; the goroutine then closes
-// any connection nobody is waiting for and ends.
-func (m *machine) connectOnce(ctx context.Context, dev *vzapi.VirtioSocketDevice) (net.Conn, error) {
-	type result struct {
-		conn *vzapi.VirtioSocketConnection
-		err  error
-	}
-	ch := make(chan result)
-	abandon := make(chan struct{})
-	defer close(abandon)
-	go func() {
-		c, err := dev.Connect(m.plan.VsockPort)
-		if err == nil && c == nil {
-			err = errors.New("the framework returned no connection")
-		}
-		select {
-		case ch <- result{c, err}:
-		case <-abandon:
-			if c != nil {
-				c.Close()
+	conn, err := dial(ctx, dialer[*vzapi.VirtioSocketConnection]{
+		attempt: func() (*vzapi.VirtioSocketConnection, error) {
+			c, err := dev.Connect(m.plan.VsockPort)
+			if err == nil && c == nil {
+				err = errors.New("the framework returned no connection")
 			}
-		}
-	}()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			return nil, r.err
-		}
-		return r.conn, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+			return c, err
+		},
+		retryable: func(err error) bool {
+			var nserr *vzapi.NSError
+			return errors.As(err, &nserr) && connectRetryable(nserr.Domain, nserr.Code)
+		},
+		stopped: m.done,
+	})
+	switch {
+	case err == nil:
+		return conn, nil
+	case errors.Is(err, errVMStopped):
+		return nil, fmt.Errorf("the VM stopped before the guest supervisor listened: see the guest console in %s", m.plan.ConsoleLog)
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("guest supervisor did not listen on vsock port %d (console: %s): %w", m.plan.VsockPort, m.plan.ConsoleLog, errors.Join(vm.ErrBootTimeout, ctx.Err()))
+	default:
+		return nil, fmt.Errorf("connect to the guest supervisor on vsock port %d: %w", m.plan.VsockPort, err)
 	}
 }
 
