@@ -292,9 +292,21 @@ func (s *Sandbox) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// ensureScratch creates a sparse scratch disk of size bytes, or grows a
-// smaller existing one (the guest's ext4 keeps its size; growing only adds
-// room for a later resize). An existing disk keeps its contents.
+// diskSize is the size a disk image of at least n bytes is made: n rounded
+// up to whole MiB. Virtualization.framework refuses a disk image whose
+// size is not a whole number of 512-byte sectors, and a size given in
+// fractional GiB (`sandbar vm run --disk 0.3`) is not one.
+func diskSize(n int64) int64 {
+	if n <= 0 {
+		return 0
+	}
+	return (n + vm.MiB - 1) / vm.MiB * vm.MiB
+}
+
+// ensureScratch creates a sparse scratch disk of at least size bytes
+// (diskSize), or grows a smaller existing one (the guest's ext4 keeps its
+// size; growing only adds room for a later resize), or one of a size the
+// framework would refuse. An existing disk keeps its contents.
 func ensureScratch(path string, size int64) error {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -305,6 +317,7 @@ func ensureScratch(path string, size int64) error {
 	if err != nil {
 		return fmt.Errorf("scratch disk: %w", err)
 	}
+	size = max(diskSize(size), diskSize(fi.Size()))
 	if fi.Size() < size {
 		if err := f.Truncate(size); err != nil {
 			return fmt.Errorf("scratch disk: make %s %d bytes: %w", path, size, err)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -215,6 +217,59 @@ func TestScratchKeepsContents(t *testing.T) {
 	f.Close()
 	if fi.Size() != 1<<30 || string(b) != "data" {
 		t.Errorf("size %d, contents %q", fi.Size(), b)
+	}
+}
+
+// Virtualization.framework refuses a disk image whose size is not a whole
+// number of 512-byte sectors: whatever size is asked for, fractions of a
+// GiB from `sandbar vm run --disk` included, the scratch disk made is a
+// whole MiB, at least that size and less than a MiB more.
+func TestScratchSizeWholeMiB(t *testing.T) {
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(1, 2))
+	gibs := []float64{0.3, 0.1, 1.5, 1e-9, 2.0 / 3, 1023.999}
+	for range 200 {
+		gibs = append(gibs, r.Float64()*64)
+	}
+	for i, gib := range gibs {
+		want := int64(gib * (1 << 30)) // as the CLI computes it
+		if want <= 0 {
+			continue
+		}
+		p := filepath.Join(dir, fmt.Sprintf("scratch-%d.img", i))
+		if err := ensureScratch(p, want); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Size(); got%vm.MiB != 0 || got%512 != 0 || got < want || got-want >= vm.MiB {
+			t.Fatalf("--disk %v (%d bytes) made a %d-byte disk: want a whole MiB at least as large", gib, want, got)
+		}
+	}
+	// A disk an older Sandbar made at an odd size is grown to whole MiB,
+	// contents kept.
+	p := filepath.Join(dir, "old.img")
+	if err := os.WriteFile(p, []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, 322122547); err != nil { // int64(0.3 GiB)
+		t.Fatal(err)
+	}
+	if err := ensureScratch(p, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, _ := f.Stat()
+	b := make([]byte, 4)
+	f.ReadAt(b, 0)
+	if fi.Size() != 308*vm.MiB || string(b) != "data" {
+		t.Errorf("the odd-sized disk is now %d bytes starting %q, want %d starting \"data\"", fi.Size(), b, 308*vm.MiB)
 	}
 }
 

@@ -162,6 +162,10 @@ func sessionT(t testing.TB, root, id string) *vmClone {
 	if err != nil {
 		t.Fatalf("BuildBase: %v", err)
 	}
+	// Virtualization.framework refuses a disk of any other size.
+	if info.Size%512 != 0 {
+		t.Fatalf("the base disk is %d bytes, not a whole number of 512-byte sectors", info.Size)
+	}
 	dir := filepath.Join(data, "sessions", "s ü "+id, "workspace")
 	os.MkdirAll(filepath.Dir(dir), 0o755)
 	if err := vmtest.UnpackBase(ctx, info.Path, dir); err != nil {

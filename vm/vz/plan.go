@@ -206,6 +206,19 @@ func clampMemory(m uint64, l Limits, notes *[]string) uint64 {
 	return r
 }
 
+// sectorSize is what a disk image's size must be a multiple of: the
+// framework refuses any other size.
+const sectorSize = 512
+
+// diskSizeProblem returns why the framework would refuse disk i, at path,
+// of size bytes, or "".
+func diskSizeProblem(i int, path string, size int64) string {
+	if size%sectorSize != 0 {
+		return fmt.Sprintf("disk %s (%s) is %d bytes, not a whole number of %d-byte sectors, and Virtualization.framework refuses it: Sandbar makes its disks in whole MiB, so rebuild the guest image (`sandbar image build`) if it is one of the image's, else report this", vm.DiskName(i), path, size, sectorSize)
+	}
+	return ""
+}
+
 // checkTag returns why the framework would refuse tag, or "".
 func checkTag(tag string) string {
 	switch {

@@ -243,3 +243,19 @@ func TestPlanSocketNIC(t *testing.T) {
 		})
 	}
 }
+
+// Virtualization.framework refuses a disk image whose size is not a whole
+// number of 512-byte sectors; Boot says so before asking it.
+func TestDiskSizeProblem(t *testing.T) {
+	for _, size := range []int64{0, 512, 4096, 1 << 20, 8 << 30, 322122752} {
+		if why := diskSizeProblem(2, "/s/scratch.img", size); why != "" {
+			t.Errorf("%d bytes: %s", size, why)
+		}
+	}
+	for _, size := range []int64{1, 511, 513, 322122547 /* int64(0.3 GiB) */} {
+		why := diskSizeProblem(2, "/s/scratch.img", size)
+		if !strings.Contains(why, "disk vdc (/s/scratch.img)") || !strings.Contains(why, "512-byte sectors") {
+			t.Errorf("%d bytes: %q, want it to name the disk and the sector size", size, why)
+		}
+	}
+}

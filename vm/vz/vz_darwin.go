@@ -144,6 +144,17 @@ func (h *Hypervisor) Boot(ctx context.Context, spec vm.Spec) (vm.Machine, error)
 			return nil, fmt.Errorf("guest image file %s is missing: run `sandbar image build`: %w", f, vm.ErrNotFound)
 		}
 	}
+	var problems []string
+	for i, d := range spec.Disks {
+		if fi, err := os.Stat(d.Path); err == nil {
+			if why := diskSizeProblem(i, d.Path, fi.Size()); why != "" {
+				problems = append(problems, why)
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return nil, &vm.SpecError{Problems: problems}
+	}
 	for _, sh := range spec.Shares {
 		if fi, err := os.Stat(sh.HostPath); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("shared directory %s is missing: recreate the session's workspace: %w", sh.HostPath, vm.ErrNotFound)
