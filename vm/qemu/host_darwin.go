@@ -31,7 +31,17 @@ func procStats(pid int) (vm.Stats, error) {
 	return vm.Stats{}, nil
 }
 
-func procStart(pid int) (uint64, error) { return 0, nil }
+// procStart is the process's start time in microseconds since the epoch
+// (kern.proc.pid's p_starttime); with the pid it identifies a process
+// across pid reuse.
+func procStart(pid int) (uint64, error) {
+	kp, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
+	if err != nil {
+		return 0, err
+	}
+	t := kp.Proc.P_starttime
+	return uint64(t.Sec)*1e6 + uint64(t.Usec), nil
+}
 
 // startWithoutTHP starts cmd: macOS has no transparent huge pages to turn
 // off (see the Linux version).
