@@ -2,9 +2,6 @@ package session
 
 import (
 	"os"
-	"runtime"
-	"strconv"
-	"strings"
 	"syscall"
 
 	"sandbar/app/store"
@@ -13,64 +10,68 @@ import (
 // selfOwner is this process as a VM owner.
 func selfOwner() store.Owner {
 	host, _ := os.Hostname()
-	return store.Owner{PID: os.Getpid(), Start: procStart(os.Getpid()), Host: host}
+	return store.Owner{PID: os.Getpid(), Start: procStart(os.Getpid()), Host: host, Boot: bootID(), PIDNS: pidNamespace()}
 }
 
-// sameOwner reports whether two owners are the same process.
+// sameOwner reports whether two owners are the same process. The host
+// name counts only for records without a boot id (older ones): a Mac's
+// changes with the network while the process runs.
 func sameOwner(a, b store.Owner) bool {
-	return a.PID == b.PID && a.Start == b.Start && a.Host == b.Host
+	if a.PID != b.PID || a.Start != b.Start {
+		return false
+	}
+	if a.Boot != "" && b.Boot != "" {
+		return a.Boot == b.Boot && a.PIDNS == b.PIDNS
+	}
+	return a.Host == b.Host
 }
 
-// ownerAlive reports whether the owner process still runs: same pid, same
-// start time (pids are reused), on this host.
-func ownerAlive(o store.Owner) bool {
+// ownerAlive reports whether the owner process still runs.
+func ownerAlive(o store.Owner) bool { return ownerAliveFrom(o, selfOwner(), probe) }
+
+// proc is what this machine says of a pid.
+type proc struct {
+	exists, zombie bool
+	start          int64 // as store.Owner.Start; 0 where unknown
+}
+
+// probe asks the system about pid.
+func probe(pid int) proc {
+	if err := syscall.Kill(pid, 0); err != nil && err != syscall.EPERM {
+		return proc{}
+	}
+	return proc{exists: true, start: procStart(pid), zombie: zombie(pid)}
+}
+
+// ownerAliveFrom is ownerAlive seen from self (this process as an owner),
+// probe telling of this machine's pids. An owner recorded in another boot
+// is gone: the machine restarted since, for no other machine can share
+// the database (SQLite's WAL keeps it to the processes of one machine).
+// In this boot and pid namespace the pid must name a live process that
+// started when the owner did (pids are reused). An owner in another pid
+// namespace (a container), or an older record without a boot id from
+// another host name, cannot be asked about from here and counts as
+// running.
+func ownerAliveFrom(o, self store.Owner, probe func(pid int) proc) bool {
 	if o.PID <= 0 {
 		return false
 	}
-	if host, _ := os.Hostname(); o.Host != "" && o.Host != host {
-		return true // another machine sharing the directory: assume it runs
-	}
-	if err := syscall.Kill(o.PID, 0); err != nil && err != syscall.EPERM {
-		return false
-	}
-	if o.Start != 0 {
-		if st := procStart(o.PID); st != 0 && st != o.Start {
+	if o.Boot != "" && self.Boot != "" {
+		if o.Boot != self.Boot {
 			return false
 		}
+		if o.PIDNS != self.PIDNS {
+			return true
+		}
+	} else if o.Host != "" && o.Host != self.Host {
+		return true
 	}
-	return !zombie(o.PID)
-}
-
-// zombie reports whether pid has exited but is not reaped yet (Linux).
-func zombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
+	p := probe(o.PID)
+	switch {
+	case !p.exists:
+		return false
+	case o.Start != 0 && p.start != 0 && p.start != o.Start:
 		return false
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X')
-}
-
-// procStart is a process's start time in clock ticks since boot (Linux),
-// or 0 where unknown.
-func procStart(pid int) int64 {
-	if runtime.GOOS != "linux" {
-		return 0
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0
-	}
-	n, _ := strconv.ParseInt(f[19], 10, 64)
-	return n
+	return !p.zombie
 }

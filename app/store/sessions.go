@@ -36,9 +36,18 @@ type Agent struct {
 // Owner is the process that runs a session's VM. Other processes ask it,
 // through Socket, rather than touching the VM.
 type Owner struct {
-	PID    int    `json:"pid,omitempty"`
-	Start  int64  `json:"start,omitempty"` // the process's start time (from /proc, or 0), to tell a reused PID apart
-	Host   string `json:"host,omitempty"`
+	PID int `json:"pid,omitempty"`
+	// Start is the process's start time, to tell a reused PID apart: in
+	// clock ticks since boot on Linux, microseconds since the epoch on
+	// macOS, 0 where unknown.
+	Start int64  `json:"start,omitempty"`
+	Host  string `json:"host,omitempty"`
+	// Boot identifies the kernel boot the process ran in (Linux's
+	// boot_id, macOS's kern.bootsessionuuid), and PIDNS, on Linux, its
+	// pid namespace: together, where PID means this process. A host name
+	// is no such identity: a Mac's changes with the network.
+	Boot   string `json:"boot,omitempty"`
+	PIDNS  string `json:"pidns,omitempty"`
 	Socket string `json:"socket,omitempty"`
 }
 
