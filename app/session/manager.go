@@ -123,6 +123,11 @@ type Config struct {
 	// NetDial opens the network's connections on the host; nil means a
 	// net.Dialer.
 	NetDial func(ctx context.Context, network, address string) (net.Conn, error)
+	// Clock is the host's clock a running guest's is kept to (clock.go);
+	// nil means the system's. ClockCheck is how often it is read; default
+	// 5 s.
+	Clock      HostClock
+	ClockCheck time.Duration
 }
 
 // AgentSpec says what runs as the agent. The zero value is Claude Code.
@@ -204,6 +209,12 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	}
 	if cfg.StopGrace == 0 {
 		cfg.StopGrace = 5 * time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = newSystemClock()
+	}
+	if cfg.ClockCheck <= 0 {
+		cfg.ClockCheck = defaultClockCheck
 	}
 	if err := cfg.Paths.Ensure(); err != nil {
 		return nil, err

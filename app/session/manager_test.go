@@ -67,6 +67,12 @@ func git(t testing.TB, dir string, args ...string) string {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
+	return newFixtureWith(t, nil)
+}
+
+// newFixtureWith is newFixture with the Manager's Config changed by edit.
+func newFixtureWith(t testing.TB, edit func(*Config)) *fixture {
+	t.Helper()
 	root := t.TempDir()
 	t.Setenv("HOME", filepath.Join(root, "home"))
 	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(root, "gitconfig"))
@@ -87,12 +93,16 @@ func newFixture(t testing.TB) *fixture {
 	t.Cleanup(func() { st.Close() })
 	img := fakeImage(t)
 	hv := &vmtest.Hypervisor{}
-	m, err := New(context.Background(), Config{
+	cfg := Config{
 		Paths: paths, Store: st, Hypervisor: hv,
 		Secrets:    mapSecrets{"ANTHROPIC_API_KEY": secretValue, "OTHER": "other-value-42"},
 		Image:      func(context.Context) (*image.Image, error) { return img, nil },
 		HostMemory: 16 << 30, HostCPUs: 4,
-	})
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	m, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

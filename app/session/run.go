@@ -236,9 +236,16 @@ func (r *run) boot(ctx context.Context) error {
 	stopWatch := make(chan struct{})
 	var watching sync.WaitGroup
 	watching.Go(func() { r.watchChanges(stopWatch) })
+	watching.Go(func() { r.keepClock(stopWatch) })
 	defer func() { close(stopWatch); watching.Wait() }()
 	r.notifyChanged() // the view starts with the clone as it boots
 	return r.supervise(ctx, vmDone)
+}
+
+// now is the host's wall clock, as the guest's is kept to.
+func (r *run) now() time.Time {
+	wall, _ := r.m.cfg.Clock.Now()
+	return wall
 }
 
 // startAgent sends start and waits for agent:started, then gives the
@@ -253,7 +260,7 @@ func (r *run) startAgent(ctx context.Context, vmDone <-chan error) error {
 		// Workdir left to the guest: its workspace mount.
 		Cmd: protocol.CmdStart, ID: "start", Branch: r.s.Branch,
 		Agent: &protocol.Agent{Command: r.s.Agent.Command, Args: args},
-		Env:   r.env, Time: time.Now().UnixNano(),
+		Env:   r.env, Time: r.now().UnixNano(),
 		CACert: r.setup.caPEM,
 	}
 	if name != "" || email != "" {

@@ -132,7 +132,7 @@ func (h *Hypervisor) Boot(ctx context.Context, spec vm.Spec) (vm.Machine, error)
 			m.err = errors.New("killed")
 			return
 		}
-		s := supervisor.New(supervisor.Config{Workspace: ws, Sys: m.Sys, Logger: log})
+		s := supervisor.New(supervisor.Config{Workspace: ws, Sys: clockSys{m.Sys, m}, Logger: log})
 		err := s.Serve(sctx, guestEnd)
 		if sctx.Err() != nil {
 			err = errors.New("killed")
@@ -260,6 +260,39 @@ type Machine struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	err    error
+
+	clockMu sync.Mutex
+	clock   []time.Time
+	clockCh chan struct{} // closed and replaced at each setting
+}
+
+// clockSys is the machine's System, recording where the supervisor sets
+// the guest's clock (which HostSystem leaves alone).
+type clockSys struct {
+	*supervisor.HostSystem
+	m *Machine
+}
+
+func (s clockSys) SetTime(t time.Time) error {
+	s.m.clockMu.Lock()
+	s.m.clock = append(s.m.clock, t)
+	if s.m.clockCh != nil {
+		close(s.m.clockCh)
+		s.m.clockCh = nil
+	}
+	s.m.clockMu.Unlock()
+	return s.HostSystem.SetTime(t)
+}
+
+// Clock returns the times the guest's clock was set to, in order, and a
+// channel closed at the next setting.
+func (m *Machine) Clock() ([]time.Time, <-chan struct{}) {
+	m.clockMu.Lock()
+	defer m.clockMu.Unlock()
+	if m.clockCh == nil {
+		m.clockCh = make(chan struct{})
+	}
+	return append([]time.Time(nil), m.clock...), m.clockCh
 }
 
 // Conn implements vm.Machine.
