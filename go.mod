@@ -8,6 +8,7 @@ require (
 	github.com/Microsoft/hcsshim v0.15.0
 	github.com/containers/gvisor-tap-vsock v0.8.9
 	github.com/fsnotify/fsnotify v1.10.1
+	github.com/go-gl/glfw/v3.4/glfw v0.1.0-pre.1.0.20260707082822-2a407d02d01a
 	github.com/godbus/dbus/v5 v5.2.2
 	github.com/klauspost/compress v1.20.3
 	github.com/mattn/go-sqlite3 v1.14.53
@@ -36,7 +37,6 @@ require (
 	github.com/fyne-io/image v0.1.1 // indirect
 	github.com/fyne-io/oksvg v0.2.0 // indirect
 	github.com/go-gl/gl v0.0.0-20260331235117-4566fea9a276 // indirect
-	github.com/go-gl/glfw/v3.4/glfw v0.1.0-pre.1.0.20260707082822-2a407d02d01a // indirect
 	github.com/go-text/render v0.2.1 // indirect
 	github.com/go-text/typesetting v0.3.4 // indirect
 	github.com/google/btree v1.1.2 // indirect

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -58,6 +60,7 @@ func runGUI(parent context.Context, env *cli.Env) error {
 		return err
 	}
 
+	prepareMenuBarApp()
 	a := app.NewWithID(appID)
 	a.SetIcon(assets.AppIcon)
 	u := ui.New(a, backend, ui.NewPrefs(st, secrets.New(st, secrets.Options{}), env))
@@ -70,9 +73,35 @@ func runGUI(parent context.Context, env *cli.Env) error {
 	var (
 		tray     *ui.Tray
 		notifier *ui.Notifier
-		serving  bool
 	)
+	var serving atomic.Bool
 	served := make(chan error, 1)
+
+	// stop ends the engine and stops the sessions, once: after the app's
+	// loop ends, or earlier, off the UI goroutine, when the system asks
+	// the app to terminate (see menuBarApp).
+	var (
+		stopOnce sync.Once
+		stopErr  error
+	)
+	stop := func() error {
+		stopOnce.Do(func() {
+			cancel() // the engine stops taking requests; it keeps its lock until the sessions are down
+			cctx, ccancel := context.WithTimeout(context.Background(), closeGrace)
+			defer ccancel()
+			closeErr := m.Close(cctx)
+			if eng != nil {
+				if serving.Load() {
+					<-served
+				}
+				eng.Close()
+			}
+			if closeErr != nil {
+				stopErr = fmt.Errorf("stop the sessions: %w (their VMs were killed)", closeErr)
+			}
+		})
+		return stopErr
+	}
 	// Without a tray host (some Linux desktops) there is no tray: then
 	// closing the last window quits, as Fyne does for an app without one.
 	desk, _ := a.(desktop.App)
@@ -86,8 +115,17 @@ func runGUI(parent context.Context, env *cli.Env) error {
 		tray = u.StartTray(desk, ui.TrayOptions{Template: runtime.GOOS == "darwin", Quit: a.Quit, Client: eng == nil})
 	}
 	a.Lifecycle().SetOnStarted(func() {
+		err := menuBarApp(func() {
+			env.Logger.Info("the system asks Sandbar to quit (a logout, restart or shutdown?): stopping the sessions")
+			if err := stop(); err != nil {
+				env.Logger.Error("quit for the system", "err", err)
+			}
+		})
+		if err != nil {
+			env.Logger.Warn("menu-bar app", "err", err)
+		}
 		if eng != nil {
-			serving = true
+			serving.Store(true)
 			go func() { served <- eng.Serve(ctx) }()
 		}
 		notifier = u.StartNotifications(nil)
@@ -122,20 +160,7 @@ func runGUI(parent context.Context, env *cli.Env) error {
 		notifier.Stop()
 	}
 	u.Close()
-	cancel() // the engine stops taking requests; it keeps its lock until the sessions are down
-	cctx, ccancel := context.WithTimeout(context.Background(), closeGrace)
-	defer ccancel()
-	closeErr := m.Close(cctx)
-	if eng != nil {
-		if serving {
-			<-served
-		}
-		eng.Close()
-	}
-	if closeErr != nil {
-		return fmt.Errorf("stop the sessions: %w (their VMs were killed)", closeErr)
-	}
-	return nil
+	return stop()
 }
 
 // clientNotice tells the person that another process, named by its pid

@@ -23,3 +23,11 @@ func trayHost() bool {
 	err = conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.NameHasOwner", 0, "org.kde.StatusNotifierWatcher").Store(&owned)
 	return err == nil && owned
 }
+
+// prepareMenuBarApp: a Linux desktop needs nothing before the window
+// system starts (see the macOS version).
+func prepareMenuBarApp() {}
+
+// menuBarApp: nothing to do on Linux, where the tray's Quit and SIGTERM
+// (main's context) quit the app; quit is not needed.
+func menuBarApp(quit func()) error { return nil }
