@@ -18,5 +18,9 @@
 //     binary, desktop entry, icon and README, laid out like a prefix);
 //     `make package` runs it on Linux, package-macos.sh on macOS.
 //
+// Off macOS, the test runs package-macos.sh against stand-ins for fyne,
+// plutil and codesign, and checks the bundle it leaves: the merged
+// Info.plist keys and exactly the virtualization entitlement.
+//
 // It is not a build system: the Makefile calls these scripts.
 package packaging
