@@ -26,6 +26,10 @@ type config struct {
 	// trial (sandbar.trial=1) prints trialMarker and powers off at once:
 	// the host's KVM trial boot and the boot benchmark's floor.
 	trial bool
+	// console is the device of the last console= ("hvc0" of
+	// "console=hvc0", "ttyS0" of "console=ttyS0,115200"), the one
+	// /dev/console is; "" when none is named.
+	console string
 
 	// modParams holds "module.param=value" words, by normalised module
 	// name, for modules loaded by init: the kernel applies those only to
@@ -58,6 +62,10 @@ func parseCmdline(s string) (config, error) {
 	c := config{share: "none", net: netConfig{mode: "none"}, modParams: map[string][]string{}}
 	for _, word := range strings.Fields(s) {
 		key, val, _ := strings.Cut(word, "=")
+		if key == "console" {
+			c.console, _, _ = strings.Cut(val, ",")
+			continue
+		}
 		if !strings.HasPrefix(key, "sandbar.") {
 			if mod, param, ok := strings.Cut(key, "."); ok && param != "" && !strings.ContainsAny(mod, "/") {
 				mod = strings.ReplaceAll(mod, "-", "_")

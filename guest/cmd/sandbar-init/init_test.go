@@ -332,7 +332,7 @@ func TestHasExt4Superblock(t *testing.T) {
 	}
 }
 
-func TestReceiveRoot(t *testing.T) {
+func TestReceiveGoAhead(t *testing.T) {
 	pair := func(t *testing.T) (pid1, sup int) {
 		t.Helper()
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
@@ -343,37 +343,68 @@ func TestReceiveRoot(t *testing.T) {
 		return fds[0], fds[1]
 	}
 	dir := t.TempDir()
-
-	t.Run("go-ahead with the root", func(t *testing.T) {
-		pid1, sup := pair(t)
-		d, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unix.Close(d)
-		if err := unix.Sendmsg(pid1, []byte(goAheadMsg), unix.UnixRights(d), nil, 0); err != nil {
-			t.Fatal(err)
-		}
-		root, err := receiveRoot(sup)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unix.Close(root)
+	sameFile := func(t *testing.T, fd int, path string) {
+		t.Helper()
 		var got, want unix.Stat_t
-		if err := unix.Fstat(root, &got); err != nil {
+		if err := unix.Fstat(fd, &got); err != nil {
 			t.Fatal(err)
 		}
-		if err := unix.Stat(dir, &want); err != nil {
+		if err := unix.Stat(path, &want); err != nil {
 			t.Fatal(err)
 		}
 		if got.Ino != want.Ino || got.Dev != want.Dev {
-			t.Errorf("received a handle on inode %d, want %s's %d", got.Ino, dir, want.Ino)
+			t.Errorf("received a handle on inode %d, want %s's %d", got.Ino, path, want.Ino)
 		}
+	}
+	openDir := func(t *testing.T) int {
+		t.Helper()
+		d, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(d) })
+		return d
+	}
+
+	t.Run("go-ahead with the root", func(t *testing.T) {
+		pid1, sup := pair(t)
+		if err := sendGoAhead(pid1, goAhead{root: openDir(t), console: -1}); err != nil {
+			t.Fatal(err)
+		}
+		g, err := receiveGoAhead(sup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(g.root)
+		sameFile(t, g.root, dir)
+		if g.console != -1 {
+			t.Errorf("a console came without one sent: fd %d", g.console)
+		}
+	})
+	t.Run("go-ahead with the root and the console", func(t *testing.T) {
+		pid1, sup := pair(t)
+		cons := filepath.Join(dir, "console")
+		f, err := os.Create(cons)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := sendGoAhead(pid1, goAhead{root: openDir(t), console: int(f.Fd())}); err != nil {
+			t.Fatal(err)
+		}
+		g, err := receiveGoAhead(sup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(g.root)
+		defer unix.Close(g.console)
+		sameFile(t, g.root, dir)
+		sameFile(t, g.console, cons)
 	})
 	t.Run("PID 1 gone", func(t *testing.T) {
 		pid1, sup := pair(t)
 		unix.Shutdown(pid1, unix.SHUT_WR)
-		if _, err := receiveRoot(sup); err == nil || !strings.Contains(err.Error(), "ended before the machine was ready") {
+		if _, err := receiveGoAhead(sup); err == nil || !strings.Contains(err.Error(), "ended before the machine was ready") {
 			t.Fatalf("err = %v, want one saying PID 1 ended", err)
 		}
 	})
@@ -382,7 +413,7 @@ func TestReceiveRoot(t *testing.T) {
 		if _, err := unix.Write(pid1, []byte(goAheadMsg)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := receiveRoot(sup); err == nil || !strings.Contains(err.Error(), "without its root") {
+		if _, err := receiveGoAhead(sup); err == nil || !strings.Contains(err.Error(), "without its root") {
 			t.Fatalf("err = %v, want one saying the root is missing", err)
 		}
 	})

@@ -28,12 +28,13 @@ func supervise() int {
 	if os.Getenv("SANDBAR_DEBUG") == "1" {
 		level = slog.LevelDebug
 	}
-	c := &console{debug: level == slog.LevelDebug}
+	c := newConsole(level == slog.LevelDebug)
 	c.debugf("supervisor running")
-	if err := awaitGoAhead(); err != nil {
-		fmt.Fprintf(os.Stderr, "sandbar-init: supervisor: %v\n", err)
+	if err := awaitGoAhead(c); err != nil {
+		c.write(fmt.Sprintf("sandbar-init: supervisor: %v\n", err))
 		return 1
 	}
+	c.stopWaiting()
 	c.debugf("supervisor released")
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	conn, err := supervisor.OpenChannel(ctx)
@@ -95,10 +96,31 @@ func guestAddress(log *slog.Logger) netip.Addr {
 // goAheadMsg is what PID 1 sends with the root once the machine is ready.
 const goAheadMsg = "go"
 
+// goAhead is what PID 1 hands the supervisor once the machine is ready.
+type goAhead struct {
+	// root is a handle on PID 1's root, for the supervisor to move into.
+	root int
+	// console is the console, for the supervisor's fds 1 and 2, when PID
+	// 1 opened it after the supervisor started; -1 otherwise.
+	console int
+}
+
+// sendGoAhead sends g on the go-ahead socket fd: goAheadMsg, with the
+// root and, when there is one, the console as rights.
+func sendGoAhead(fd int, g goAhead) error {
+	fds := []int{g.root}
+	if g.console >= 0 {
+		fds = append(fds, g.console)
+	}
+	return unix.Sendmsg(fd, []byte(goAheadMsg), unix.UnixRights(fds...), nil, 0)
+}
+
 // awaitGoAhead waits, when PID 1 started this process early (see
 // startSupervisor), until PID 1 sends the go-ahead with a handle on its
-// root, and moves into that root. Without goAheadEnv it returns at once.
-func awaitGoAhead() error {
+// root, moves into that root, and points fds 1 and 2 at the console when
+// PID 1 sent one (see console.attach). Without goAheadEnv it returns at
+// once.
+func awaitGoAhead(c *console) error {
 	v := os.Getenv(goAheadEnv)
 	if v == "" {
 		return nil
@@ -109,12 +131,20 @@ func awaitGoAhead() error {
 		return fmt.Errorf("%s=%q is not a file descriptor", goAheadEnv, v)
 	}
 	defer unix.Close(fd)
-	root, err := receiveRoot(fd)
+	g, err := receiveGoAhead(fd)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(root)
-	if err := unix.Fchdir(root); err != nil {
+	defer unix.Close(g.root)
+	if g.console >= 0 {
+		cons := os.NewFile(uintptr(g.console), "console")
+		err := c.attach(cons)
+		cons.Close() // fds 1 and 2 hold it now
+		if err != nil {
+			return err
+		}
+	}
+	if err := unix.Fchdir(g.root); err != nil {
 		return fmt.Errorf("enter the root: %w", err)
 	}
 	if err := unix.Chroot("."); err != nil {
@@ -123,11 +153,10 @@ func awaitGoAhead() error {
 	return unix.Chdir("/")
 }
 
-// receiveRoot reads the go-ahead from the socket fd and returns the
-// directory handle that came with it.
-func receiveRoot(fd int) (int, error) {
+// receiveGoAhead reads the go-ahead from the socket fd.
+func receiveGoAhead(fd int) (goAhead, error) {
 	buf := make([]byte, len(goAheadMsg))
-	oob := make([]byte, unix.CmsgSpace(4))
+	oob := make([]byte, unix.CmsgSpace(2*4))
 	var (
 		n, oobn int
 		err     error
@@ -139,7 +168,7 @@ func receiveRoot(fd int) (int, error) {
 		}
 	}
 	if err != nil {
-		return -1, fmt.Errorf("wait for PID 1: %w", err)
+		return goAhead{}, fmt.Errorf("wait for PID 1: %w", err)
 	}
 	msgs, perr := unix.ParseSocketControlMessage(oob[:oobn])
 	var fds []int
@@ -150,14 +179,18 @@ func receiveRoot(fd int) (int, error) {
 	switch {
 	case string(buf[:n]) != goAheadMsg:
 		bad = errors.New("PID 1 ended before the machine was ready")
-	case perr != nil || len(fds) != 1:
+	case perr != nil || len(fds) < 1 || len(fds) > 2:
 		bad = fmt.Errorf("PID 1 sent the go-ahead without its root (%v)", perr)
 	}
 	if bad != nil {
 		for _, f := range fds {
 			unix.Close(f)
 		}
-		return -1, bad
+		return goAhead{}, bad
 	}
-	return fds[0], nil
+	g := goAhead{root: fds[0], console: -1}
+	if len(fds) == 2 {
+		g.console = fds[1]
+	}
+	return g, nil
 }
