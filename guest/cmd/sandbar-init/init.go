@@ -119,11 +119,9 @@ func runInit() {
 	if err := setHostname("sandbar", "/etc/hosts"); err != nil {
 		c.fatal("set hostname", err)
 	}
-	if err := setupNetwork(c, cfg.net, loopback); err != nil {
-		c.fatal("network", err)
-	}
+	netErr := networkOrWhy(c, cfg.net, loopback, "/sys/class/net")
 	c.debugf("hostname and network (%s) set", cfg.net.mode)
-	supervisor.release(c, consoleFile())
+	supervisor.release(c, consoleFile(), netErr)
 	reapUntil(c, supervisor.pid)
 	powerOff(c)
 }
@@ -179,15 +177,15 @@ func startSupervisor(c *console, cfg config) supervisorProc {
 // 1's root, which is the overlay root by now, for the supervisor to move
 // into (the initramfs it started in no longer has /proc or /dev), and the
 // console when PID 1 opened it after the supervisor started (nil: the
-// supervisor inherited it).
-func (p supervisorProc) release(c *console, cons *os.File) {
+// supervisor inherited it), and why the network is not up ("" when it is).
+func (p supervisorProc) release(c *console, cons *os.File, netErr string) {
 	defer unix.Close(p.goAhead)
 	root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		c.fatal("open the root for the supervisor", err)
 	}
 	defer unix.Close(root)
-	g := goAhead{root: root, console: -1}
+	g := goAhead{root: root, console: -1, netErr: netErr}
 	if cons != nil {
 		g.console = int(cons.Fd())
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"sandbar/guest/protocol"
 )
 
 func TestReadModuleList(t *testing.T) {
@@ -400,6 +402,25 @@ func TestReceiveGoAhead(t *testing.T) {
 		defer unix.Close(g.console)
 		sameFile(t, g.root, dir)
 		sameFile(t, g.console, cons)
+		if g.netErr != "" {
+			t.Errorf("a network error came without one sent: %q", g.netErr)
+		}
+	})
+	t.Run("go-ahead with the network's error", func(t *testing.T) {
+		for _, netErr := range []string{"DHCP on eth0: no server offered an address within 3s", strings.Repeat("x", protocol.MaxNetError+100)} {
+			pid1, sup := pair(t)
+			if err := sendGoAhead(pid1, goAhead{root: openDir(t), console: -1, netErr: netErr}); err != nil {
+				t.Fatal(err)
+			}
+			g, err := receiveGoAhead(sup)
+			if err != nil {
+				t.Fatal(err)
+			}
+			unix.Close(g.root)
+			if want := netErr[:min(len(netErr), protocol.MaxNetError)]; g.netErr != want {
+				t.Errorf("network error %.40q... (%d bytes) arrived as %.40q... (%d bytes)", netErr, len(netErr), g.netErr, len(g.netErr))
+			}
+		}
 	})
 	t.Run("PID 1 gone", func(t *testing.T) {
 		pid1, sup := pair(t)

@@ -12,9 +12,11 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"sandbar/guest/protocol"
 	"sandbar/guest/supervisor"
 )
 
@@ -30,7 +32,8 @@ func supervise() int {
 	}
 	c := newConsole(level == slog.LevelDebug)
 	c.debugf("supervisor running")
-	if err := awaitGoAhead(c); err != nil {
+	netErr, err := awaitGoAhead(c)
+	if err != nil {
 		c.write(fmt.Sprintf("sandbar-init: supervisor: %v\n", err))
 		return 1
 	}
@@ -44,13 +47,17 @@ func supervise() int {
 	}
 	c.mark("host channel open")
 	defer conn.Close()
-	guest := guestAddress(log)
+	var guest netip.Addr
+	if netErr == "" {
+		guest = guestAddress(log)
+	}
 	s := supervisor.New(supervisor.Config{
 		Sys:      supervisor.LinuxSystem{},
 		Logger:   log,
 		CABundle: supervisor.SystemCABundle,
 		CAFile:   supervisor.SandbarCAFile,
 		GuestIP:  guest,
+		NetError: netErr,
 	})
 	if err := s.Serve(ctx, conn); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(os.Stderr, "sandbar-init: supervisor: %v\n", err)
@@ -103,16 +110,25 @@ type goAhead struct {
 	// console is the console, for the supervisor's fds 1 and 2, when PID
 	// 1 opened it after the supervisor started; -1 otherwise.
 	console int
+	// netErr says why the network the host asked for is not up; "" when
+	// it is. It travels after goAheadMsg, at most protocol.MaxNetError
+	// bytes.
+	netErr string
 }
 
-// sendGoAhead sends g on the go-ahead socket fd: goAheadMsg, with the
-// root and, when there is one, the console as rights.
+// sendGoAhead sends g on the go-ahead socket fd: goAheadMsg and the
+// network's error in one message, with the root and, when there is one,
+// the console as rights.
 func sendGoAhead(fd int, g goAhead) error {
 	fds := []int{g.root}
 	if g.console >= 0 {
 		fds = append(fds, g.console)
 	}
-	return unix.Sendmsg(fd, []byte(goAheadMsg), unix.UnixRights(fds...), nil, 0)
+	msg := goAheadMsg + g.netErr
+	if len(msg) > len(goAheadMsg)+protocol.MaxNetError {
+		msg = msg[:len(goAheadMsg)+protocol.MaxNetError]
+	}
+	return unix.Sendmsg(fd, []byte(msg), unix.UnixRights(fds...), nil, 0)
 }
 
 // awaitGoAhead waits, when PID 1 started this process early (see
@@ -120,20 +136,20 @@ func sendGoAhead(fd int, g goAhead) error {
 // root, moves into that root, and points fds 1 and 2 at the console when
 // PID 1 sent one (see console.attach). Without goAheadEnv it returns at
 // once.
-func awaitGoAhead(c *console) error {
+func awaitGoAhead(c *console) (netErr string, err error) {
 	v := os.Getenv(goAheadEnv)
 	if v == "" {
-		return nil
+		return "", nil
 	}
 	os.Unsetenv(goAheadEnv) // not for the commands it runs
 	fd, err := strconv.Atoi(v)
 	if err != nil {
-		return fmt.Errorf("%s=%q is not a file descriptor", goAheadEnv, v)
+		return "", fmt.Errorf("%s=%q is not a file descriptor", goAheadEnv, v)
 	}
 	defer unix.Close(fd)
 	g, err := receiveGoAhead(fd)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer unix.Close(g.root)
 	if g.console >= 0 {
@@ -141,21 +157,21 @@ func awaitGoAhead(c *console) error {
 		err := c.attach(cons)
 		cons.Close() // fds 1 and 2 hold it now
 		if err != nil {
-			return err
+			return "", err
 		}
 	}
 	if err := unix.Fchdir(g.root); err != nil {
-		return fmt.Errorf("enter the root: %w", err)
+		return "", fmt.Errorf("enter the root: %w", err)
 	}
 	if err := unix.Chroot("."); err != nil {
-		return fmt.Errorf("enter the root: %w", err)
+		return "", fmt.Errorf("enter the root: %w", err)
 	}
-	return unix.Chdir("/")
+	return g.netErr, unix.Chdir("/")
 }
 
 // receiveGoAhead reads the go-ahead from the socket fd.
 func receiveGoAhead(fd int) (goAhead, error) {
-	buf := make([]byte, len(goAheadMsg))
+	buf := make([]byte, len(goAheadMsg)+protocol.MaxNetError)
 	oob := make([]byte, unix.CmsgSpace(2*4))
 	var (
 		n, oobn int
@@ -177,7 +193,7 @@ func receiveGoAhead(fd int) (goAhead, error) {
 	}
 	var bad error
 	switch {
-	case string(buf[:n]) != goAheadMsg:
+	case !strings.HasPrefix(string(buf[:n]), goAheadMsg):
 		bad = errors.New("PID 1 ended before the machine was ready")
 	case perr != nil || len(fds) < 1 || len(fds) > 2:
 		bad = fmt.Errorf("PID 1 sent the go-ahead without its root (%v)", perr)
@@ -188,7 +204,7 @@ func receiveGoAhead(fd int) (goAhead, error) {
 		}
 		return goAhead{}, bad
 	}
-	g := goAhead{root: fds[0], console: -1}
+	g := goAhead{root: fds[0], console: -1, netErr: string(buf[len(goAheadMsg):n])}
 	if len(fds) == 2 {
 		g.console = fds[1]
 	}
