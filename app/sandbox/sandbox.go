@@ -202,6 +202,14 @@ type Sandbox struct {
 // Spec is what was booted.
 func (s *Sandbox) Spec() vm.Spec { return s.spec }
 
+// NetError is why the guest has no network although it was given one
+// (system:ready's net_error), as one line of printable text; "" when its
+// network is up or it was given none. It is the guest's word, for a
+// person to read: shown, never acted on.
+func (s *Sandbox) NetError() string {
+	return strings.Join(strings.Fields(stripEscapes(strings.NewReplacer("\n", " ", "\r", " ").Replace(s.Ready.NetError))), " ")
+}
+
 // Boot boots img on hv and waits for system:ready.
 func Boot(ctx context.Context, hv vm.Hypervisor, img *image.Image, o Options) (*Sandbox, error) {
 	o.defaults()
@@ -256,6 +264,9 @@ func Boot(ctx context.Context, hv vm.Hypervisor, img *image.Image, o Options) (*
 				sb.Kill()
 				m.Wait(context.Background())
 				return nil, fmt.Errorf("the guest speaks protocol version %d, this sandbar %d: rebuild the image with `sandbar image build`", sb.Ready.Version, protocol.Version)
+			}
+			if why := sb.NetError(); why != "" {
+				o.Logger.Warn("the guest booted without network", "vm", o.Name, "err", why)
 			}
 			return sb, nil
 		}
