@@ -103,7 +103,9 @@ func (o *Options) defaults() {
 }
 
 // Guest is how a backend's guests mount shares and configure their NIC;
-// both backends implement it.
+// both backends implement it. A Guest that is also a vm.ChannelKinder
+// says which host channel its guests have (sandbar.channel); one that is
+// not leaves the guest to look (vm.ChannelAuto).
 type Guest interface {
 	// ShareKind is "virtiofs" or "9p".
 	ShareKind() string
@@ -143,7 +145,10 @@ func SpecFor(img *image.Image, guest Guest, o Options) (vm.Spec, error) {
 			{Path: img.AgentDisk, ReadOnly: true},
 		},
 	}
-	g := vm.GuestOptions{Root: 0, Agent: 1, Scratch: -1, Workspace: -1, Share: "none", Net: "none", Time: o.Time}
+	g := vm.GuestOptions{Root: 0, Agent: 1, Scratch: -1, Workspace: -1, Share: "none", Net: "none", Time: o.Time, Channel: vm.ChannelAuto}
+	if ck, ok := guest.(vm.ChannelKinder); ok {
+		g.Channel = ck.ChannelKind()
+	}
 	if g.Time.IsZero() {
 		g.Time = time.Now()
 	}

@@ -184,6 +184,12 @@ func (h *Hypervisor) SocketFraming() vm.Framing { return vm.FramingStream }
 
 var _ vm.SocketNetwork = (*Hypervisor)(nil)
 
+// ChannelKind implements vm.ChannelKinder: the guest's channel is the
+// virtio-serial port ChannelName.
+func (h *Hypervisor) ChannelKind() vm.Channel { return vm.ChannelSerial }
+
+var _ vm.ChannelKinder = (*Hypervisor)(nil)
+
 // GuestNet is the kernel argument that configures the guest NIC for QEMU's
 // user-mode network: its fixed addresses need no DHCP round trip.
 const GuestNet = "static:10.0.2.15/24,10.0.2.2,10.0.2.3"

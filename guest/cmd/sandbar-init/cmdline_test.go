@@ -85,6 +85,17 @@ func TestParseCmdline(t *testing.T) {
 				net: netConfig{mode: "none"}, modParams: map[string][]string{}},
 		},
 		{name: "workspace not a device", in: "sandbar.workspace=../x", wantErr: "sandbar.workspace=\"../x\""},
+		{
+			name: "the host names its channel",
+			in:   "console=hvc0 sandbar.channel=vsock",
+			want: config{share: "none", net: netConfig{mode: "none"}, modParams: map[string][]string{}, console: "hvc0", channel: "vsock"},
+		},
+		{
+			name: "serial channel",
+			in:   "sandbar.channel=serial",
+			want: config{share: "none", net: netConfig{mode: "none"}, modParams: map[string][]string{}, channel: "serial"},
+		},
+		{name: "bad channel", in: "sandbar.channel=pigeon", wantErr: "want auto, serial or vsock"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,6 +108,9 @@ func TestParseCmdline(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tt.want.channel == "" {
+				tt.want.channel = "auto"
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("got  %+v\nwant %+v", got, tt.want)

@@ -40,16 +40,24 @@ func supervise() int {
 	c.stopWaiting()
 	c.debugf("supervisor released")
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	conn, err := supervisor.OpenChannel(ctx)
+	// PID 1 has checked the command line already; read here, it can
+	// only fail as /proc fails.
+	cfg := config{channel: supervisor.ChannelAuto}
+	if raw, err := os.ReadFile("/proc/cmdline"); err != nil {
+		log.Warn("cannot read the kernel command line", "err", err)
+	} else if cfg, err = parseCmdline(string(raw)); err != nil {
+		log.Warn("kernel command line", "err", err)
+	}
+	conn, err := supervisor.OpenChannel(ctx, cfg.channel)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sandbar-init: open the host channel: %v\n", err)
 		return 1
 	}
-	c.mark("host channel open")
+	c.mark("host channel open (%s)", cfg.channel)
 	defer conn.Close()
 	var guest netip.Addr
 	if netErr == "" {
-		guest = guestAddress(log)
+		guest = guestAddress(log, cfg.net)
 	}
 	s := supervisor.New(supervisor.Config{
 		Sys:      supervisor.LinuxSystem{},
@@ -70,20 +78,10 @@ func supervise() int {
 // supervisor's ports and relays: sandbar.net's static address, or with
 // dhcp the first IPv4 address PID 1 gave an interface (it has, before
 // the go-ahead). It is invalid without a network.
-func guestAddress(log *slog.Logger) netip.Addr {
-	raw, err := os.ReadFile("/proc/cmdline")
-	if err != nil {
-		log.Warn("cannot read the kernel command line; ports are not watched", "err", err)
-		return netip.Addr{}
-	}
-	cfg, err := parseCmdline(string(raw))
-	if err != nil {
-		log.Warn("kernel command line; ports are not watched", "err", err)
-		return netip.Addr{}
-	}
-	switch cfg.net.mode {
+func guestAddress(log *slog.Logger, n netConfig) netip.Addr {
+	switch n.mode {
 	case "static":
-		return cfg.net.addr.Addr()
+		return n.addr.Addr()
 	case "dhcp":
 		addrs, err := net.InterfaceAddrs()
 		if err != nil {
