@@ -73,6 +73,7 @@ func testModIndex(t *testing.T, withAliases bool) *modIndex {
 		{"virtio_console", "virtio", "virtio_ring"}, {"virtio_blk", "virtio", "virtio_ring"},
 		{"virtio_net", "virtio", "virtio_ring"}, {"overlay"}, {"crc16"}, {"ext4", "crc16"},
 		{"netfs"}, {"9pnet"}, {"9p", "9pnet", "netfs"}, {"9pnet_virtio", "9pnet", "virtio", "virtio_ring"},
+		{"virtio_rng", "virtio", "virtio_ring"}, {"virtio_balloon", "virtio", "virtio_ring"},
 	} {
 		list.WriteString("lib/modules/6.1/" + l[0] + ".ko:")
 		for _, d := range l[1:] {
@@ -84,7 +85,8 @@ func testModIndex(t *testing.T, withAliases bool) *modIndex {
 		"alias pci:v00001AF4d*sv*sd*bc*sc*i* virtio_pci\n" +
 		"alias virtio:d00000003v* virtio_console\nalias virtio:d00000002v* virtio_blk\n" +
 		"alias virtio:d00000001v* virtio_net\nalias fs-overlay overlay\nalias fs-ext4 ext4\nalias ext2 ext4\n" +
-		"alias fs-9p 9p\nalias 9p-virtio 9pnet_virtio\nalias virtio:d00000009v* 9pnet_virtio\n"
+		"alias fs-9p 9p\nalias 9p-virtio 9pnet_virtio\nalias virtio:d00000009v* 9pnet_virtio\n" +
+		"alias virtio:d00000004v* virtio_rng\nalias virtio:d00000005v* virtio_balloon\n"
 	write := func(name, data string) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
@@ -151,6 +153,18 @@ func TestLoadModules(t *testing.T) {
 		"virtio/virtio1":         "virtio:d00000002v00001AF4",
 		"platform/9000000.pl011": "of:NplT(null)Carm,pl011",
 	}
+	vzMachine := map[string]string{
+		"pci/0000:00:01.0": "pci:v00001AF4d00001043sv00001AF4sd00001100bc07sc80i00",
+		"pci/0000:00:02.0": "pci:v00001AF4d00001041sv00001AF4sd00001100bc02sc00i00",
+		"pci/0000:00:03.0": "pci:v00001AF4d00001042sv00001AF4sd00001100bc01sc00i00",
+		"pci/0000:00:04.0": "pci:v00001AF4d00001044sv00001AF4sd00001100bc00sc00i00",
+		"pci/0000:00:05.0": "pci:v00001AF4d00001045sv00001AF4sd00001100bc05sc00i00",
+		"virtio/virtio0":   "virtio:d00000003v00001AF4",
+		"virtio/virtio1":   "virtio:d00000001v00001AF4",
+		"virtio/virtio2":   "virtio:d00000002v00001AF4",
+		"virtio/virtio3":   "virtio:d00000004v00001AF4",
+		"virtio/virtio4":   "virtio:d00000005v00001AF4",
+	}
 	tests := []struct {
 		name    string
 		devices map[string]string
@@ -178,10 +192,19 @@ func TestLoadModules(t *testing.T) {
 			want:    []string{"virtio", "virtio_ring", "virtio_pci", "virtio_console", "virtio_blk"},
 		},
 		{
+			// Virtualization.framework's devices: its entropy and balloon
+			// devices (virtio IDs 4 and 5) get their drivers.
+			name: "vz: virtio over PCI with entropy and balloon", devices: vzMachine,
+			cfg:     config{root: "/dev/vda", share: "none"},
+			aliases: true,
+			want: []string{"virtio", "virtio_ring", "virtio_pci", "virtio_console", "virtio_blk", "virtio_net",
+				"overlay", "crc16", "ext4", "virtio_rng", "virtio_balloon"},
+		},
+		{
 			name: "no alias list: everything, in order", devices: microvm,
 			cfg: config{share: "none"},
 			want: []string{"virtio", "virtio_ring", "virtio_mmio", "virtio_pci", "virtio_console", "virtio_blk", "virtio_net",
-				"overlay", "crc16", "ext4", "netfs", "9pnet", "9p", "9pnet_virtio"},
+				"overlay", "crc16", "ext4", "netfs", "9pnet", "9p", "9pnet_virtio", "virtio_rng", "virtio_balloon"},
 		},
 	}
 	for _, tt := range tests {
