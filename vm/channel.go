@@ -13,11 +13,14 @@ const (
 	// ChannelSerial is the virtio-serial port org.sandbar.0 (QEMU's
 	// plan); the guest waits for it and never listens on vsock.
 	ChannelSerial Channel = "serial"
-	// ChannelVsock is AF_VSOCK port 1024, where the guest listens at
+	// ChannelVsock is AF_VSOCK port VsockPort, where the guest listens at
 	// once (Virtualization.framework, which has no virtio-serial port:
 	// asking spares every boot the second the guest would wait for one).
 	ChannelVsock Channel = "vsock"
 )
+
+// VsockPort is the AF_VSOCK port the guest supervisor listens on.
+const VsockPort uint32 = 1024
 
 // ChannelKinder is a Hypervisor that says which channel its guests have,
 // so the guest goes straight to it (see GuestOptions.Channel).

@@ -166,7 +166,7 @@ func pause(ctx context.Context, d time.Duration) error {
 func acceptVsock(ctx context.Context, port uint32) (io.ReadWriteCloser, error) {
 	fd, err := unix.Socket(unix.AF_VSOCK, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
 	if err != nil {
-		return nil, fmt.Errorf("no virtio-serial port %s and no vsock (%w): the VM needs one of them", PortName, err)
+		return nil, fmt.Errorf("no vsock (%w): the VM needs a vsock device or the virtio-serial port %s", err, PortName)
 	}
 	if err := unix.Bind(fd, &unix.SockaddrVM{CID: unix.VMADDR_CID_ANY, Port: port}); err != nil {
 		unix.Close(fd)
