@@ -10,7 +10,7 @@ import (
 // Virtualization.framework's, so that Linux CI meets the guest as a Mac
 // does: only virtio-PCI devices (microvm with PCIe on x86-64, virt on
 // arm64), the console a virtconsole on its own virtio-serial-pci with
-// console=hvc0 and no UART, no org.sandbar.0 port, the host channel on
+// console=hvc0 and no serial console, no org.sandbar.0 port, the host channel on
 // vsock (sandbar.channel=vsock, a vhost-vsock-pci device that the host
 // connects to at the guest's CID), the user-mode network's DHCP
 // (sandbar.net=dhcp), and the entropy and balloon devices vz attaches.
