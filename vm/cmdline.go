@@ -16,8 +16,11 @@ type GuestOptions struct {
 	// Share is "virtiofs", "9p" or "none": how the workspace is mounted.
 	Share string
 	// Net is "none", "dhcp" or "static:<ip>/<prefix>,<gateway>,<dns>".
-	Net  string
-	Time time.Time
+	Net string
+	// Channel is how the guest supervisor reaches the host; "" is
+	// ChannelAuto.
+	Channel Channel
+	Time    time.Time
 }
 
 // GuestArgs renders the hypervisor-independent kernel arguments.
@@ -37,6 +40,9 @@ func GuestArgs(o GuestOptions) []string {
 	}
 	if o.Net != "" {
 		args = append(args, "sandbar.net="+o.Net)
+	}
+	if o.Channel != "" && o.Channel != ChannelAuto {
+		args = append(args, "sandbar.channel="+string(o.Channel))
 	}
 	if !o.Time.IsZero() {
 		args = append(args, "sandbar.time="+strconv.FormatInt(o.Time.Unix(), 10))

@@ -80,10 +80,22 @@ func TestValidateListsEveryProblem(t *testing.T) {
 }
 
 func TestGuestArgs(t *testing.T) {
-	got := strings.Join(GuestArgs(GuestOptions{Root: 0, Agent: 1, Scratch: -1, Workspace: -1, Share: "9p", Net: "none", Time: time.Unix(1700000000, 0)}), " ")
-	want := "panic=-1 quiet loglevel=3 sandbar.root=/dev/vda sandbar.agent=/dev/vdb sandbar.share=9p sandbar.net=none sandbar.time=1700000000"
-	if got != want {
-		t.Errorf("got  %q\nwant %q", got, want)
+	base := GuestOptions{Root: 0, Agent: 1, Scratch: -1, Workspace: -1, Share: "9p", Net: "none", Time: time.Unix(1700000000, 0)}
+	const want = "panic=-1 quiet loglevel=3 sandbar.root=/dev/vda sandbar.agent=/dev/vdb sandbar.share=9p sandbar.net=none sandbar.time=1700000000"
+	for _, tt := range []struct {
+		channel Channel
+		want    string
+	}{
+		{"", want},
+		{ChannelAuto, want},
+		{ChannelSerial, strings.Replace(want, " sandbar.time", " sandbar.channel=serial sandbar.time", 1)},
+		{ChannelVsock, strings.Replace(want, " sandbar.time", " sandbar.channel=vsock sandbar.time", 1)},
+	} {
+		o := base
+		o.Channel = tt.channel
+		if got := strings.Join(GuestArgs(o), " "); got != tt.want {
+			t.Errorf("channel %q:\ngot  %q\nwant %q", tt.channel, got, tt.want)
+		}
 	}
 }
 

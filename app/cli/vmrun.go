@@ -140,6 +140,9 @@ func vmRun(ctx context.Context, env *Env, args []string) error {
 	}
 	logf("guest ready in %s (kernel %s, %d vCPUs, %d MiB)", sb.ReadyAfter.Round(time.Millisecond),
 		sb.Ready.Kernel, sb.Ready.CPUs, sb.Ready.Memory/vm.MiB)
+	if why := sb.NetError(); why != "" {
+		fmt.Fprintf(env.Stderr, "sandbar: the VM has no network: %s\n", why)
+	}
 
 	res, execErr := sb.Client.Exec(ctx, sandbox.ExecRequest{
 		Argv: argv, Cwd: *cwd, User: *user, Timeout: *timeout, Stdin: input,

@@ -103,7 +103,9 @@ func (o *Options) defaults() {
 }
 
 // Guest is how a backend's guests mount shares and configure their NIC;
-// both backends implement it.
+// both backends implement it. A Guest that is also a vm.ChannelKinder
+// says which host channel its guests have (sandbar.channel); one that is
+// not leaves the guest to look (vm.ChannelAuto).
 type Guest interface {
 	// ShareKind is "virtiofs" or "9p".
 	ShareKind() string
@@ -143,7 +145,10 @@ func SpecFor(img *image.Image, guest Guest, o Options) (vm.Spec, error) {
 			{Path: img.AgentDisk, ReadOnly: true},
 		},
 	}
-	g := vm.GuestOptions{Root: 0, Agent: 1, Scratch: -1, Workspace: -1, Share: "none", Net: "none", Time: o.Time}
+	g := vm.GuestOptions{Root: 0, Agent: 1, Scratch: -1, Workspace: -1, Share: "none", Net: "none", Time: o.Time, Channel: vm.ChannelAuto}
+	if ck, ok := guest.(vm.ChannelKinder); ok {
+		g.Channel = ck.ChannelKind()
+	}
 	if g.Time.IsZero() {
 		g.Time = time.Now()
 	}
@@ -202,6 +207,14 @@ type Sandbox struct {
 // Spec is what was booted.
 func (s *Sandbox) Spec() vm.Spec { return s.spec }
 
+// NetError is why the guest has no network although it was given one
+// (system:ready's net_error), as one line of printable text; "" when its
+// network is up or it was given none. It is the guest's word, for a
+// person to read: shown, never acted on.
+func (s *Sandbox) NetError() string {
+	return strings.Join(strings.Fields(stripEscapes(strings.NewReplacer("\n", " ", "\r", " ").Replace(s.Ready.NetError))), " ")
+}
+
 // Boot boots img on hv and waits for system:ready.
 func Boot(ctx context.Context, hv vm.Hypervisor, img *image.Image, o Options) (*Sandbox, error) {
 	o.defaults()
@@ -256,6 +269,9 @@ func Boot(ctx context.Context, hv vm.Hypervisor, img *image.Image, o Options) (*
 				sb.Kill()
 				m.Wait(context.Background())
 				return nil, fmt.Errorf("the guest speaks protocol version %d, this sandbar %d: rebuild the image with `sandbar image build`", sb.Ready.Version, protocol.Version)
+			}
+			if why := sb.NetError(); why != "" {
+				o.Logger.Warn("the guest booted without network", "vm", o.Name, "err", why)
 			}
 			return sb, nil
 		}

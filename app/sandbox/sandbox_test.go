@@ -37,6 +37,16 @@ type qemuLike struct{}
 func (qemuLike) ShareKind() string { return "9p" }
 func (qemuLike) GuestNet() string  { return "static:10.0.2.15/24,10.0.2.2,10.0.2.3" }
 
+// vzLike is a Guest whose guests have only vsock, as
+// Virtualization.framework's do.
+type vzLike struct{}
+
+func (vzLike) ShareKind() string       { return "virtiofs" }
+func (vzLike) GuestNet() string        { return "dhcp" }
+func (vzLike) ChannelKind() vm.Channel { return vm.ChannelVsock }
+
+var _ vm.ChannelKinder = vzLike{}
+
 func TestSpecFor(t *testing.T) {
 	img := testImage(t)
 	dir := t.TempDir()
@@ -82,6 +92,19 @@ func TestSpecFor(t *testing.T) {
 	if len(spec.Disks) != 2 || len(spec.Shares) != 0 || spec.Network != vm.NetworkOff ||
 		strings.Contains(got, "sandbar.scratch") || !strings.Contains(got, "sandbar.share=none") || !strings.Contains(got, "sandbar.net=none") {
 		t.Errorf("minimal spec: disks %v shares %v net %s cmdline %q", spec.Disks, spec.Shares, spec.Network, got)
+	}
+
+	if strings.Contains(got, "sandbar.channel") {
+		t.Errorf("a backend that names no channel got one: %q", got)
+	}
+
+	// A backend that names its channel: the guest goes straight to it.
+	spec, err = SpecFor(img, vzLike{}, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(spec.CommandLine, " "); !strings.Contains(got, "sandbar.channel=vsock") {
+		t.Errorf("vz-like command line %q lacks sandbar.channel=vsock", got)
 	}
 
 	if _, err := SpecFor(nil, defaultGuest{}, Options{Dir: dir}); !errors.Is(err, image.ErrNotBuilt) {

@@ -197,3 +197,35 @@ func freePort(t *testing.T) uint16 {
 		}
 	}
 }
+
+// TestGuestWithoutNetworkIsLogged: a guest that booted without the
+// network it was given (system:ready's net_error) says so in the
+// session's log, as one line, and the session goes on.
+func TestGuestWithoutNetworkIsLogged(t *testing.T) {
+	f := newFixture(t)
+	f.hv.NetError = "DHCP on eth0: no server offered an address within 3s\n\x1b[2Jspoofed line"
+	s, err := f.m.Start(context.Background(), Options{Repo: f.repo, Agent: AgentSpec{Command: "sh", Args: []string{"-c", "echo agent ran"}}, MemoryMiB: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s = f.wait(t, s.ID); s.State != StateStopped {
+		t.Fatalf("the session ended %s (%q), want stopped after its agent ran", s.State, s.Reason)
+	}
+	lines, err := f.m.Logs(context.Background(), s.ID, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, l := range lines {
+		if strings.HasPrefix(l.Text, "network: the VM has no network: ") {
+			found = true
+			if want := "network: the VM has no network: DHCP on eth0: no server offered an address within 3s spoofed line"; l.Stream != "system" || l.Text != want {
+				t.Errorf("line %s %q, want system %q", l.Stream, l.Text, want)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no line says the VM has no network")
+	}
+	waitFor(t, f, s.ID, "agent ran")
+}

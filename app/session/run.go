@@ -220,6 +220,11 @@ func (r *run) boot(ctx context.Context) error {
 	r.timing(ctx, "boot", sb.Booted)
 	r.timing(ctx, "ready", sb.ReadyAfter-sb.Booted)
 	r.systemLine(fmt.Sprintf("VM ready in %s (%s, %d vCPUs, %d MiB)", sb.ReadyAfter.Round(time.Millisecond), sb.Ready.Kernel, sb.Ready.CPUs, sb.Ready.Memory>>20))
+	if why := sb.NetError(); why != "" {
+		// The guest booted without the network it was given (a DHCP
+		// server that never answered, say); the session goes on.
+		r.systemLine("network: the VM has no network: " + r.red.Redact(why))
+	}
 
 	vmDone := make(chan error, 1)
 	go func() { vmDone <- sb.Wait(context.Background()) }()

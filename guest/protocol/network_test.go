@@ -150,3 +150,21 @@ func TestReaderRefusesBadPorts(t *testing.T) {
 		t.Fatalf("a good ports event: %+v, %v", e, err)
 	}
 }
+
+func TestReadyNetError(t *testing.T) {
+	in := `{"ev":"system:ready","seq":1,"ts":1,"version":3,"net_error":"` + strings.Repeat("x", MaxNetError+1) + `"}` + "\n" +
+		`{"ev":"system:ready","seq":2,"ts":1,"version":3,"net_error":"DHCP on eth0: no offer within 3s"}` + "\n" +
+		`{"ev":"system:ready","seq":3,"ts":1,"version":3}` + "\n"
+	r := NewReader(strings.NewReader(in))
+	if _, err := r.ReadEvent(); !errors.Is(err, ErrMalformed) || !IsRecoverable(err) || !strings.Contains(err.Error(), "net_error") {
+		t.Fatalf("a net_error past MaxNetError: err = %v, want a recoverable ErrMalformed naming net_error", err)
+	}
+	e, err := r.ReadEvent()
+	if err != nil || e.NetError != "DHCP on eth0: no offer within 3s" {
+		t.Fatalf("ready with a net_error: %+v, %v", e, err)
+	}
+	e, err = r.ReadEvent()
+	if err != nil || e.NetError != "" {
+		t.Fatalf("ready without one: %+v, %v", e, err)
+	}
+}

@@ -39,6 +39,13 @@
 //     once when it starts watching (with the first start, even when empty:
 //     then "ports" is absent) and again whenever it changes.
 //
+// system:ready's "net_error" came later without a version bump (an older
+// host ignores it): when the host asked for a network (sandbar.net) and
+// the guest could not bring it up, the guest boots anyway and says why
+// here, in at most MaxNetError bytes of text for a person to read, such as
+// "DHCP on eth0: no offer within 3s". Absent, the network is as the host
+// asked, or off.
+//
 // The package is not a transport: it neither dials nor retries.
 package protocol
 
@@ -104,6 +111,8 @@ const (
 
 // Bounds of the session network's messages.
 const (
+	// MaxNetError bounds system:ready's net_error, in bytes.
+	MaxNetError = 1024
 	// MaxCACert bounds start's ca_cert, in bytes.
 	MaxCACert = 16 << 10
 	// MaxPorts bounds the ports one ports event lists.
@@ -362,6 +371,9 @@ type Event struct {
 	Memory  uint64 `json:"memory,omitempty"` // bytes
 	// Features names what this guest serves beyond Version (FeaturePTY).
 	Features []string `json:"features,omitempty"`
+	// NetError says why the guest has no network although the host gave
+	// it one (see the package comment); "" when it has.
+	NetError string `json:"net_error,omitempty"`
 
 	// agent:started
 	PID int `json:"pid,omitempty"`
@@ -487,7 +499,11 @@ func IsData(ev string) bool {
 // Validate reports whether e is an event the host can act on.
 func (e Event) Validate() error {
 	switch e.Ev {
-	case EvReady, EvAgentStarted, EvAgentStdout, EvAgentStderr, EvAgentExit,
+	case EvReady:
+		if len(e.NetError) > MaxNetError {
+			return fmt.Errorf("%w: %s's net_error is %d bytes, more than %d", ErrMalformed, e.Ev, len(e.NetError), MaxNetError)
+		}
+	case EvAgentStarted, EvAgentStdout, EvAgentStderr, EvAgentExit,
 		EvStats, EvError, EvWorkspace:
 	case EvExecStdinAck:
 		if e.ID == "" || e.N <= 0 || e.N > StdinWindow {

@@ -48,6 +48,7 @@ func allCommands() []Command {
 func allEvents() []Event {
 	return []Event{
 		{Ev: EvReady, Version: Version, Kernel: "6.12.0-1-arm64", CPUs: 4, Memory: 4 << 30},
+		{Ev: EvReady, Version: Version, Kernel: "6.1.0-50-amd64", CPUs: 1, Memory: 1 << 30, NetError: "DHCP on eth0: no offer within 3s"},
 		{Ev: EvAgentStarted, ID: "s1", PID: 42},
 		{Ev: EvAgentStdout, Data: "line \"one\" ✓"},
 		{Ev: EvAgentStderr, Data: "part", More: true},

@@ -13,6 +13,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Kinds of host channel, as the kernel argument sandbar.channel names
+// them (vm.Channel on the host).
+const (
+	ChannelAuto   = "auto"
+	ChannelSerial = "serial"
+	ChannelVsock  = "vsock"
+)
+
 const (
 	// PortName is the virtio-serial port the host offers under QEMU.
 	PortName = "org.sandbar.0"
@@ -21,18 +29,55 @@ const (
 	VsockPort = 1024
 )
 
-// OpenChannel opens the byte stream to the host: the virtio-serial port
-// named PortName if one shows up within a second, else the first
-// connection to AF_VSOCK port VsockPort.
-func OpenChannel(ctx context.Context) (io.ReadWriteCloser, error) {
-	f, err := openPortWithin(ctx, "/sys", "/dev", time.Second)
+// OpenChannel opens the byte stream to the host as kind says (the kernel
+// argument sandbar.channel): ChannelSerial, the virtio-serial port named
+// PortName, waited for up to 10 s; ChannelVsock, the first connection to
+// AF_VSOCK port VsockPort; ChannelAuto (or ""), the port if one shows up
+// within a second, else vsock. A host that says which spares the guest
+// that second where there is no port (Virtualization.framework).
+func OpenChannel(ctx context.Context, kind string) (io.ReadWriteCloser, error) {
+	return channelOpener{
+		sysRoot: "/sys", devRoot: "/dev", autoWait: time.Second, serialWait: 10 * time.Second,
+		vsock: func(ctx context.Context) (io.ReadWriteCloser, error) { return acceptVsock(ctx, VsockPort) },
+	}.open(ctx, kind)
+}
+
+// channelOpener is OpenChannel's work, with its places and waits apart
+// for the tests.
+type channelOpener struct {
+	sysRoot, devRoot string
+	// autoWait bounds ChannelAuto's look for the port; serialWait the
+	// wait for the port the host said it gave (it appears a few
+	// milliseconds after virtio_console's probe).
+	autoWait, serialWait time.Duration
+	vsock                func(context.Context) (io.ReadWriteCloser, error)
+}
+
+func (o channelOpener) open(ctx context.Context, kind string) (io.ReadWriteCloser, error) {
+	switch kind {
+	case ChannelSerial:
+		f, err := openPortWithin(ctx, o.sysRoot, o.devRoot, o.serialWait)
+		if errors.Is(err, errNoPort) {
+			return nil, fmt.Errorf("the host said sandbar.channel=serial but %w appeared within %v", err, o.serialWait)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return f, nil
+	case ChannelVsock:
+		return o.vsock(ctx)
+	case ChannelAuto, "":
+	default:
+		return nil, fmt.Errorf("host channel %q: want %s, %s or %s", kind, ChannelAuto, ChannelSerial, ChannelVsock)
+	}
+	f, err := openPortWithin(ctx, o.sysRoot, o.devRoot, o.autoWait)
 	if err == nil {
 		return f, nil
 	}
 	if !errors.Is(err, errNoPort) {
 		return nil, err
 	}
-	return acceptVsock(ctx, VsockPort)
+	return o.vsock(ctx)
 }
 
 var errNoPort = errors.New("no virtio-serial port named " + PortName)
@@ -121,7 +166,7 @@ func pause(ctx context.Context, d time.Duration) error {
 func acceptVsock(ctx context.Context, port uint32) (io.ReadWriteCloser, error) {
 	fd, err := unix.Socket(unix.AF_VSOCK, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
 	if err != nil {
-		return nil, fmt.Errorf("no virtio-serial port %s and no vsock (%w): the VM needs one of them", PortName, err)
+		return nil, fmt.Errorf("no vsock (%w): the VM needs a vsock device or the virtio-serial port %s", err, PortName)
 	}
 	if err := unix.Bind(fd, &unix.SockaddrVM{CID: unix.VMADDR_CID_ANY, Port: port}); err != nil {
 		unix.Close(fd)

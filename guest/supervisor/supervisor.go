@@ -46,8 +46,10 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"sandbar/guest/protocol"
 )
@@ -76,6 +78,11 @@ type Config struct {
 	// PortsInterval is how often the listening ports are read; default
 	// one second.
 	PortsInterval time.Duration
+
+	// NetError says why the guest has no network although the host gave
+	// it one: system:ready carries it (net_error), cut to
+	// protocol.MaxNetError bytes. "" when the network is as asked.
+	NetError string
 }
 
 // System is what the supervisor asks of the machine it runs on.
@@ -120,6 +127,7 @@ func New(cfg Config) *Supervisor {
 	if cfg.PortsInterval <= 0 {
 		cfg.PortsInterval = defaultPortsInterval
 	}
+	cfg.NetError = clipText(cfg.NetError, protocol.MaxNetError)
 	return &Supervisor{cfg: cfg}
 }
 
@@ -238,8 +246,11 @@ func (s *session) run(ctx context.Context) error {
 
 	kernel, cpus, mem := s.cfg.Sys.Facts()
 	s.emit(protocol.Event{Ev: protocol.EvReady, Version: protocol.Version, Kernel: kernel, CPUs: cpus, Memory: mem,
-		Features: []string{protocol.FeaturePTY}})
+		Features: []string{protocol.FeaturePTY}, NetError: s.cfg.NetError})
 	s.log.Info("supervisor ready", "kernel", kernel, "cpus", cpus, "memory", mem)
+	if s.cfg.NetError != "" {
+		s.log.Warn("the guest has no network", "err", s.cfg.NetError)
+	}
 
 	for {
 		select {
@@ -383,4 +394,17 @@ func setReadDeadline(conn any, t time.Time) bool {
 		return d.SetReadDeadline(t) == nil
 	}
 	return false
+}
+
+// clipText makes s valid UTF-8 of at most n bytes, cut at a character
+// boundary.
+func clipText(s string, n int) string {
+	s = strings.ToValidUTF8(s, "?")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

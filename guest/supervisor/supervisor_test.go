@@ -488,3 +488,29 @@ func TestExecBackgroundChildHoldsOutput(t *testing.T) {
 		t.Errorf("exec:result took %v: it waited for the background child", took)
 	}
 }
+
+func TestReadyNetError(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"", ""},
+		{"DHCP on eth0: no offer within 3s", "DHCP on eth0: no offer within 3s"},
+		{strings.Repeat("é", protocol.MaxNetError), strings.Repeat("é", protocol.MaxNetError/2)},
+		{"bad \xff byte", "bad ? byte"},
+	} {
+		guestEnd, hostEnd := netPipe()
+		done := make(chan error, 1)
+		go func() {
+			done <- New(Config{Workspace: t.TempDir(), Sys: newFakeSys(t), NetError: tt.in}).Serve(t.Context(), guestEnd)
+		}()
+		ev, err := protocol.NewReader(hostEnd).ReadEvent()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Ev != protocol.EvReady || ev.NetError != tt.want {
+			t.Errorf("NetError %.40q: ready carries %.40q (%d bytes), want %.40q", tt.in, ev.NetError, len(ev.NetError), tt.want)
+		}
+		hostEnd.Close()
+		if err := <-done; err != nil {
+			t.Fatalf("Serve after EOF: %v", err)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,5 +87,61 @@ func TestOpenPortWithin(t *testing.T) {
 	os.Remove(filepath.Join(dev, "vport2p1"))
 	if _, err := openPortWithin(ctx, sys, dev, time.Second); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("missing node: %v, want the context's deadline", err)
+	}
+}
+
+// TestOpenChannelKinds: the host's sandbar.channel picks the channel, and
+// vsock is taken at once, without looking for a port first.
+func TestOpenChannelKinds(t *testing.T) {
+	vsockConn := &os.File{}
+	opener := func(t *testing.T, withPort bool) (channelOpener, *int) {
+		sys, dev := t.TempDir(), t.TempDir()
+		if withPort {
+			writeFiles(t, sys, map[string]string{"class/virtio-ports/vport1p1/name": PortName + "\n"})
+			writeFiles(t, dev, map[string]string{"vport1p1": ""})
+		}
+		calls := new(int)
+		return channelOpener{sysRoot: sys, devRoot: dev, autoWait: 300 * time.Millisecond, serialWait: 100 * time.Millisecond,
+			vsock: func(context.Context) (io.ReadWriteCloser, error) { *calls++; return vsockConn, nil }}, calls
+	}
+	tests := []struct {
+		kind     string
+		withPort bool
+		want     string // "port", "vsock", or an error's words
+		within   time.Duration
+	}{
+		{ChannelVsock, false, "vsock", 100 * time.Millisecond},
+		{ChannelVsock, true, "vsock", 100 * time.Millisecond},
+		{ChannelSerial, true, "port", time.Second},
+		{ChannelSerial, false, "sandbar.channel=serial but no virtio-serial port", 2 * time.Second},
+		{ChannelAuto, true, "port", time.Second},
+		{"", false, "vsock", 2 * time.Second}, // after autoWait
+		{"pigeon", true, "want auto, serial or vsock", 100 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s port=%v", tt.kind, tt.withPort), func(t *testing.T) {
+			o, calls := opener(t, tt.withPort)
+			start := time.Now()
+			c, err := o.open(t.Context(), tt.kind)
+			took := time.Since(start)
+			switch tt.want {
+			case "vsock":
+				if err != nil || c != vsockConn || *calls != 1 {
+					t.Fatalf("got %v, %v after %d vsock calls; want the vsock connection", c, err, *calls)
+				}
+			case "port":
+				if err != nil || *calls != 0 {
+					t.Fatalf("got %v, %v after %d vsock calls; want the port", c, err, *calls)
+				}
+				c.Close()
+			default:
+				if err == nil || !strings.Contains(err.Error(), tt.want) || *calls != 0 {
+					t.Fatalf("err = %v after %d vsock calls, want one containing %q", err, *calls, tt.want)
+				}
+			}
+			if took > tt.within {
+				t.Errorf("took %s, want under %s", took, tt.within)
+			}
+		})
 	}
 }

@@ -14,9 +14,12 @@ import (
 // plan is everything Boot decided before starting QEMU: pure data, so the
 // translation from a Spec is tested without running anything.
 type plan struct {
-	Binary    string
-	Args      []string
-	Channel   string // unix socket of the virtio-serial port org.sandbar.0
+	Binary  string
+	Args    []string
+	Channel string // unix socket of the virtio-serial port org.sandbar.0; "" for none
+	// VsockCID is the guest's vsock CID when the host channel is vsock
+	// (ShapeVZ), 0 otherwise.
+	VsockCID  uint32
 	QMP       string // unix socket of the QMP monitor
 	PIDFile   string
 	Virtiofsd []virtiofsdJob
@@ -51,6 +54,10 @@ type settings struct {
 	TSCkHz    int    // for tsc_early_khz under emulation; 0 if unknown
 	Virtiofsd string // path of virtiofsd; "" means use 9p
 	SocketDir string // where sockets go (short: unix socket paths are limited to 107 bytes)
+	Shape     string // "" or ShapeVZ
+	// VsockCID, with ShapeVZ, gives the guest a vhost-vsock device at
+	// that CID for the host channel; 0 gives it none.
+	VsockCID uint32
 }
 
 // ChannelName is the virtio-serial port the guest supervisor looks for.
@@ -73,10 +80,22 @@ func buildPlan(spec vm.Spec, st settings) (plan, error) {
 			return plan{}, fmt.Errorf("socket path %s is longer than the 107 bytes unix sockets allow", s)
 		}
 	}
+	vz := st.Shape == ShapeVZ
+	if st.Shape != "" && !vz {
+		return plan{}, fmt.Errorf("machine shape %q is unknown: use \"\" or %q", st.Shape, ShapeVZ)
+	}
 	a := []string{"-name", "sandbar:" + spec.Name, "-nodefaults", "-no-user-config", "-no-reboot", "-display", "none"}
 	machine, console := "microvm,x-option-roms=off,rtc=on", "ttyS0"
 	if st.Arch == "arm64" {
 		machine, console = "virt,gic-version=max", "ttyAMA0"
+	}
+	if vz {
+		// Virtualization.framework's machine: virtio over PCI, and the
+		// console a virtio console, whose driver is a module.
+		console = "hvc0"
+		if st.Arch == "amd64" {
+			machine += ",pcie=on,isa-serial=off"
+		}
 	}
 	if st.KVM {
 		a = append(a, "-M", machine, "-accel", "kvm", "-cpu", "host")
@@ -116,10 +135,17 @@ func buildPlan(spec vm.Spec, st settings) (plan, error) {
 	a = append(a, "-append", strings.Join(cmdline, " "))
 
 	if spec.ConsoleLog != "" {
-		a = append(a, "-chardev", "file,id=console,path="+escape(spec.ConsoleLog), "-serial", "chardev:console")
+		a = append(a, "-chardev", "file,id=console,path="+escape(spec.ConsoleLog))
+		if vz {
+			// One port: the device then offers no multiport, as vz's
+			// console device does not, and hvc0 appears at its probe.
+			a = append(a, "-device", "virtio-serial-pci,max_ports=1", "-device", "virtconsole,chardev=console")
+		} else {
+			a = append(a, "-serial", "chardev:console")
+		}
 	}
 	dev := func(kind string) string {
-		if st.Arch == "arm64" {
+		if st.Arch == "arm64" || vz {
 			return "virtio-" + kind + "-pci"
 		}
 		return "virtio-" + kind + "-device"
@@ -137,7 +163,11 @@ func buildPlan(spec vm.Spec, st settings) (plan, error) {
 		if st.Virtiofsd != "" {
 			sock := filepath.Join(st.SocketDir, id+".sock")
 			p.Virtiofsd = append(p.Virtiofsd, virtiofsdJob{Binary: st.Virtiofsd, Share: sh, Socket: sock})
-			a = append(a, "-chardev", "socket,id="+id+",path="+escape(sock), "-device", "vhost-user-fs-device,chardev="+id+",tag="+sh.Tag)
+			fsDev := "vhost-user-fs-device"
+			if vz {
+				fsDev = "vhost-user-fs-pci"
+			}
+			a = append(a, "-chardev", "socket,id="+id+",path="+escape(sock), "-device", fsDev+",chardev="+id+",tag="+sh.Tag)
 			continue
 		}
 		opt := fmt.Sprintf("local,id=%s,path=%s,security_model=none", id, escape(sh.HostPath))
@@ -161,14 +191,26 @@ func buildPlan(spec vm.Spec, st settings) (plan, error) {
 		a = append(a, "-netdev", "socket,id=net0,fd="+strconv.Itoa(fd),
 			"-device", fmt.Sprintf("%s,netdev=net0,mac=%s,host_mtu=%d", dev("net"), spec.NIC.MAC, spec.NIC.MTU))
 	}
+	if vz {
+		// vz's entropy and balloon devices; the host channel is vsock.
+		a = append(a, "-device", dev("rng"), "-device", dev("balloon"))
+		p.Channel = ""
+		if st.VsockCID != 0 {
+			p.VsockCID = st.VsockCID
+			a = append(a, "-device", fmt.Sprintf("vhost-vsock-pci,guest-cid=%d", st.VsockCID))
+		}
+	} else {
+		a = append(a,
+			// Two ports, not the default 31: the guest driver sets up two
+			// virtqueues per port at probe, which took 30 ms of its 100 ms
+			// under emulation; port 0 is reserved for a console, the
+			// channel is port 1.
+			"-device", dev("serial")+",max_ports=2",
+			"-chardev", "socket,id=channel,path="+escape(p.Channel)+",server=on,wait=off",
+			"-device", "virtserialport,chardev=channel,name="+ChannelName,
+		)
+	}
 	a = append(a,
-		// Two ports, not the default 31: the guest driver sets up two
-		// virtqueues per port at probe, which took 30 ms of its 100 ms
-		// under emulation; port 0 is reserved for a console, the channel
-		// is port 1.
-		"-device", dev("serial")+",max_ports=2",
-		"-chardev", "socket,id=channel,path="+escape(p.Channel)+",server=on,wait=off",
-		"-device", "virtserialport,chardev=channel,name="+ChannelName,
 		// -chardev + -mon, not -qmp unix:PATH: the shorthand misreads a
 		// path holding "=" as an option.
 		"-chardev", "socket,id=qmp,path="+escape(p.QMP)+",server=on,wait=off",
@@ -187,9 +229,6 @@ var _ vm.SocketNetwork = (*Hypervisor)(nil)
 // GuestNet is the kernel argument that configures the guest NIC for QEMU's
 // user-mode network: its fixed addresses need no DHCP round trip.
 const GuestNet = "static:10.0.2.15/24,10.0.2.2,10.0.2.3"
-
-// GuestNet is the guest's sandbar.net argument under this backend.
-func (h *Hypervisor) GuestNet() string { return GuestNet }
 
 // ShareKind is how the guest mounts shares under this backend.
 func (h *Hypervisor) ShareKind() string {

@@ -1,6 +1,7 @@
 package qemu
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"slices"
@@ -192,5 +193,72 @@ func TestPlanSocketNetwork(t *testing.T) {
 	}
 	if strings.Contains(strings.Join(p.Args, " "), "user,") {
 		t.Error("the plan has a user-mode network")
+	}
+}
+
+// TestPlanVZShape: the machine shaped like Virtualization.framework's has
+// only virtio-PCI devices, a virtio console as hvc0 and no UART, no
+// org.sandbar.0 port, vsock where the host has it, and vz's entropy and
+// balloon devices.
+func TestPlanVZShape(t *testing.T) {
+	for _, tt := range []struct {
+		arch    string
+		cid     uint32
+		machine string
+	}{
+		{"amd64", 70000, "microvm,x-option-roms=off,rtc=on,pcie=on,isa-serial=off"},
+		{"amd64", 0, "microvm,x-option-roms=off,rtc=on,pcie=on,isa-serial=off"},
+		{"arm64", 70001, "virt,gic-version=max"},
+	} {
+		t.Run(fmt.Sprintf("%s cid %d", tt.arch, tt.cid), func(t *testing.T) {
+			p, err := buildPlan(testSpec(), settings{Binary: "qemu", Arch: tt.arch, SocketDir: "/s", Shape: ShapeVZ, VsockCID: tt.cid})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := p.Args
+			if got := argsOf(a, "-M"); !slices.Equal(got, []string{tt.machine}) {
+				t.Errorf("machine = %v, want %s", got, tt.machine)
+			}
+			if app := argsOf(a, "-append")[0]; !strings.HasPrefix(app, "console=hvc0 ") || strings.Contains(app, "ttyS0") || strings.Contains(app, "ttyAMA0") {
+				t.Errorf("-append %q: want console=hvc0 and no UART console", app)
+			}
+			if slices.Contains(a, "-serial") {
+				t.Error("a UART console on the vz shape")
+			}
+			devs := argsOf(a, "-device")
+			for _, d := range devs {
+				name, _, _ := strings.Cut(d, ",")
+				if strings.HasSuffix(name, "-device") {
+					t.Errorf("device %s is not on PCI", d)
+				}
+			}
+			joined := strings.Join(devs, " ")
+			for _, want := range []string{"virtio-serial-pci,max_ports=1", "virtconsole,chardev=console", "virtio-blk-pci,drive=vda",
+				"virtio-net-pci,netdev=net0", "virtio-9p-pci,fsdev=fs0", "virtio-rng-pci", "virtio-balloon-pci"} {
+				if !strings.Contains(joined, want) {
+					t.Errorf("devices %q lack %q", joined, want)
+				}
+			}
+			if strings.Contains(joined, "virtserialport") || strings.Contains(strings.Join(a, " "), ChannelName) || p.Channel != "" {
+				t.Errorf("the vz shape has the org.sandbar.0 port (channel %q): %q", p.Channel, joined)
+			}
+			vsock := fmt.Sprintf("vhost-vsock-pci,guest-cid=%d", tt.cid)
+			if has := slices.Contains(devs, vsock); has != (tt.cid != 0) || p.VsockCID != tt.cid {
+				t.Errorf("vsock CID %d: plan's %d, devices %q", tt.cid, p.VsockCID, joined)
+			}
+		})
+	}
+	if _, err := buildPlan(testSpec(), settings{Binary: "qemu", Arch: "amd64", SocketDir: "/s", Shape: "hyperv"}); err == nil || !strings.Contains(err.Error(), "hyperv") {
+		t.Errorf("unknown shape: err = %v", err)
+	}
+}
+
+func TestShapeVZGuest(t *testing.T) {
+	plain, vz := New(Config{}), New(Config{Shape: ShapeVZ})
+	if plain.ChannelKind() != vm.ChannelSerial || plain.GuestNet() != GuestNet {
+		t.Errorf("QEMU's own machine: channel %s, net %s", plain.ChannelKind(), plain.GuestNet())
+	}
+	if vz.ChannelKind() != vm.ChannelVsock || vz.GuestNet() != "dhcp" {
+		t.Errorf("the vz shape: channel %s, net %s", vz.ChannelKind(), vz.GuestNet())
 	}
 }

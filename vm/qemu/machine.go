@@ -38,14 +38,14 @@ type machine struct {
 // lockedConn serialises writes so Stop's shutdown line never interleaves
 // with a line the protocol writer is sending.
 type lockedConn struct {
-	net.Conn
+	io.ReadWriteCloser
 	mu sync.Mutex
 }
 
 func (c *lockedConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.Conn.Write(p)
+	return c.ReadWriteCloser.Write(p)
 }
 
 func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *slog.Logger) (*machine, error) {
@@ -54,7 +54,9 @@ func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *
 		m.sockDir = filepath.Dir(p.Channel)
 	}
 	for _, s := range []string{p.Channel, p.QMP} {
-		os.Remove(s)
+		if s != "" {
+			os.Remove(s)
+		}
 	}
 	for _, job := range p.Virtiofsd {
 		if err := m.startVirtiofsd(job); err != nil {
@@ -81,14 +83,59 @@ func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *
 		m.cleanup()
 		close(m.done)
 	}()
-	conn, err := m.dialChannel(ctx)
+	conn, err := m.openChannel(ctx)
 	if err != nil {
 		m.Kill()
 		<-m.done
 		return nil, err
 	}
-	m.conn = &lockedConn{Conn: conn}
+	m.conn = &lockedConn{ReadWriteCloser: conn}
 	return m, nil
+}
+
+// vsockConnectTimeout bounds the wait for the guest supervisor to listen
+// on vsock: the whole boot, under emulation on a loaded machine.
+const vsockConnectTimeout = 2 * time.Minute
+
+// openChannel connects the host channel the plan has: the virtio-serial
+// port's socket, the guest's vsock port (ShapeVZ), or none (ShapeVZ on a
+// host without vhost-vsock).
+func (m *machine) openChannel(ctx context.Context) (io.ReadWriteCloser, error) {
+	switch {
+	case m.plan.Channel != "":
+		return m.dialChannel(ctx)
+	case m.plan.VsockCID != 0:
+		ctx, cancel := context.WithTimeout(ctx, vsockConnectTimeout)
+		defer cancel()
+		return connectVsock(ctx, m.plan.VsockCID, vm.VsockPort, m.done)
+	}
+	return &noChannel{vmDone: m.done, closed: make(chan struct{})}, nil
+}
+
+// noChannel is the Conn of a machine without a host channel: reads wait
+// until QEMU exits (then EOF) or Close, writes fail.
+type noChannel struct {
+	vmDone    <-chan struct{}
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func (c *noChannel) Read([]byte) (int, error) {
+	select {
+	case <-c.vmDone:
+		return 0, io.EOF
+	case <-c.closed:
+		return 0, os.ErrClosed
+	}
+}
+
+func (c *noChannel) Write([]byte) (int, error) {
+	return 0, errors.New("this VM has no host channel: no vsock device (the host has no usable /dev/vhost-vsock)")
+}
+
+func (c *noChannel) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return nil
 }
 
 func (m *machine) startVirtiofsd(job virtiofsdJob) error {
@@ -144,7 +191,9 @@ func (m *machine) cleanup() {
 			}
 		}
 		os.Remove(m.plan.PIDFile)
-		os.Remove(m.plan.Channel)
+		if m.plan.Channel != "" {
+			os.Remove(m.plan.Channel)
+		}
 		os.Remove(m.plan.QMP)
 		if m.sockDir != "" {
 			os.RemoveAll(m.sockDir)

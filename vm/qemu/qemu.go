@@ -40,7 +40,10 @@ type Config struct {
 	// RuntimeDir holds per-VM sockets when the VM directory's path is too
 	// long for a unix socket; default os.TempDir().
 	RuntimeDir string
-	Logger     *slog.Logger
+	// Shape is "" for Sandbar's own machine, or ShapeVZ for a machine
+	// shaped like Virtualization.framework's, for tests (see ShapeVZ).
+	Shape  string
+	Logger *slog.Logger
 }
 
 // Hypervisor is the QEMU backend.
@@ -173,10 +176,14 @@ func (h *Hypervisor) Boot(ctx context.Context, spec vm.Spec) (vm.Machine, error)
 		}
 		sockDir = d
 	}
-	p, err := buildPlan(spec, settings{
+	set := settings{
 		Binary: h.cfg.Binary, Arch: h.arch(), KVM: st.Accelerated,
-		TSCkHz: tscKHz(), Virtiofsd: h.virtiofsd(), SocketDir: sockDir,
-	})
+		TSCkHz: tscKHz(), Virtiofsd: h.virtiofsd(), SocketDir: sockDir, Shape: h.cfg.Shape,
+	}
+	if h.cfg.Shape == ShapeVZ && VhostVsock() {
+		set.VsockCID = guestCID()
+	}
+	p, err := buildPlan(spec, set)
 	if err != nil {
 		return nil, err
 	}

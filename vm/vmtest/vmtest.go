@@ -37,6 +37,9 @@ type Hypervisor struct {
 	// NeverReady makes machines that run but never serve (a guest stuck in
 	// boot), for timeout tests.
 	NeverReady bool
+	// NetError, when set, is what the machines' system:ready says of a
+	// network that did not come up (supervisor.Config.NetError).
+	NetError string
 
 	mu     sync.Mutex
 	booted []*Machine
@@ -132,7 +135,7 @@ func (h *Hypervisor) Boot(ctx context.Context, spec vm.Spec) (vm.Machine, error)
 			m.err = errors.New("killed")
 			return
 		}
-		s := supervisor.New(supervisor.Config{Workspace: ws, Sys: clockSys{m.Sys, m}, Logger: log})
+		s := supervisor.New(supervisor.Config{Workspace: ws, Sys: clockSys{m.Sys, m}, Logger: log, NetError: h.NetError})
 		err := s.Serve(sctx, guestEnd)
 		if sctx.Err() != nil {
 			err = errors.New("killed")

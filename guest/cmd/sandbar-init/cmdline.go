@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"sandbar/guest/supervisor"
 )
 
 // config is what the host asks of the guest on the kernel command line.
@@ -26,6 +28,13 @@ type config struct {
 	// trial (sandbar.trial=1) prints trialMarker and powers off at once:
 	// the host's KVM trial boot and the boot benchmark's floor.
 	trial bool
+	// channel (sandbar.channel) is how the supervisor reaches the host:
+	// "serial", "vsock" or "auto" (the default: it looks).
+	channel string
+	// console is the device of the last console= ("hvc0" of
+	// "console=hvc0", "ttyS0" of "console=ttyS0,115200"), the one
+	// /dev/console is; "" when none is named.
+	console string
 
 	// modParams holds "module.param=value" words, by normalised module
 	// name, for modules loaded by init: the kernel applies those only to
@@ -55,9 +64,13 @@ const (
 
 // parseCmdline reads a kernel command line such as /proc/cmdline holds.
 func parseCmdline(s string) (config, error) {
-	c := config{share: "none", net: netConfig{mode: "none"}, modParams: map[string][]string{}}
+	c := config{share: "none", net: netConfig{mode: "none"}, channel: supervisor.ChannelAuto, modParams: map[string][]string{}}
 	for _, word := range strings.Fields(s) {
 		key, val, _ := strings.Cut(word, "=")
+		if key == "console" {
+			c.console, _, _ = strings.Cut(val, ",")
+			continue
+		}
 		if !strings.HasPrefix(key, "sandbar.") {
 			if mod, param, ok := strings.Cut(key, "."); ok && param != "" && !strings.ContainsAny(mod, "/") {
 				mod = strings.ReplaceAll(mod, "-", "_")
@@ -80,6 +93,13 @@ func parseCmdline(s string) (config, error) {
 				c.share = val
 			default:
 				return c, fmt.Errorf("sandbar.share=%q: want virtiofs, 9p or none", val)
+			}
+		case "sandbar.channel":
+			switch val {
+			case supervisor.ChannelAuto, supervisor.ChannelSerial, supervisor.ChannelVsock:
+				c.channel = val
+			default:
+				return c, fmt.Errorf("sandbar.channel=%q: want auto, serial or vsock", val)
 			}
 		case "sandbar.net":
 			n, err := parseNet(val)

@@ -19,7 +19,7 @@ func TestParseCmdline(t *testing.T) {
 		{
 			name: "nothing sandbar",
 			in:   "console=ttyS0 panic=-1 BOOT_IMAGE=/vmlinuz\n",
-			want: config{share: "none", net: netConfig{mode: "none"}, modParams: map[string][]string{}},
+			want: config{share: "none", net: netConfig{mode: "none"}, modParams: map[string][]string{}, console: "ttyS0"},
 		},
 		{
 			name: "everything",
@@ -29,13 +29,18 @@ func TestParseCmdline(t *testing.T) {
 				root: "/dev/vda", agent: "/dev/vdb", scratch: "/dev/vdc", share: "virtiofs",
 				net: netConfig{mode: "static", addr: netip.MustParsePrefix("10.0.2.15/24"),
 					gateway: netip.MustParseAddr("10.0.2.2"), dns: netip.MustParseAddr("10.0.2.3")},
-				time: 1700000000, debug: true, modParams: map[string][]string{},
+				time: 1700000000, debug: true, modParams: map[string][]string{}, console: "ttyS0",
 			},
 		},
 		{
 			name: "trial",
 			in:   "console=ttyS0 panic=-1 quiet sandbar.trial=1",
-			want: config{share: "none", net: netConfig{mode: "none"}, modParams: map[string][]string{}, trial: true},
+			want: config{share: "none", net: netConfig{mode: "none"}, modParams: map[string][]string{}, trial: true, console: "ttyS0"},
+		},
+		{
+			name: "the last console is /dev/console",
+			in:   "console=tty0 console=hvc0,115200n8 quiet",
+			want: config{share: "none", net: netConfig{mode: "none"}, modParams: map[string][]string{}, console: "hvc0"},
 		},
 		{
 			name: "dhcp and 9p, module params, unknown key",
@@ -80,6 +85,17 @@ func TestParseCmdline(t *testing.T) {
 				net: netConfig{mode: "none"}, modParams: map[string][]string{}},
 		},
 		{name: "workspace not a device", in: "sandbar.workspace=../x", wantErr: "sandbar.workspace=\"../x\""},
+		{
+			name: "the host names its channel",
+			in:   "console=hvc0 sandbar.channel=vsock",
+			want: config{share: "none", net: netConfig{mode: "none"}, modParams: map[string][]string{}, console: "hvc0", channel: "vsock"},
+		},
+		{
+			name: "serial channel",
+			in:   "sandbar.channel=serial",
+			want: config{share: "none", net: netConfig{mode: "none"}, modParams: map[string][]string{}, channel: "serial"},
+		},
+		{name: "bad channel", in: "sandbar.channel=pigeon", wantErr: "want auto, serial or vsock"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,6 +108,9 @@ func TestParseCmdline(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tt.want.channel == "" {
+				tt.want.channel = "auto"
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("got  %+v\nwant %+v", got, tt.want)

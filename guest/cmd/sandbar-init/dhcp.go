@@ -175,6 +175,9 @@ func dhcpLease(ifname string, timeout time.Duration) (lease, error) {
 		options: map[byte][]byte{optParamList: params, optHostname: []byte("sandbar")}}
 
 	offer, err := dhcpExchange(conn, bcast, discover, dhcpOffer, deadline)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return lease{}, fmt.Errorf("no server offered an address within %v", timeout)
+	}
 	if err != nil {
 		return lease{}, fmt.Errorf("no offer: %w", err)
 	}
@@ -182,6 +185,9 @@ func dhcpLease(ifname string, timeout time.Duration) (lease, error) {
 	request := dhcpPacket{op: 1, xid: xid, flags: 0x8000, chaddr: ifi.HardwareAddr, msgType: dhcpRequest,
 		options: map[byte][]byte{optParamList: params, optHostname: []byte("sandbar"), optRequestIP: yi[:], optServerID: offer.options[optServerID]}}
 	ack, err := dhcpExchange(conn, bcast, request, dhcpAck, deadline)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return lease{}, fmt.Errorf("the server offered %s but did not acknowledge it within %v", offer.yiaddr, timeout)
+	}
 	if err != nil {
 		return lease{}, fmt.Errorf("no acknowledgement: %w", err)
 	}

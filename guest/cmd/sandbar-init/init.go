@@ -17,41 +17,13 @@ import (
 	"sandbar/guest/protocol"
 )
 
-// console writes stage markers and failures. The kernel hands init
-// /dev/console as stdin, stdout and stderr.
-type console struct {
-	debug bool
-}
-
-// uptime is the time since the kernel started, so markers line up with
-// the kernel's own log.
-func uptime() time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		return 0
-	}
-	return time.Duration(ts.Nano())
-}
-
-func (c *console) mark(format string, args ...any) {
-	fmt.Fprintf(os.Stdout, "sandbar-init: [%8.3f] %s\n", uptime().Seconds(), fmt.Sprintf(format, args...))
-}
-
-func (c *console) debugf(format string, args ...any) {
-	if c.debug {
-		c.mark(format, args...)
-	}
-}
-
 // fatal reports what failed to the console and the kernel log, then powers
 // off. It never returns.
 func (c *console) fatal(what string, err error) {
 	msg := fmt.Sprintf("sandbar-init: %s: %v\n", what, err)
-	os.Stdout.WriteString(msg)
-	if k, kerr := os.OpenFile("/dev/kmsg", os.O_WRONLY, 0); kerr == nil {
-		k.WriteString("<2>" + msg)
-		k.Close()
-	}
+	c.write(msg)
+	kmsg(2, msg)
+	c.flush()
 	powerOff(c)
 }
 
@@ -69,14 +41,14 @@ func powerOff(c *console) {
 	unix.Sync()
 	c.mark("powering off")
 	if err := unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF); err != nil {
-		fmt.Fprintf(os.Stdout, "sandbar-init: power off: %v\n", err)
+		c.write(fmt.Sprintf("sandbar-init: power off: %v\n", err))
 	}
 	select {}
 }
 
 // runInit is PID 1's whole life.
 func runInit() {
-	c := &console{}
+	c := newConsole(false)
 	c.mark("started")
 	if err := mountEarly(); err != nil {
 		c.fatal("mount kernel filesystems", err)
@@ -91,7 +63,7 @@ func runInit() {
 	}
 	c.debug = cfg.debug
 	if cfg.trial {
-		os.Stdout.WriteString(protocol.TrialMarker + "\n")
+		c.write(protocol.TrialMarker + "\n")
 		powerOff(c)
 	}
 	for _, k := range cfg.unknown {
@@ -127,6 +99,9 @@ func runInit() {
 		c.fatal("load kernel modules", err)
 	}
 	c.mark("modules loaded (%d in %dms)", n, time.Since(start).Milliseconds())
+	// The console's driver is loaded by now; its device opens while the
+	// root is assembled.
+	consoleFile := c.attachWhenReady(cfg.console, consoleWait)
 
 	if cfg.root != "" {
 		if err := assembleRoot(c, cfg); err != nil {
@@ -144,11 +119,9 @@ func runInit() {
 	if err := setHostname("sandbar", "/etc/hosts"); err != nil {
 		c.fatal("set hostname", err)
 	}
-	if err := setupNetwork(c, cfg.net, loopback); err != nil {
-		c.fatal("network", err)
-	}
+	netErr := networkOrWhy(c, cfg.net, loopback, "/sys/class/net")
 	c.debugf("hostname and network (%s) set", cfg.net.mode)
-	supervisor.release(c)
+	supervisor.release(c, consoleFile(), netErr)
 	reapUntil(c, supervisor.pid)
 	powerOff(c)
 }
@@ -202,15 +175,21 @@ func startSupervisor(c *console, cfg config) supervisorProc {
 
 // release lets the supervisor go on: it sends it an open handle on PID
 // 1's root, which is the overlay root by now, for the supervisor to move
-// into (the initramfs it started in no longer has /proc or /dev).
-func (p supervisorProc) release(c *console) {
+// into (the initramfs it started in no longer has /proc or /dev), and the
+// console when PID 1 opened it after the supervisor started (nil: the
+// supervisor inherited it), and why the network is not up ("" when it is).
+func (p supervisorProc) release(c *console, cons *os.File, netErr string) {
 	defer unix.Close(p.goAhead)
 	root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		c.fatal("open the root for the supervisor", err)
 	}
 	defer unix.Close(root)
-	if err := unix.Sendmsg(p.goAhead, []byte(goAheadMsg), unix.UnixRights(root), nil, 0); err != nil {
+	g := goAhead{root: root, console: -1, netErr: netErr}
+	if cons != nil {
+		g.console = int(cons.Fd())
+	}
+	if err := sendGoAhead(p.goAhead, g); err != nil {
 		// It has exited already; reapUntil hears how.
 		c.mark("release the supervisor: %v", err)
 	}

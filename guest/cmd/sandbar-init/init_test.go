@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"sandbar/guest/protocol"
 )
 
 func TestReadModuleList(t *testing.T) {
@@ -71,6 +73,7 @@ func testModIndex(t *testing.T, withAliases bool) *modIndex {
 		{"virtio_console", "virtio", "virtio_ring"}, {"virtio_blk", "virtio", "virtio_ring"},
 		{"virtio_net", "virtio", "virtio_ring"}, {"overlay"}, {"crc16"}, {"ext4", "crc16"},
 		{"netfs"}, {"9pnet"}, {"9p", "9pnet", "netfs"}, {"9pnet_virtio", "9pnet", "virtio", "virtio_ring"},
+		{"virtio_rng", "virtio", "virtio_ring"}, {"virtio_balloon", "virtio", "virtio_ring"},
 	} {
 		list.WriteString("lib/modules/6.1/" + l[0] + ".ko:")
 		for _, d := range l[1:] {
@@ -82,7 +85,8 @@ func testModIndex(t *testing.T, withAliases bool) *modIndex {
 		"alias pci:v00001AF4d*sv*sd*bc*sc*i* virtio_pci\n" +
 		"alias virtio:d00000003v* virtio_console\nalias virtio:d00000002v* virtio_blk\n" +
 		"alias virtio:d00000001v* virtio_net\nalias fs-overlay overlay\nalias fs-ext4 ext4\nalias ext2 ext4\n" +
-		"alias fs-9p 9p\nalias 9p-virtio 9pnet_virtio\nalias virtio:d00000009v* 9pnet_virtio\n"
+		"alias fs-9p 9p\nalias 9p-virtio 9pnet_virtio\nalias virtio:d00000009v* 9pnet_virtio\n" +
+		"alias virtio:d00000004v* virtio_rng\nalias virtio:d00000005v* virtio_balloon\n"
 	write := func(name, data string) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
@@ -149,6 +153,18 @@ func TestLoadModules(t *testing.T) {
 		"virtio/virtio1":         "virtio:d00000002v00001AF4",
 		"platform/9000000.pl011": "of:NplT(null)Carm,pl011",
 	}
+	vzMachine := map[string]string{
+		"pci/0000:00:01.0": "pci:v00001AF4d00001043sv00001AF4sd00001100bc07sc80i00",
+		"pci/0000:00:02.0": "pci:v00001AF4d00001041sv00001AF4sd00001100bc02sc00i00",
+		"pci/0000:00:03.0": "pci:v00001AF4d00001042sv00001AF4sd00001100bc01sc00i00",
+		"pci/0000:00:04.0": "pci:v00001AF4d00001044sv00001AF4sd00001100bc00sc00i00",
+		"pci/0000:00:05.0": "pci:v00001AF4d00001045sv00001AF4sd00001100bc05sc00i00",
+		"virtio/virtio0":   "virtio:d00000003v00001AF4",
+		"virtio/virtio1":   "virtio:d00000001v00001AF4",
+		"virtio/virtio2":   "virtio:d00000002v00001AF4",
+		"virtio/virtio3":   "virtio:d00000004v00001AF4",
+		"virtio/virtio4":   "virtio:d00000005v00001AF4",
+	}
 	tests := []struct {
 		name    string
 		devices map[string]string
@@ -176,10 +192,19 @@ func TestLoadModules(t *testing.T) {
 			want:    []string{"virtio", "virtio_ring", "virtio_pci", "virtio_console", "virtio_blk"},
 		},
 		{
+			// Virtualization.framework's devices: its entropy and balloon
+			// devices (virtio IDs 4 and 5) get their drivers.
+			name: "vz: virtio over PCI with entropy and balloon", devices: vzMachine,
+			cfg:     config{root: "/dev/vda", share: "none"},
+			aliases: true,
+			want: []string{"virtio", "virtio_ring", "virtio_pci", "virtio_console", "virtio_blk", "virtio_net",
+				"overlay", "crc16", "ext4", "virtio_rng", "virtio_balloon"},
+		},
+		{
 			name: "no alias list: everything, in order", devices: microvm,
 			cfg: config{share: "none"},
 			want: []string{"virtio", "virtio_ring", "virtio_mmio", "virtio_pci", "virtio_console", "virtio_blk", "virtio_net",
-				"overlay", "crc16", "ext4", "netfs", "9pnet", "9p", "9pnet_virtio"},
+				"overlay", "crc16", "ext4", "netfs", "9pnet", "9p", "9pnet_virtio", "virtio_rng", "virtio_balloon"},
 		},
 	}
 	for _, tt := range tests {
@@ -332,7 +357,7 @@ func TestHasExt4Superblock(t *testing.T) {
 	}
 }
 
-func TestReceiveRoot(t *testing.T) {
+func TestReceiveGoAhead(t *testing.T) {
 	pair := func(t *testing.T) (pid1, sup int) {
 		t.Helper()
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
@@ -343,37 +368,87 @@ func TestReceiveRoot(t *testing.T) {
 		return fds[0], fds[1]
 	}
 	dir := t.TempDir()
-
-	t.Run("go-ahead with the root", func(t *testing.T) {
-		pid1, sup := pair(t)
-		d, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unix.Close(d)
-		if err := unix.Sendmsg(pid1, []byte(goAheadMsg), unix.UnixRights(d), nil, 0); err != nil {
-			t.Fatal(err)
-		}
-		root, err := receiveRoot(sup)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unix.Close(root)
+	sameFile := func(t *testing.T, fd int, path string) {
+		t.Helper()
 		var got, want unix.Stat_t
-		if err := unix.Fstat(root, &got); err != nil {
+		if err := unix.Fstat(fd, &got); err != nil {
 			t.Fatal(err)
 		}
-		if err := unix.Stat(dir, &want); err != nil {
+		if err := unix.Stat(path, &want); err != nil {
 			t.Fatal(err)
 		}
 		if got.Ino != want.Ino || got.Dev != want.Dev {
-			t.Errorf("received a handle on inode %d, want %s's %d", got.Ino, dir, want.Ino)
+			t.Errorf("received a handle on inode %d, want %s's %d", got.Ino, path, want.Ino)
+		}
+	}
+	openDir := func(t *testing.T) int {
+		t.Helper()
+		d, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(d) })
+		return d
+	}
+
+	t.Run("go-ahead with the root", func(t *testing.T) {
+		pid1, sup := pair(t)
+		if err := sendGoAhead(pid1, goAhead{root: openDir(t), console: -1}); err != nil {
+			t.Fatal(err)
+		}
+		g, err := receiveGoAhead(sup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(g.root)
+		sameFile(t, g.root, dir)
+		if g.console != -1 {
+			t.Errorf("a console came without one sent: fd %d", g.console)
+		}
+	})
+	t.Run("go-ahead with the root and the console", func(t *testing.T) {
+		pid1, sup := pair(t)
+		cons := filepath.Join(dir, "console")
+		f, err := os.Create(cons)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := sendGoAhead(pid1, goAhead{root: openDir(t), console: int(f.Fd())}); err != nil {
+			t.Fatal(err)
+		}
+		g, err := receiveGoAhead(sup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(g.root)
+		defer unix.Close(g.console)
+		sameFile(t, g.root, dir)
+		sameFile(t, g.console, cons)
+		if g.netErr != "" {
+			t.Errorf("a network error came without one sent: %q", g.netErr)
+		}
+	})
+	t.Run("go-ahead with the network's error", func(t *testing.T) {
+		for _, netErr := range []string{"DHCP on eth0: no server offered an address within 3s", strings.Repeat("x", protocol.MaxNetError+100)} {
+			pid1, sup := pair(t)
+			if err := sendGoAhead(pid1, goAhead{root: openDir(t), console: -1, netErr: netErr}); err != nil {
+				t.Fatal(err)
+			}
+			g, err := receiveGoAhead(sup)
+			if err != nil {
+				t.Fatal(err)
+			}
+			unix.Close(g.root)
+			if want := netErr[:min(len(netErr), protocol.MaxNetError)]; g.netErr != want {
+				t.Errorf("network error %.40q... (%d bytes) arrived as %.40q... (%d bytes)", netErr, len(netErr), g.netErr, len(g.netErr))
+			}
 		}
 	})
 	t.Run("PID 1 gone", func(t *testing.T) {
 		pid1, sup := pair(t)
 		unix.Shutdown(pid1, unix.SHUT_WR)
-		if _, err := receiveRoot(sup); err == nil || !strings.Contains(err.Error(), "ended before the machine was ready") {
+		if _, err := receiveGoAhead(sup); err == nil || !strings.Contains(err.Error(), "ended before the machine was ready") {
 			t.Fatalf("err = %v, want one saying PID 1 ended", err)
 		}
 	})
@@ -382,7 +457,7 @@ func TestReceiveRoot(t *testing.T) {
 		if _, err := unix.Write(pid1, []byte(goAheadMsg)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := receiveRoot(sup); err == nil || !strings.Contains(err.Error(), "without its root") {
+		if _, err := receiveGoAhead(sup); err == nil || !strings.Contains(err.Error(), "without its root") {
 			t.Fatalf("err = %v, want one saying the root is missing", err)
 		}
 	})

@@ -16,7 +16,10 @@
 // The host drives it through the kernel command line (see parseCmdline):
 // sandbar.root, sandbar.agent, sandbar.scratch, sandbar.share, sandbar.net
 // (none, dhcp or static:<ip>/<prefix>,<gateway>,<dns>[,mtu=<n>]),
-// sandbar.time and sandbar.debug.
+// sandbar.channel (auto, serial or vsock: how the supervisor reaches the
+// host), sandbar.time and sandbar.debug. A network that does not come up
+// is the exception to powering off on failure: the guest boots without it
+// and the supervisor's system:ready says why.
 package main
 
 import (

@@ -33,17 +33,37 @@ func loopbackUp() <-chan error {
 	return done
 }
 
+// dhcpTimeout bounds the DHCP exchange. A guest whose DHCP server does
+// not answer boots without network (see networkOrWhy); Sandbar's own
+// network answers at once, and the hosts give a static address anyway.
+const dhcpTimeout = 3 * time.Second
+
+// networkOrWhy brings the network up (setupNetwork) and returns "", or
+// why it is not up: a failed network is not fatal. The guest boots
+// without it and the supervisor tells the host (system:ready's
+// net_error), so a session still starts and says what went wrong
+// rather than the VM powering off with the reason only on its console.
+func networkOrWhy(c *console, n netConfig, loopback <-chan error, sysNet string) string {
+	err := setupNetwork(c, n, loopback, sysNet)
+	if err == nil {
+		return ""
+	}
+	c.mark("network: %v: going on without it", err)
+	return err.Error()
+}
+
 // setupNetwork waits for loopback (see loopbackUp) and, unless the host
-// asked for no network, brings up the first ethernet interface, statically
-// or by DHCP, and writes /etc/resolv.conf.
-func setupNetwork(c *console, n netConfig, loopback <-chan error) error {
+// asked for no network, brings up the first ethernet interface under
+// sysNet (/sys/class/net), statically or by DHCP, and writes
+// /etc/resolv.conf.
+func setupNetwork(c *console, n netConfig, loopback <-chan error, sysNet string) error {
 	if err := <-loopback; err != nil {
 		return err
 	}
 	if n.mode == "none" {
 		return nil
 	}
-	ifname, err := findEthernet("/sys/class/net")
+	ifname, err := findEthernet(sysNet)
 	if err != nil {
 		return err
 	}
@@ -58,7 +78,7 @@ func setupNetwork(c *console, n netConfig, loopback <-chan error) error {
 	}
 	if n.mode == "dhcp" {
 		start := time.Now()
-		lease, err := dhcpLease(ifname, 3*time.Second)
+		lease, err := dhcpLease(ifname, dhcpTimeout)
 		if err != nil {
 			return fmt.Errorf("DHCP on %s: %w", ifname, err)
 		}

@@ -186,3 +186,48 @@ func mtuChild() {
 	}
 	fmt.Println("mtu child ok")
 }
+
+// TestNetworkFailureIsNotFatal: a network that does not come up is
+// reported, on the console and to the supervisor, and the boot goes on.
+func TestNetworkFailureIsNotFatal(t *testing.T) {
+	noNIC := t.TempDir() // a /sys/class/net without an ethernet interface
+	up := func(err error) <-chan error {
+		ch := make(chan error, 1)
+		ch <- err
+		return ch
+	}
+	static, err := parseNet("static:192.168.127.2/24,192.168.127.1,192.168.127.1,mtu=65520")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		n        netConfig
+		loopback error
+		want     string // in the reason; "" for none
+	}{
+		{"off", netConfig{mode: "none"}, nil, ""},
+		{"static without a NIC", static, nil, "no ethernet interface"},
+		{"dhcp without a NIC", netConfig{mode: "dhcp"}, nil, "no ethernet interface"},
+		{"loopback failed", netConfig{mode: "none"}, errors.New("bring up lo: operation not permitted"), "bring up lo"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			c := &console{out: &out}
+			why := networkOrWhy(c, tt.n, up(tt.loopback), noNIC)
+			if tt.want == "" {
+				if why != "" || out.Len() != 0 {
+					t.Fatalf("reason %q, console %q; want neither", why, out.String())
+				}
+				return
+			}
+			if !strings.Contains(why, tt.want) {
+				t.Errorf("reason %q, want one containing %q", why, tt.want)
+			}
+			if !strings.Contains(out.String(), why+": going on without it") {
+				t.Errorf("console %q does not say the boot goes on without network", out.String())
+			}
+		})
+	}
+}

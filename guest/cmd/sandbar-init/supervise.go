@@ -12,9 +12,11 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"sandbar/guest/protocol"
 	"sandbar/guest/supervisor"
 )
 
@@ -28,28 +30,42 @@ func supervise() int {
 	if os.Getenv("SANDBAR_DEBUG") == "1" {
 		level = slog.LevelDebug
 	}
-	c := &console{debug: level == slog.LevelDebug}
+	c := newConsole(level == slog.LevelDebug)
 	c.debugf("supervisor running")
-	if err := awaitGoAhead(); err != nil {
-		fmt.Fprintf(os.Stderr, "sandbar-init: supervisor: %v\n", err)
+	netErr, err := awaitGoAhead(c)
+	if err != nil {
+		c.write(fmt.Sprintf("sandbar-init: supervisor: %v\n", err))
 		return 1
 	}
+	c.stopWaiting()
 	c.debugf("supervisor released")
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	conn, err := supervisor.OpenChannel(ctx)
+	// PID 1 has checked the command line already; read here, it can
+	// only fail as /proc fails.
+	cfg := config{channel: supervisor.ChannelAuto}
+	if raw, err := os.ReadFile("/proc/cmdline"); err != nil {
+		log.Warn("cannot read the kernel command line", "err", err)
+	} else if cfg, err = parseCmdline(string(raw)); err != nil {
+		log.Warn("kernel command line", "err", err)
+	}
+	conn, err := supervisor.OpenChannel(ctx, cfg.channel)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sandbar-init: open the host channel: %v\n", err)
 		return 1
 	}
-	c.mark("host channel open")
+	c.mark("host channel open (%s)", cfg.channel)
 	defer conn.Close()
-	guest := guestAddress(log)
+	var guest netip.Addr
+	if netErr == "" {
+		guest = guestAddress(log, cfg.net)
+	}
 	s := supervisor.New(supervisor.Config{
 		Sys:      supervisor.LinuxSystem{},
 		Logger:   log,
 		CABundle: supervisor.SystemCABundle,
 		CAFile:   supervisor.SandbarCAFile,
 		GuestIP:  guest,
+		NetError: netErr,
 	})
 	if err := s.Serve(ctx, conn); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(os.Stderr, "sandbar-init: supervisor: %v\n", err)
@@ -62,20 +78,10 @@ func supervise() int {
 // supervisor's ports and relays: sandbar.net's static address, or with
 // dhcp the first IPv4 address PID 1 gave an interface (it has, before
 // the go-ahead). It is invalid without a network.
-func guestAddress(log *slog.Logger) netip.Addr {
-	raw, err := os.ReadFile("/proc/cmdline")
-	if err != nil {
-		log.Warn("cannot read the kernel command line; ports are not watched", "err", err)
-		return netip.Addr{}
-	}
-	cfg, err := parseCmdline(string(raw))
-	if err != nil {
-		log.Warn("kernel command line; ports are not watched", "err", err)
-		return netip.Addr{}
-	}
-	switch cfg.net.mode {
+func guestAddress(log *slog.Logger, n netConfig) netip.Addr {
+	switch n.mode {
 	case "static":
-		return cfg.net.addr.Addr()
+		return n.addr.Addr()
 	case "dhcp":
 		addrs, err := net.InterfaceAddrs()
 		if err != nil {
@@ -95,39 +101,76 @@ func guestAddress(log *slog.Logger) netip.Addr {
 // goAheadMsg is what PID 1 sends with the root once the machine is ready.
 const goAheadMsg = "go"
 
+// goAhead is what PID 1 hands the supervisor once the machine is ready.
+type goAhead struct {
+	// root is a handle on PID 1's root, for the supervisor to move into.
+	root int
+	// console is the console, for the supervisor's fds 1 and 2, when PID
+	// 1 opened it after the supervisor started; -1 otherwise.
+	console int
+	// netErr says why the network the host asked for is not up; "" when
+	// it is. It travels after goAheadMsg, at most protocol.MaxNetError
+	// bytes.
+	netErr string
+}
+
+// sendGoAhead sends g on the go-ahead socket fd: goAheadMsg and the
+// network's error in one message, with the root and, when there is one,
+// the console as rights.
+func sendGoAhead(fd int, g goAhead) error {
+	fds := []int{g.root}
+	if g.console >= 0 {
+		fds = append(fds, g.console)
+	}
+	msg := goAheadMsg + g.netErr
+	if len(msg) > len(goAheadMsg)+protocol.MaxNetError {
+		msg = msg[:len(goAheadMsg)+protocol.MaxNetError]
+	}
+	return unix.Sendmsg(fd, []byte(msg), unix.UnixRights(fds...), nil, 0)
+}
+
 // awaitGoAhead waits, when PID 1 started this process early (see
 // startSupervisor), until PID 1 sends the go-ahead with a handle on its
-// root, and moves into that root. Without goAheadEnv it returns at once.
-func awaitGoAhead() error {
+// root, moves into that root, and points fds 1 and 2 at the console when
+// PID 1 sent one (see console.attach). Without goAheadEnv it returns at
+// once.
+func awaitGoAhead(c *console) (netErr string, err error) {
 	v := os.Getenv(goAheadEnv)
 	if v == "" {
-		return nil
+		return "", nil
 	}
 	os.Unsetenv(goAheadEnv) // not for the commands it runs
 	fd, err := strconv.Atoi(v)
 	if err != nil {
-		return fmt.Errorf("%s=%q is not a file descriptor", goAheadEnv, v)
+		return "", fmt.Errorf("%s=%q is not a file descriptor", goAheadEnv, v)
 	}
 	defer unix.Close(fd)
-	root, err := receiveRoot(fd)
+	g, err := receiveGoAhead(fd)
 	if err != nil {
-		return err
+		return "", err
 	}
-	defer unix.Close(root)
-	if err := unix.Fchdir(root); err != nil {
-		return fmt.Errorf("enter the root: %w", err)
+	defer unix.Close(g.root)
+	if g.console >= 0 {
+		cons := os.NewFile(uintptr(g.console), "console")
+		err := c.attach(cons)
+		cons.Close() // fds 1 and 2 hold it now
+		if err != nil {
+			return "", err
+		}
+	}
+	if err := unix.Fchdir(g.root); err != nil {
+		return "", fmt.Errorf("enter the root: %w", err)
 	}
 	if err := unix.Chroot("."); err != nil {
-		return fmt.Errorf("enter the root: %w", err)
+		return "", fmt.Errorf("enter the root: %w", err)
 	}
-	return unix.Chdir("/")
+	return g.netErr, unix.Chdir("/")
 }
 
-// receiveRoot reads the go-ahead from the socket fd and returns the
-// directory handle that came with it.
-func receiveRoot(fd int) (int, error) {
-	buf := make([]byte, len(goAheadMsg))
-	oob := make([]byte, unix.CmsgSpace(4))
+// receiveGoAhead reads the go-ahead from the socket fd.
+func receiveGoAhead(fd int) (goAhead, error) {
+	buf := make([]byte, len(goAheadMsg)+protocol.MaxNetError)
+	oob := make([]byte, unix.CmsgSpace(2*4))
 	var (
 		n, oobn int
 		err     error
@@ -139,7 +182,7 @@ func receiveRoot(fd int) (int, error) {
 		}
 	}
 	if err != nil {
-		return -1, fmt.Errorf("wait for PID 1: %w", err)
+		return goAhead{}, fmt.Errorf("wait for PID 1: %w", err)
 	}
 	msgs, perr := unix.ParseSocketControlMessage(oob[:oobn])
 	var fds []int
@@ -148,16 +191,20 @@ func receiveRoot(fd int) (int, error) {
 	}
 	var bad error
 	switch {
-	case string(buf[:n]) != goAheadMsg:
+	case !strings.HasPrefix(string(buf[:n]), goAheadMsg):
 		bad = errors.New("PID 1 ended before the machine was ready")
-	case perr != nil || len(fds) != 1:
+	case perr != nil || len(fds) < 1 || len(fds) > 2:
 		bad = fmt.Errorf("PID 1 sent the go-ahead without its root (%v)", perr)
 	}
 	if bad != nil {
 		for _, f := range fds {
 			unix.Close(f)
 		}
-		return -1, bad
+		return goAhead{}, bad
 	}
-	return fds[0], nil
+	g := goAhead{root: fds[0], console: -1, netErr: string(buf[len(goAheadMsg):n])}
+	if len(fds) == 2 {
+		g.console = fds[1]
+	}
+	return g, nil
 }

@@ -36,8 +36,11 @@ type Module struct {
 }
 
 // DefaultModules names what sandbar-init needs: the virtio transports and
-// devices (console, block, net), virtio-fs and 9p for the workspace share,
-// vsock, overlayfs and ext4. Their own dependencies (virtio_ring, fuse,
+// devices (console, block, net, and the entropy and balloon devices that
+// Virtualization.framework attaches), virtio-fs and 9p for the workspace
+// share, vsock, overlayfs and ext4. sandbar-init loads only the drivers of
+// devices the machine has, so a module listed here costs a boot nothing
+// where its device is absent. Their own dependencies (virtio_ring, fuse,
 // netfs, jbd2, mbcache, crc16, crc32c...) come in through ResolveModules.
 //
 // In Debian bookworm's 6.1 kernels (checked on 6.1.0-56, amd64 and arm64)
@@ -52,6 +55,8 @@ func DefaultModules() []string {
 		"virtio_console",
 		"virtio_blk",
 		"virtio_net",
+		"virtio_rng",
+		"virtio_balloon",
 		"vmw_vsock_virtio_transport",
 		"overlay",
 		"ext4",
