@@ -11,10 +11,12 @@ import (
 
 // VsockPort is where the guest supervisor listens when it finds no
 // virtio-serial port, which is always the case under Virtualization.framework.
-const VsockPort uint32 = 1024
+const VsockPort = vm.VsockPort
 
-// GuestNet is the kernel argument that configures the guest NIC: the
-// framework's NAT runs a DHCP server, and its subnet is not ours to fix.
+// GuestNet is the kernel argument that configures the guest NIC behind the
+// framework's NAT (`sandbar vm run --network`): it runs a DHCP server, and
+// its subnet is not ours to fix. Sessions' NICs are on Sandbar's own
+// network and get a static address from it instead.
 const GuestNet = "dhcp"
 
 // ShareKind is how the guest mounts shares under this backend.
