@@ -12,12 +12,18 @@ import (
 	"sandbar/guest/protocol"
 )
 
+// The users an ExecRequest may run as.
+const (
+	UserAgent = protocol.UserAgent // the agent's unprivileged user (the default)
+	UserRoot  = protocol.UserRoot
+)
+
 // ExecRequest is one command to run in the guest.
 type ExecRequest struct {
 	Argv []string
 	Cwd  string
 	Env  map[string]string
-	// User is protocol.UserAgent (default) or protocol.UserRoot.
+	// User is UserAgent (default) or UserRoot.
 	User    string
 	Timeout time.Duration
 	Stdin   []byte

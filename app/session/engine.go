@@ -278,8 +278,7 @@ func (e *Engine) handle(ctx context.Context, c net.Conn) {
 	case "net-rules-set":
 		done(reply{}, m.SetNetworkRules(ctx, req.Scope, req.ID, req.Text, 0))
 	case "net-reload":
-		m.ReloadNetworks(ctx)
-		done(reply{}, nil)
+		done(reply{}, m.ReloadNetworks(ctx))
 	case "ports":
 		ports, err := m.Ports(ctx, req.ID)
 		done(reply{Ports: ports}, err)

@@ -731,7 +731,7 @@ func (m *Manager) Chat(ctx context.Context, ref, text string) error {
 }
 
 // Exec runs a command in a running session's VM; its output is redacted.
-func (m *Manager) Exec(ctx context.Context, ref string, req sandbox.ExecRequest, stdout, stderr io.Writer) (sandbox.ExecResult, error) {
+func (m *Manager) Exec(ctx context.Context, ref string, req ExecRequest, stdout, stderr io.Writer) (ExecResult, error) {
 	_, r, err := m.liveRun(ctx, ref)
 	if err != nil {
 		return sandbox.ExecResult{}, err

@@ -195,8 +195,9 @@ func (m *Manager) SetNetworkRules(ctx context.Context, scope NetScope, ref, text
 
 // ReloadNetworks composes the policy of every session running here again:
 // for a process that changed rules in the store without this one.
-func (m *Manager) ReloadNetworks(ctx context.Context) {
+func (m *Manager) ReloadNetworks(ctx context.Context) error {
 	m.reloadNet(ctx, func(*run) bool { return true })
+	return nil
 }
 
 // reloadNet recomposes the policy of the running sessions that match.

@@ -1,0 +1,99 @@
+package session
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"sandbar/app/net/netstack"
+	"sandbar/app/net/policy"
+	"sandbar/app/sandbox"
+	"sandbar/app/store"
+	"sandbar/app/workspace"
+)
+
+// Service is everything a window, the tray or a CLI command may ask of
+// the sessions of one data directory. The engine's own *Manager
+// implements it, and so does the engine client (app/engine), method by
+// method: a new operation is added here, to the engine's table and to the
+// client, and the compiler holds each of them to it. One conformance test
+// runs the same scenario through both.
+//
+// All methods are safe for concurrent use. The slow ones (Start, Stop,
+// Merge, Remove, Exec) are called off any UI goroutine.
+type Service interface {
+	// Subscribe returns events of every session (or of one, by id) until
+	// ctx is done.
+	Subscribe(ctx context.Context, session string) <-chan Event
+
+	AddProject(ctx context.Context, path string) (store.Project, string, error)
+	Projects(ctx context.Context) ([]store.Project, error)
+	Project(ctx context.Context, id int64) (store.Project, error)
+	RemoveProject(ctx context.Context, ref string) error
+
+	List(ctx context.Context) ([]store.Session, error)
+	Get(ctx context.Context, id string) (store.Session, error)
+	Start(ctx context.Context, o Options) (store.Session, error)
+	Stop(ctx context.Context, id string) (store.Session, error)
+	Restart(ctx context.Context, id string) (store.Session, error)
+	// Wait blocks until the session has ended (or ctx is done).
+	Wait(ctx context.Context, id string) (store.Session, error)
+	Remove(ctx context.Context, id string, force bool) error
+	Merge(ctx context.Context, id string, force bool) (workspace.MergeResult, error)
+	Chat(ctx context.Context, id, text string) error
+	Exec(ctx context.Context, id string, req ExecRequest, stdout, stderr io.Writer) (ExecResult, error)
+
+	Logs(ctx context.Context, id string, afterSeq int64, limit int) ([]store.LogLine, error)
+	Transcript(ctx context.Context, id string) ([]Entry, error)
+	// AgentLog is the file holding every line of the session's agent
+	// log (the store keeps the newest), for a person to open.
+	AgentLog(ctx context.Context, id string) (string, error)
+	Changes(ctx context.Context, id string) (workspace.Changes, error)
+	// FileDiff is one changed file's diff, made by git inside the
+	// session's VM while it runs (else from its saved work): text from
+	// the agent's sandbox, to show and nothing more.
+	FileDiff(ctx context.Context, id string, f workspace.FileChange) (string, error)
+	// Export writes a read-only copy of the session's files, as last
+	// saved (a running session is saved first), into a folder Sandbar
+	// owns, and says where and as of when.
+	Export(ctx context.Context, id string) (dir string, when time.Time, err error)
+
+	Budget(ctx context.Context) (Budget, error)
+	HostCPUs() int
+	// DiskUsage is, per session id, the bytes removing the session would
+	// free.
+	DiskUsage(ctx context.Context) (map[string]int64, error)
+
+	// The session network. NetAttempts, NetSummary, NetworkRules and
+	// ProjectSecrets read the store; the rest reach the running sessions
+	// and take effect at once.
+	NetAttempts(ctx context.Context, ref string) ([]store.NetAttempt, error)
+	NetSummary(ctx context.Context, ref string) (NetSummary, error)
+	AddNetRule(ctx context.Context, ref string, scope NetScope, action, target string) (policy.Rule, error)
+	NetworkRules(ctx context.Context, scope NetScope, ref string) (string, error)
+	// SetNetworkRules refuses a text that does not parse, saying which
+	// line and what to write, and changes nothing then.
+	SetNetworkRules(ctx context.Context, scope NetScope, ref, text string, projectID int64) error
+	ReloadNetworks(ctx context.Context) error
+	Ports(ctx context.Context, ref string) ([]netstack.Port, error)
+	PublishPort(ctx context.Context, ref string, guest, host uint16) (netstack.Port, error)
+	UnpublishPort(ctx context.Context, ref string, guest uint16) error
+	ProjectSecrets(ctx context.Context, projectID int64) ([]string, error)
+	// SetProjectSecrets refuses a name that is not a recorded secret,
+	// and changes nothing then.
+	SetProjectSecrets(ctx context.Context, projectRef string, names []string) error
+}
+
+// ExecRequest and ExecResult are a command run in a session's VM, and its
+// outcome: the guest protocol's, named here so that callers (the windows,
+// the CLI) need not import the package that speaks it.
+type (
+	ExecRequest = sandbox.ExecRequest
+	ExecResult  = sandbox.ExecResult
+)
+
+// UserRoot runs an Exec as root in the guest (ExecRequest.User); the
+// default is the agent's unprivileged user.
+const UserRoot = sandbox.UserRoot
+
+var _ Service = (*Manager)(nil)
