@@ -19,6 +19,7 @@ import (
 
 	"sandbar/app/session"
 	"sandbar/app/store"
+	sbwidget "sandbar/app/ui/widget"
 )
 
 // SessionDirer is what a Backend may also do: say where a session's
@@ -116,8 +117,8 @@ type sessionWindow struct {
 	notice    *noticeBar
 
 	tabs       *container.AppTabs
-	logs       *LogView
-	transcript *TranscriptView
+	logs       *sbwidget.LogView
+	transcript *sbwidget.TranscriptView
 	changes    *changesPanel
 	exec       *execConsole
 	res        *resourcePanel
@@ -193,8 +194,8 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project) *sessionWindow 
 	if w.dir != "" {
 		hint = "see " + filepath.Join(w.dir, "agent.log")
 	}
-	w.logs = NewLogView(DefaultLogCapacity, hint)
-	w.logs.post = w.post
+	w.logs = sbwidget.NewLogView(sbwidget.DefaultLogCapacity, hint)
+	w.logs.Post = w.post
 	if w.dir != "" {
 		// agent.log holds the newest 64 to 128 MiB (with agent.log.1);
 		// the view and the store keep fewer lines.
@@ -202,7 +203,7 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project) *sessionWindow 
 			w.logs.OnOpenOlder = func() { w.launch(o) }
 		}
 	}
-	w.transcript = NewTranscriptView()
+	w.transcript = sbwidget.NewTranscriptView()
 	if s.Agent.Kind != "claude" {
 		w.transcript.SetEmptyText("This session runs a custom agent (" + s.Agent.Command + "), which keeps no transcript: its output is in the Log tab.")
 	} else {
@@ -323,7 +324,7 @@ func (w *sessionWindow) events(ctx context.Context) {
 		}
 	}
 	if err == nil && len(entries) > 0 {
-		w.ui(func() { w.transcript.SetEntries(entries) })
+		w.ui(func() { w.transcript.SetEntries(transcriptEntries(entries)) })
 	}
 	w.changes.reload(ctx)
 	w.net.reload(ctx)
@@ -355,7 +356,7 @@ func (w *sessionWindow) events(ctx context.Context) {
 					delete(seen, entryKey(*ev.Entry))
 					continue
 				}
-				e := *ev.Entry
+				e := transcriptEntry(*ev.Entry)
 				w.ui(func() { w.transcript.Add(e) })
 			case session.EventState:
 				s, err := w.u.Backend.Get(ctx, w.id)
@@ -421,7 +422,7 @@ func (w *sessionWindow) applySession(s store.Session) {
 	if reason != "" && reason != s.Activity {
 		text += " — " + reason
 	}
-	w.state.SetText(clipRunes(text, 160))
+	w.state.SetText(sbwidget.ClipRunes(text, 160))
 	w.showUptime()
 
 	live := session.Live(s.State)

@@ -14,7 +14,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"sandbar/app/sandbox"
-	"sandbar/app/store"
+	sbwidget "sandbar/app/ui/widget"
 	"sandbar/guest/protocol"
 )
 
@@ -31,7 +31,7 @@ type execConsole struct {
 	stop   *widget.Button
 	clear  *widget.Button
 	root   *widget.Check
-	out    *LogView
+	out    *sbwidget.LogView
 	status *widget.Label
 
 	live    bool // the session runs
@@ -42,8 +42,8 @@ type execConsole struct {
 }
 
 func newExecConsole(w *sessionWindow) *execConsole {
-	e := &execConsole{w: w, entry: widget.NewEntry(), out: NewLogView(execConsoleLines, ""), status: widget.NewLabel("")}
-	e.out.post = w.post
+	e := &execConsole{w: w, entry: widget.NewEntry(), out: sbwidget.NewLogView(execConsoleLines, ""), status: widget.NewLabel("")}
+	e.out.Post = w.post
 	e.entry.SetPlaceHolder("Command to run in the VM, e.g. git status (Enter runs it)")
 	e.entry.OnSubmitted = func(string) { e.runCommand() }
 	e.run = widget.NewButtonWithIcon("Run", theme.MediaPlayIcon(), e.runCommand)
@@ -96,7 +96,7 @@ func (e *execConsole) runCommand() {
 	if e.root.Checked {
 		req.User = protocol.UserRoot
 	}
-	e.out.Append(store.LogLine{Stream: "exec", Time: time.Now(), Text: "$ " + line})
+	e.out.Append(sbwidget.LogLine{Stream: "exec", Time: time.Now(), Text: "$ " + line})
 	ctx, cancel := context.WithCancel(e.w.ctx)
 	e.cancel = cancel
 	e.w.spawn(func(context.Context) {
@@ -107,7 +107,7 @@ func (e *execConsole) runCommand() {
 		res, err := e.w.u.Backend.Exec(ctx, e.w.id, req, stdout, stderr)
 		stdout.Flush()
 		stderr.Flush()
-		took := roundDuration(time.Since(start))
+		took := sbwidget.RoundDuration(time.Since(start))
 		e.w.ui(func() {
 			e.busy = false
 			e.cancel = nil
@@ -152,7 +152,7 @@ func (e *execConsole) close() {
 type lineWriter struct {
 	mu     sync.Mutex
 	stream string
-	out    *LogView
+	out    *sbwidget.LogView
 	buf    []byte
 }
 
@@ -165,18 +165,18 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	l.buf = append(l.buf, p...)
 	rest := l.buf
-	var lines []store.LogLine
+	var lines []sbwidget.LogLine
 	now := time.Now()
 	for {
 		i := bytes.IndexByte(rest, '\n')
 		if i < 0 {
 			break
 		}
-		lines = append(lines, store.LogLine{Stream: l.stream, Time: now, Text: string(rest[:i])})
+		lines = append(lines, sbwidget.LogLine{Stream: l.stream, Time: now, Text: string(rest[:i])})
 		rest = rest[i+1:]
 	}
 	if len(rest) > lineWriterMax {
-		lines = append(lines, store.LogLine{Stream: l.stream, Time: now, Text: string(rest)})
+		lines = append(lines, sbwidget.LogLine{Stream: l.stream, Time: now, Text: string(rest)})
 		rest = nil
 	}
 	l.buf = append(l.buf[:0], rest...)
@@ -189,7 +189,7 @@ func (l *lineWriter) Flush() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.buf) > 0 {
-		l.out.Append(store.LogLine{Stream: l.stream, Time: time.Now(), Text: string(l.buf)})
+		l.out.Append(sbwidget.LogLine{Stream: l.stream, Time: time.Now(), Text: string(l.buf)})
 		l.buf = l.buf[:0]
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"sandbar/app/store"
+	sbwidget "sandbar/app/ui/widget"
 )
 
 // The store gets a session's log lines in batches (every 200 ms), so a
@@ -36,7 +37,7 @@ func (f *logFeed) load(ctx context.Context) {
 		if err != nil || len(lines) == 0 {
 			return
 		}
-		f.w.logs.Append(lines...)
+		f.w.logs.Append(logLines(lines...)...)
 		f.last = lines[len(lines)-1].Seq
 		if len(lines) < page {
 			return
@@ -48,11 +49,11 @@ func (f *logFeed) live(l store.LogLine) {
 	switch {
 	case l.Seq <= f.last:
 	case f.joined || l.Seq == f.last+1 && len(f.held) == 0:
-		f.w.logs.Append(l)
+		f.w.logs.Append(logLines(l)...)
 		f.last = l.Seq
 	default:
 		f.held = append(f.held, l)
-		if len(f.held) >= DefaultLogCapacity {
+		if len(f.held) >= sbwidget.DefaultLogCapacity {
 			f.release()
 		}
 	}
@@ -84,7 +85,7 @@ func (f *logFeed) release() {
 	if len(f.held) == 0 {
 		return
 	}
-	f.w.logs.Append(f.held...)
+	f.w.logs.Append(logLines(f.held...)...)
 	f.last = f.held[len(f.held)-1].Seq
 	f.held = nil
 }

@@ -13,6 +13,7 @@ import (
 	"sandbar/app/session"
 	"sandbar/app/session/sessiontest"
 	"sandbar/app/store"
+	sbwidget "sandbar/app/ui/widget"
 )
 
 // swQueue stands in for fyne.Do in these tests: goroutines post to it
@@ -126,7 +127,7 @@ func (h *swHarness) open(t *testing.T, id string) *sessionWindow {
 }
 
 // logHas reports whether a line of v contains s.
-func logHas(v *LogView, s string) bool {
+func logHas(v *sbwidget.LogView, s string) bool {
 	for _, l := range v.Lines() {
 		if strings.Contains(l, s) {
 			return true
@@ -136,7 +137,7 @@ func logHas(v *LogView, s string) bool {
 }
 
 // hasLine reports whether v holds the line s.
-func hasLine(v *LogView, s string) bool {
+func hasLine(v *sbwidget.LogView, s string) bool {
 	for _, l := range v.Lines() {
 		if l == s {
 			return true

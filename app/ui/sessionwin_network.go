@@ -22,6 +22,7 @@ import (
 	"sandbar/app/net/policy"
 	"sandbar/app/session"
 	"sandbar/app/store"
+	sbwidget "sandbar/app/ui/widget"
 )
 
 // maxDeniedRows bounds the denied destinations the tab keeps, as the
@@ -264,7 +265,7 @@ func (p *netPanel) setSummary(sum session.NetSummary) {
 			notes = append(notes, fmt.Sprintf("And %d more notes: see the Log.", len(sum.Notes)-i))
 			break
 		}
-		notes = append(notes, sentence(clipRunes(displayLine(n), 300)))
+		notes = append(notes, sentence(sbwidget.ClipRunes(displayLine(n), 300)))
 	}
 	p.notes.SetText(strings.Join(notes, "\n"))
 	if len(notes) > 0 {
@@ -410,7 +411,7 @@ func (p *netPanel) refreshList() {
 func (p *netPanel) showDetail(r *deniedRow) {
 	a := r.a
 	text := fmt.Sprintf("%s (%s): denied %s, first at %s. Why: %s", destText(a), a.Proto, strings.TrimPrefix(timesText(a), "once · "),
-		a.First.Local().Format("15:04:05"), clipRunes(displayLine(a.Reason), 600))
+		a.First.Local().Format("15:04:05"), sbwidget.ClipRunes(displayLine(a.Reason), 600))
 	if !strings.HasSuffix(text, ".") {
 		text += "."
 	}
@@ -518,7 +519,7 @@ func (it *deniedItem) set(r *deniedRow) {
 		it.reason.SetText("Allowed now: connected at " + reached.Local().Format("15:04:05") + ".")
 	default:
 		it.reason.Importance = widget.MediumImportance
-		it.reason.SetText(clipRunes(displayLine(a.Reason), 400))
+		it.reason.SetText(sbwidget.ClipRunes(displayLine(a.Reason), 400))
 	}
 	done := !r.allowedAt.IsZero() || ok && reached.After(a.Last)
 	can := allowRule(a, policy.SourceSession).Action != ""

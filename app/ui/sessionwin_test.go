@@ -17,6 +17,7 @@ import (
 	"sandbar/app/session"
 	"sandbar/app/session/sessiontest"
 	"sandbar/app/store"
+	sbwidget "sandbar/app/ui/widget"
 )
 
 // echoAgent says hello, then answers every line it reads.
@@ -67,9 +68,9 @@ func TestSessionWindowExecConsole(t *testing.T) {
 		return hasLine(w.exec.out, "exec-out") && hasLine(w.exec.out, "exec-err") && strings.HasPrefix(w.exec.status.Text, "Exit 0")
 	})
 	var errStream bool
-	for abs := w.exec.out.ring.first; abs < w.exec.out.ring.next; abs++ {
-		if l := w.exec.out.ring.at(abs); l.text == "exec-err" {
-			errStream = l.stream == streamStderr
+	for _, l := range w.exec.out.Held() {
+		if l.Text == "exec-err" {
+			errStream = l.Stream == "stderr"
 		}
 	}
 	if !errStream {
@@ -233,7 +234,7 @@ func TestSessionWindowStatsReachGauges(t *testing.T) {
 	h := newSWHarness(t)
 	s, _ := h.start(t, echoAgent)
 	w := h.open(t, s.ID)
-	h.q.waitFor(t, 30*time.Second, "two stats samples in the gauges", func() bool { return w.res.mem.spark.Len() >= 2 })
+	h.q.waitFor(t, 30*time.Second, "two stats samples in the gauges", func() bool { return w.res.mem.Spark().Len() >= 2 })
 	if got := w.res.mem.Text(); !strings.Contains(got, " of ") {
 		t.Errorf("memory gauge says %q", got)
 	}
@@ -476,31 +477,33 @@ func TestSessionWindowClaudeTranscript(t *testing.T) {
 		t.Errorf("a Claude Code session's window opens on %q", w.tabs.Selected().Text)
 	}
 	h.q.waitFor(t, 30*time.Second, "the first turn in the transcript", func() bool {
-		return w.transcript.tools["t1"] != nil && w.transcript.tools["t1"].done && w.transcript.Len() == 5
+		_, done, ok := w.transcript.Tool("t1")
+		return ok && done && w.transcript.Len() == 5
 	})
 	// You, system, text, Bash (folded with its result), result. (The
 	// manager records the prompt after sending it, so "You" may come
 	// after the agent's answer: only the rows are checked here.)
-	kinds := map[session.EntryKind]int{}
-	for _, r := range w.transcript.rows {
-		kinds[r.kind]++
+	kinds := map[sbwidget.EntryKind]int{}
+	for _, k := range w.transcript.Kinds() {
+		kinds[k]++
 	}
-	for _, k := range []session.EntryKind{session.EntryUser, session.EntrySystem, session.EntryText, session.EntryToolUse, session.EntryResult} {
+	for _, k := range []sbwidget.EntryKind{sbwidget.EntryUser, sbwidget.EntrySystem, sbwidget.EntryText, sbwidget.EntryToolUse, sbwidget.EntryResult} {
 		if kinds[k] != 1 {
 			t.Errorf("%d %s rows: %v", kinds[k], k, kinds)
 		}
 	}
-	if got := w.transcript.tools["t1"].Title(); got != "✓ Bash  ls -la" {
+	if got, _, _ := w.transcript.Tool("t1"); got != "✓ Bash  ls -la" {
 		t.Errorf("tool row %q", got)
 	}
-	if res := w.transcript.rows[len(w.transcript.rows)-1]; res.kind == session.EntryResult && !strings.Contains(res.obj.(*widget.Label).Text, "$0.0125") {
-		t.Errorf("result row %q", res.obj.(*widget.Label).Text)
+	if last := w.transcript.Len() - 1; w.transcript.Kinds()[last] == sbwidget.EntryResult && !strings.Contains(w.transcript.RowText(last), "$0.0125") {
+		t.Errorf("result row %q", w.transcript.RowText(last))
 	}
 
 	test.Type(w.chat, "and now?")
 	pressEnter(w.chat)
 	h.q.waitFor(t, 30*time.Second, "the second turn", func() bool {
-		return w.transcript.tools["t2"] != nil && w.transcript.tools["t2"].done && w.transcript.Len() == 9
+		_, done, ok := w.transcript.Tool("t2")
+		return ok && done && w.transcript.Len() == 9
 	})
 
 	// A second window on the session reads the same transcript from disk.

@@ -1,4 +1,4 @@
-package ui
+package widget
 
 import (
 	"image/color"
@@ -10,8 +10,6 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
-
-	"sandbar/app/store"
 )
 
 // DefaultLogCapacity is how many lines a LogView keeps in memory: the
@@ -28,7 +26,7 @@ const (
 	logSpareMax = 4096
 )
 
-// logLine is a store.LogLine as a LogView keeps it: small, so that a full
+// logLine is a LogLine as a LogView keeps it: small, so that a full
 // ring costs little more than its text.
 type logLine struct {
 	seq    int64
@@ -72,9 +70,9 @@ type LogView struct {
 	widget.BaseWidget
 
 	capacity int
-	// post runs a function on the UI goroutine: fyne.Do, or the UI's
+	// Post runs a function on the UI goroutine: fyne.Do, or the UI's
 	// post (a queue in tests).
-	post func(func())
+	Post func(func())
 	// olderHint says where lines that are no longer held can be read.
 	olderHint string
 	// OnOpenOlder, when set before the view is shown, opens the whole
@@ -124,7 +122,7 @@ func NewLogView(capacity int, olderHint string) *LogView {
 	if capacity <= 0 {
 		capacity = DefaultLogCapacity
 	}
-	v := &LogView{capacity: capacity, olderHint: olderHint, post: fyne.Do, follow: true, current: -1, selected: -1}
+	v := &LogView{capacity: capacity, olderHint: olderHint, Post: fyne.Do, follow: true, current: -1, selected: -1}
 	v.ring.size = capacity
 	v.ExtendBaseWidget(v)
 	v.rowHeight = logRowHeight()
@@ -165,7 +163,7 @@ func (v *LogView) CreateRenderer() fyne.WidgetRenderer { return widget.NewSimple
 
 // Append adds lines; it may be called from any goroutine. The lines show
 // at the next flush, at most 1/30 s away.
-func (v *LogView) Append(lines ...store.LogLine) {
+func (v *LogView) Append(lines ...LogLine) {
 	if len(lines) == 0 {
 		return
 	}
@@ -198,7 +196,7 @@ func (v *LogView) schedule() {
 	if delay < 0 {
 		delay = 0
 	}
-	v.timer = time.AfterFunc(delay, func() { v.post(v.flush) })
+	v.timer = time.AfterFunc(delay, func() { v.Post(v.flush) })
 }
 
 // Close stops the flushes; lines appended afterwards are ignored.
@@ -420,6 +418,17 @@ func (v *LogView) Lines() []string {
 	out := make([]string, 0, n)
 	for i := 0; i < n; i++ {
 		out = append(out, v.ring.at(v.rowAbs(i)).text)
+	}
+	return out
+}
+
+// Held is every line held, oldest first, as it was appended (a stream
+// the view does not know reads back as stdout).
+func (v *LogView) Held() []LogLine {
+	out := make([]LogLine, 0, v.ring.len())
+	for abs := v.ring.first; abs < v.ring.next; abs++ {
+		l := v.ring.at(abs)
+		out = append(out, LogLine{Seq: l.seq, Stream: streamNames[l.stream], Time: time.Unix(0, l.at), Text: l.text})
 	}
 	return out
 }

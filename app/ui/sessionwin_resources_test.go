@@ -5,49 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/test"
 
 	"sandbar/app/session"
 	"sandbar/app/store"
+	sbwidget "sandbar/app/ui/widget"
 )
-
-func TestSparklineKeepsTwoMinutes(t *testing.T) {
-	test.NewTempApp(t)
-	s := NewSparkline("")
-	s.Resize(fyne.NewSize(120, 30))
-	t0 := time.Now()
-	for i := 0; i < 100; i++ { // 200 s of samples every 2 s
-		s.Add(t0.Add(time.Duration(i)*2*time.Second), float64(i))
-	}
-	if n := s.Len(); n != 61 {
-		t.Errorf("%d samples kept, want the last 2 minutes (61)", n)
-	}
-	r := test.TempWidgetRenderer(t, s).(*sparkRenderer)
-	var shown []*canvas.Line
-	for _, l := range r.lines {
-		if l.Visible() {
-			shown = append(shown, l)
-		}
-	}
-	if len(shown) != 60 {
-		t.Fatalf("%d segments drawn for 61 samples", len(shown))
-	}
-	last := shown[len(shown)-1]
-	if last.Position2.X < 115 || last.Position2.Y > 5 {
-		t.Errorf("the newest, highest sample is drawn at %v, want the top right", last.Position2)
-	}
-	if first := shown[0]; first.Position1.X > 5 {
-		t.Errorf("the oldest sample is drawn at %v, want the left edge", first.Position1)
-	}
-	for i := 0; i < 1000; i++ { // a burst never grows it past its bound
-		s.Add(t0.Add(200*time.Second+time.Duration(i)*time.Millisecond), 1)
-	}
-	if s.Len() > sparkMaxPoints {
-		t.Errorf("%d samples, bound %d", s.Len(), sparkMaxPoints)
-	}
-}
 
 func TestResourcePanelShowsStats(t *testing.T) {
 	test.NewTempApp(t)
@@ -63,7 +26,7 @@ func TestResourcePanelShowsStats(t *testing.T) {
 	p.addStats(t0.Add(2*time.Second), session.Stats{CPU: 25, MemUsed: 512 << 20, MemTotal: 1 << 30, DiskUsed: 1 << 30, DiskTotal: 8 << 30,
 		WSUsed: 10 << 30, WSTotal: 100 << 30, Procs: 9, HostRSS: 310 << 20, HostCPUSec: 11})
 	cases := []struct {
-		g    *Gauge
+		g    *sbwidget.Gauge
 		frac float64
 		text string
 	}{
@@ -75,10 +38,10 @@ func TestResourcePanelShowsStats(t *testing.T) {
 	}
 	for _, c := range cases {
 		if c.g.Fraction() < c.frac-0.001 || c.g.Fraction() > c.frac+0.001 || c.g.Text() != c.text {
-			t.Errorf("%s: %.3f %q, want %.3f %q", c.g.title.Text, c.g.Fraction(), c.g.Text(), c.frac, c.text)
+			t.Errorf("%s: %.3f %q, want %.3f %q", c.g.Title(), c.g.Fraction(), c.g.Text(), c.frac, c.text)
 		}
 		if c.g.Spark().Len() != 2 {
-			t.Errorf("%s sparkline has %d samples", c.g.title.Text, c.g.Spark().Len())
+			t.Errorf("%s sparkline has %d samples", c.g.Title(), c.g.Spark().Len())
 		}
 	}
 	if !strings.Contains(p.rss.Text(), "310.0 MiB resident") || !strings.Contains(p.rss.Text(), "50 % of a host core") {

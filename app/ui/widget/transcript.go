@@ -1,18 +1,15 @@
-package ui
+package widget
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
-
-	"sandbar/app/session"
 )
 
 const (
@@ -42,7 +39,7 @@ type TranscriptView struct {
 
 // transcriptRow is one shown entry.
 type transcriptRow struct {
-	kind   session.EntryKind
+	kind   EntryKind
 	obj    fyne.CanvasObject
 	toolID string
 }
@@ -80,7 +77,7 @@ func (t *TranscriptView) CreateRenderer() fyne.WidgetRenderer {
 func (t *TranscriptView) SetEmptyText(s string) { t.empty.SetText(s) }
 
 // SetEntries replaces the transcript.
-func (t *TranscriptView) SetEntries(es []session.Entry) {
+func (t *TranscriptView) SetEntries(es []Entry) {
 	t.box.RemoveAll()
 	t.rows = t.rows[:0]
 	t.gone = 0
@@ -96,7 +93,7 @@ func (t *TranscriptView) SetEntries(es []session.Entry) {
 }
 
 // Add appends one entry, following the bottom if it was shown.
-func (t *TranscriptView) Add(e session.Entry) {
+func (t *TranscriptView) Add(e Entry) {
 	// The laid-out height, not MinSize: that would measure every row.
 	atBottom := t.scroll.Offset.Y >= t.box.Size().Height-t.scroll.Size().Height-theme.Padding()*4
 	t.add(e)
@@ -110,6 +107,37 @@ func (t *TranscriptView) Add(e session.Entry) {
 // Len is the number of rows shown (a tool call and its result are one).
 func (t *TranscriptView) Len() int { return len(t.rows) }
 
+// Kinds is the kind of each row shown, oldest first.
+func (t *TranscriptView) Kinds() []EntryKind {
+	out := make([]EntryKind, len(t.rows))
+	for i, r := range t.rows {
+		out[i] = r.kind
+	}
+	return out
+}
+
+// RowText is the text of row i when the row is one label (a result, a
+// system line, a result without its call), else "".
+func (t *TranscriptView) RowText(i int) string {
+	if i < 0 || i >= len(t.rows) {
+		return ""
+	}
+	if l, ok := t.rows[i].obj.(*widget.Label); ok {
+		return l.Text
+	}
+	return ""
+}
+
+// Tool is the folded row of tool call id: its title line, and whether
+// its result has come; ok is false when no such call is shown.
+func (t *TranscriptView) Tool(id string) (title string, done, ok bool) {
+	tr := t.tools[id]
+	if tr == nil {
+		return "", false, false
+	}
+	return tr.Title(), tr.done, true
+}
+
 func (t *TranscriptView) showEmpty() {
 	if len(t.rows) == 0 {
 		t.empty.Show()
@@ -118,8 +146,8 @@ func (t *TranscriptView) showEmpty() {
 	}
 }
 
-func (t *TranscriptView) add(e session.Entry) {
-	if e.Kind == session.EntryToolResult {
+func (t *TranscriptView) add(e Entry) {
+	if e.Kind == EntryToolResult {
 		if tr := t.tools[e.ToolID]; tr != nil {
 			tr.setResult(e)
 			return
@@ -163,38 +191,38 @@ func (t *TranscriptView) trim() {
 
 // transcriptObject makes the row for e; tool calls also return their
 // toolRow, for the result to come.
-func transcriptObject(e session.Entry) (fyne.CanvasObject, *toolRow) {
+func transcriptObject(e Entry) (fyne.CanvasObject, *toolRow) {
 	switch e.Kind {
-	case session.EntryUser:
+	case EntryUser:
 		who := widget.NewLabelWithStyle("You · "+e.Time.Format("15:04"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 		who.Importance = widget.HighImportance
 		msg := widget.NewLabel(e.Text)
 		msg.Wrapping = fyne.TextWrapWord
 		return container.NewVBox(who, msg), nil
-	case session.EntryText:
+	case EntryText:
 		md := widget.NewRichTextFromMarkdown(e.Text)
 		md.Wrapping = fyne.TextWrapWord
 		return md, nil
-	case session.EntryThinking:
-		l := widget.NewLabel(clipRunes(e.Text, transcriptMaxText))
+	case EntryThinking:
+		l := widget.NewLabel(ClipRunes(e.Text, transcriptMaxText))
 		l.Wrapping = fyne.TextWrapWord
 		l.TextStyle.Italic = true
 		l.Importance = widget.LowImportance
 		acc := widget.NewAccordion(widget.NewAccordionItem("Thinking…", l))
 		return acc, nil
-	case session.EntryToolUse:
+	case EntryToolUse:
 		tr := newToolRow(e)
 		return tr.acc, tr
-	case session.EntryToolResult: // a result whose call we do not have
-		l := widget.NewLabel("← " + clipRunes(e.Text, transcriptMaxText))
+	case EntryToolResult: // a result whose call we do not have
+		l := widget.NewLabel("← " + ClipRunes(e.Text, transcriptMaxText))
 		l.Wrapping = fyne.TextWrapWord
 		if e.IsError {
 			l.Importance = widget.DangerImportance
 		}
 		return l, nil
-	case session.EntryResult:
+	case EntryResult:
 		return resultLabel(e), nil
-	case session.EntrySystem:
+	case EntrySystem:
 		l := widget.NewLabel(e.Text)
 		l.Importance = widget.LowImportance
 		return l, nil
@@ -202,7 +230,7 @@ func transcriptObject(e session.Entry) (fyne.CanvasObject, *toolRow) {
 	return nil, nil
 }
 
-func newToolRow(e session.Entry) *toolRow {
+func newToolRow(e Entry) *toolRow {
 	input := widget.NewLabel(prettyJSON(e.Input))
 	input.TextStyle.Monospace = true
 	input.Wrapping = fyne.TextWrapBreak
@@ -219,13 +247,13 @@ func newToolRow(e session.Entry) *toolRow {
 	return tr
 }
 
-func (tr *toolRow) setResult(e session.Entry) {
+func (tr *toolRow) setResult(e Entry) {
 	tr.done = true
 	text := strings.TrimRight(e.Text, "\n")
 	if text == "" {
 		text = "(no output)"
 	}
-	tr.result.SetText(clipRunes(text, transcriptMaxText))
+	tr.result.SetText(ClipRunes(text, transcriptMaxText))
 	mark := "✓ "
 	if e.IsError {
 		mark = "✗ "
@@ -243,7 +271,7 @@ func (tr *toolRow) Title() string { return tr.item.Title }
 
 // toolTitle is a tool call on one line: its name and the input that
 // matters most (a command, a path, a pattern), else the compact input.
-func toolTitle(e session.Entry) string {
+func toolTitle(e Entry) string {
 	summary := e.Input
 	var in map[string]any
 	if json.Unmarshal([]byte(e.Input), &in) == nil {
@@ -255,16 +283,16 @@ func toolTitle(e session.Entry) string {
 		}
 	}
 	summary = strings.Join(strings.Fields(summary), " ")
-	return e.Tool + "  " + clipRunes(summary, 120)
+	return e.Tool + "  " + ClipRunes(summary, 120)
 }
 
-func resultLabel(e session.Entry) *widget.Label {
+func resultLabel(e Entry) *widget.Label {
 	parts := []string{}
 	if e.Turns > 0 {
 		parts = append(parts, fmt.Sprintf("%d turns", e.Turns))
 	}
 	if e.Duration > 0 {
-		parts = append(parts, roundDuration(e.Duration).String())
+		parts = append(parts, RoundDuration(e.Duration).String())
 	}
 	parts = append(parts, fmt.Sprintf("$%.4f", e.CostUSD))
 	text := "✓ Turn done · " + strings.Join(parts, " · ")
@@ -286,25 +314,13 @@ func firstLineOf(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	return ": " + clipRunes(s, 200)
+	return ": " + ClipRunes(s, 200)
 }
 
 func prettyJSON(s string) string {
 	var b bytes.Buffer
 	if json.Indent(&b, []byte(s), "", "  ") != nil {
-		return clipRunes(s, transcriptMaxText)
+		return ClipRunes(s, transcriptMaxText)
 	}
-	return clipRunes(b.String(), transcriptMaxText)
-}
-
-// clipRunes cuts s to n runes, saying how much was left out.
-func clipRunes(s string, n int) string {
-	if len(s) <= n || utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	if n < 40 {
-		return string(r[:n-1]) + "…"
-	}
-	return string(r[:n]) + fmt.Sprintf("… (%d more characters)", len(r)-n)
+	return ClipRunes(b.String(), transcriptMaxText)
 }

@@ -1,4 +1,4 @@
-package ui
+package widget
 
 import (
 	"fmt"
@@ -10,8 +10,6 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
-
-	"sandbar/app/store"
 )
 
 // BenchmarkLogView10Sessions is the session windows' load when ten
@@ -39,7 +37,7 @@ func BenchmarkLogView10Sessions(b *testing.B) {
 		shown := make([]int64, views)
 		for j := range vs {
 			v := NewLogView(DefaultLogCapacity, "")
-			v.post = q.post
+			v.Post = q.post
 			w := a.NewWindow(fmt.Sprint("session ", j))
 			w.SetContent(v)
 			w.Resize(fyne.NewSize(800, 600))
@@ -70,12 +68,12 @@ func BenchmarkLogView10Sessions(b *testing.B) {
 			start := time.Now()
 			for time.Since(start) < feedFor {
 				<-t.C
-				batch := make([]store.LogLine, per)
+				batch := make([]LogLine, per)
 				for j, v := range vs {
 					for k := range batch {
 						s := seq + int64(k) + 1
 						at[j][s] = time.Now()
-						batch[k] = store.LogLine{Seq: s, Stream: "stdout", Time: at[j][s], Text: benchLine(j, s)}
+						batch[k] = LogLine{Seq: s, Stream: "stdout", Time: at[j][s], Text: benchLine(j, s)}
 					}
 					v.Append(batch...)
 				}
@@ -100,17 +98,24 @@ func BenchmarkLogView10Sessions(b *testing.B) {
 			}
 		}
 		wg.Wait()
-		for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
-			runUI()
-			idle := true
+		// The last flushes: each is posted, so wake on the queue.
+		allIdle := func() bool {
 			for _, v := range vs {
-				idle = idle && logIdle(v)
+				if !logIdle(v) {
+					return false
+				}
 			}
-			if idle {
-				break
-			}
-			time.Sleep(time.Millisecond)
+			return true
 		}
+		last := time.NewTimer(time.Second)
+		for runUI(); !allIdle(); runUI() {
+			select {
+			case <-q.wake:
+			case <-last.C:
+				b.Fatal("after 1s: the views did not flush the last lines")
+			}
+		}
+		last.Stop()
 		wall := time.Since(start)
 		b.StopTimer()
 
@@ -137,27 +142,18 @@ func BenchmarkLogView10Sessions(b *testing.B) {
 		// stays what the full rings cost.
 		seq := int64(len(at[0]))
 		feed := func(lines int) {
-			batch := make([]store.LogLine, 1000)
+			batch := make([]LogLine, 1000)
 			for n := 0; n < lines; n += len(batch) {
 				for j, v := range vs {
 					for k := range batch {
-						batch[k] = store.LogLine{Seq: seq + int64(k), Stream: "stdout", Time: time.Now(), Text: benchLine(j, seq+int64(k))}
+						batch[k] = LogLine{Seq: seq + int64(k), Stream: "stdout", Time: time.Now(), Text: benchLine(j, seq+int64(k))}
 					}
 					v.Append(batch...)
 				}
 				seq += int64(len(batch))
 				q.drain()
 			}
-			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-				q.drain()
-				idle := true
-				for _, v := range vs {
-					idle = idle && logIdle(v)
-				}
-				if idle {
-					return
-				}
-			}
+			q.waitFor(b, 5*time.Second, "the views flushing the fed lines", allIdle)
 		}
 		heap := func() uint64 {
 			var m runtime.MemStats

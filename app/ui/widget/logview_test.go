@@ -1,4 +1,4 @@
-package ui
+package widget
 
 import (
 	"fmt"
@@ -9,8 +9,6 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
-
-	"sandbar/app/store"
 )
 
 // newTestLogView shows a LogView of capacity lines in a test window, its
@@ -20,7 +18,7 @@ func newTestLogView(t *testing.T, capacity int) (*LogView, *swQueue) {
 	a := test.NewTempApp(t)
 	q := newSWQueue()
 	v := NewLogView(capacity, "see agent.log")
-	v.post = q.post
+	v.Post = q.post
 	w := a.NewWindow("log")
 	w.SetContent(v)
 	w.Resize(fyne.NewSize(600, 400))
@@ -28,11 +26,11 @@ func newTestLogView(t *testing.T, capacity int) (*LogView, *swQueue) {
 	return v, q
 }
 
-func logLines(from, n int, stream string) []store.LogLine {
-	out := make([]store.LogLine, n)
+func logLines(from, n int, stream string) []LogLine {
+	out := make([]LogLine, n)
 	now := time.Now()
 	for i := range out {
-		out[i] = store.LogLine{Seq: int64(from + i), Stream: stream, Time: now, Text: fmt.Sprintf("line %d", from+i)}
+		out[i] = LogLine{Seq: int64(from + i), Stream: stream, Time: now, Text: fmt.Sprintf("line %d", from+i)}
 	}
 	return out
 }
@@ -186,10 +184,12 @@ func TestLogViewBatchesRefreshes(t *testing.T) {
 	// a second.
 	before := v.refreshes
 	start := time.Now()
+	pace := time.NewTicker(time.Millisecond) // a line a millisecond
+	defer pace.Stop()
 	for time.Since(start) < 500*time.Millisecond {
 		v.Append(logLines(2000, 1, "stdout")...)
 		q.drain()
-		time.Sleep(time.Millisecond)
+		<-pace.C
 	}
 	q.waitFor(t, time.Second, "the last flush", func() bool { return logIdle(v) })
 	rate := float64(v.refreshes-before) / time.Since(start).Seconds()
@@ -353,5 +353,21 @@ func TestLogViewOpensTheFullLog(t *testing.T) {
 	q.waitFor(t, 10*time.Second, "the cleared view", func() bool { return v.Len() == 0 })
 	if v.openOld.Visible() {
 		t.Error("the button stays after Clear")
+	}
+}
+
+// TestLogViewHeldReadsBackWhatWasAppended: the lines held come back with
+// their streams, oldest first.
+func TestLogViewHeldReadsBackWhatWasAppended(t *testing.T) {
+	v, q := newTestLogView(t, 3)
+	v.Append(LogLine{Seq: 1, Stream: "stdout", Text: "one"}, LogLine{Seq: 2, Stream: "stderr", Text: "two"},
+		LogLine{Seq: 3, Stream: "exec", Text: "three"}, LogLine{Seq: 4, Stream: "chat", Text: "four"})
+	q.waitFor(t, 5*time.Second, "four lines appended", func() bool { return logHas(v, "four") })
+	var got []string
+	for _, l := range v.Held() {
+		got = append(got, fmt.Sprintf("%d %s %s", l.Seq, l.Stream, l.Text))
+	}
+	if want := "2 stderr two|3 exec three|4 chat four"; strings.Join(got, "|") != want {
+		t.Errorf("held %q, want %q", strings.Join(got, "|"), want)
 	}
 }

@@ -1,4 +1,4 @@
-package ui
+package widget
 
 import (
 	"image/color"
@@ -19,6 +19,9 @@ const (
 	streamChat
 	streamExec
 )
+
+// streamNames are the streams' names, by code.
+var streamNames = [...]string{streamStdout: "stdout", streamStderr: "stderr", streamSystem: "system", streamChat: "chat", streamExec: "exec"}
 
 func streamCode(s string) uint8 {
 	switch s {

@@ -1,4 +1,4 @@
-package ui
+package widget
 
 import (
 	"strings"
@@ -22,15 +22,20 @@ var claudeStream = []string{
 	`{"type":"result","subtype":"success","result":"There are two files.","duration_ms":12345,"num_turns":3,"total_cost_usd":0.0123}`,
 }
 
-func parseStream(t *testing.T, lines []string) []session.Entry {
+// parseStream parses a Claude Code stream the way the session does, into
+// the entries a TranscriptView is fed.
+func parseStream(t *testing.T, lines []string) []Entry {
 	t.Helper()
-	var out []session.Entry
+	var out []Entry
 	for _, l := range lines {
 		es, ok := session.ParseClaudeLine([]byte(l), time.Now())
 		if !ok {
 			t.Fatalf("not stream-json: %s", l)
 		}
-		out = append(out, es...)
+		for _, e := range es {
+			out = append(out, Entry{Kind: EntryKind(e.Kind), Time: e.Time, Text: e.Text, Tool: e.Tool, ToolID: e.ToolID,
+				Input: e.Input, IsError: e.IsError, CostUSD: e.CostUSD, Duration: e.Duration, Turns: e.Turns})
+		}
 	}
 	return out
 }
@@ -39,7 +44,7 @@ func TestTranscriptFoldsToolCalls(t *testing.T) {
 	test.NewTempApp(t)
 	v := NewTranscriptView()
 	es := parseStream(t, claudeStream)
-	v.Add(session.Entry{Kind: session.EntryUser, Time: time.Now(), Text: "What is here?"})
+	v.Add(Entry{Kind: EntryUser, Time: time.Now(), Text: "What is here?"})
 	for _, e := range es {
 		v.Add(e)
 	}
@@ -72,8 +77,8 @@ func TestTranscriptFoldsToolCalls(t *testing.T) {
 	}
 
 	// A failing tool result marks the call.
-	v.Add(session.Entry{Kind: session.EntryToolUse, Tool: "Read", ToolID: "t2", Input: `{"file_path":"/nope"}`})
-	v.Add(session.Entry{Kind: session.EntryToolResult, ToolID: "t2", Text: "no such file", IsError: true})
+	v.Add(Entry{Kind: EntryToolUse, Tool: "Read", ToolID: "t2", Input: `{"file_path":"/nope"}`})
+	v.Add(Entry{Kind: EntryToolResult, ToolID: "t2", Text: "no such file", IsError: true})
 	if got := v.tools["t2"].Title(); got != "✗ Read  /nope" {
 		t.Errorf("failed tool call %q", got)
 	}
@@ -85,9 +90,9 @@ func TestTranscriptFoldsToolCalls(t *testing.T) {
 func TestTranscriptIsBounded(t *testing.T) {
 	test.NewTempApp(t)
 	v := NewTranscriptView()
-	var es []session.Entry
+	var es []Entry
 	for i := 0; i < transcriptMaxRows+50; i++ {
-		es = append(es, session.Entry{Kind: session.EntrySystem, Text: "x"})
+		es = append(es, Entry{Kind: EntrySystem, Text: "x"})
 	}
 	v.SetEntries(es)
 	if v.Len() != transcriptMaxRows || len(v.box.Objects) != transcriptMaxRows {
@@ -106,7 +111,7 @@ func TestToolTitle(t *testing.T) {
 		{`not json`, "Bash  not json"},
 	}
 	for _, c := range cases {
-		if got := toolTitle(session.Entry{Tool: "Bash", Input: c.in}); got != c.want {
+		if got := toolTitle(Entry{Tool: "Bash", Input: c.in}); got != c.want {
 			t.Errorf("toolTitle(%s) = %q, want %q", c.in, got, c.want)
 		}
 	}
