@@ -49,7 +49,7 @@ func runGUI(parent context.Context, env *cli.Env) error {
 	}
 	defer st.Close()
 
-	var backend ui.Backend = m
+	var backend session.Service = m
 	eng, err := session.Listen(m)
 	switch {
 	case err == nil:

@@ -13,6 +13,8 @@ import (
 	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"sandbar/app/session"
 )
 
 // UI holds what every Sandbar window shares: the Fyne app, the session
@@ -21,7 +23,7 @@ import (
 // before the app exits. The Show methods run on the UI goroutine.
 type UI struct {
 	App      fyne.App
-	Backend  Backend
+	Backend  session.Service
 	Settings SettingsBackend
 
 	// OpenSession opens the window of one session; the session window
@@ -52,7 +54,7 @@ type UI struct {
 
 // New returns a UI over a, b and s. s may be nil: Settings and the first
 // run then show only what Backend can tell.
-func New(a fyne.App, b Backend, s SettingsBackend) *UI {
+func New(a fyne.App, b session.Service, s SettingsBackend) *UI {
 	ctx, cancel := context.WithCancel(context.Background())
 	u := &UI{App: a, Backend: b, Settings: s, ctx: ctx, cancel: cancel, post: fyne.Do}
 	u.image = newImageBuild(u)

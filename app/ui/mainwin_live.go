@@ -201,7 +201,7 @@ func (p *pending) add(ev session.Event) bool {
 
 // take turns what was gathered into an update, reading the records of
 // sessions whose state changed, and starts gathering anew.
-func (p *pending) take(ctx context.Context, b Backend) mainUpdate {
+func (p *pending) take(ctx context.Context, b session.Service) mainUpdate {
 	up := mainUpdate{tick: p.tick, stats: p.stats}
 	if p.resync {
 		ps, perr := b.Projects(ctx)

@@ -217,7 +217,7 @@ func TestMainWindowFollowsSessions(t *testing.T) {
 
 // eventBackend is the real backend with a hand-fed event stream.
 type eventBackend struct {
-	Backend
+	session.Service
 	events chan session.Event
 }
 
@@ -232,7 +232,7 @@ func TestMainWindowBatchesUpdates(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.env.WaitState(t, s.ID, session.StateRunning, 20*time.Second)
-	eb := &eventBackend{Backend: h.env.Manager, events: make(chan session.Event)}
+	eb := &eventBackend{Service: h.env.Manager, events: make(chan session.Event)}
 	h.u.Backend = eb
 	mw := h.mainWindow(t)
 	h.waitFor(t, 5*time.Second, "the session listed", func() bool { return mw.byID[s.ID] != nil })

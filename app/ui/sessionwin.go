@@ -6,7 +6,6 @@ import (
 	"image/color"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -21,13 +20,6 @@ import (
 	"sandbar/app/store"
 	sbwidget "sandbar/app/ui/widget"
 )
-
-// SessionDirer is what a Backend may also do: say where a session's
-// files are (*session.Manager does). The session window needs it for
-// diffs and to open the workspace; without it those are unavailable.
-type SessionDirer interface {
-	SessionDir(id string) string
-}
 
 // Tab names of the session window.
 const (
@@ -55,6 +47,12 @@ func (u *UI) showSession(id string) *sessionWindow {
 	if err == nil {
 		p, err = u.Backend.Project(ctx, s.ProjectID)
 	}
+	// The agent log's file, for "Open the full log"; without it the view
+	// only says how many lines it no longer holds.
+	agentLog := ""
+	if err == nil {
+		agentLog, _ = u.Backend.AgentLog(ctx, s.ID)
+	}
 	cancel()
 	if err != nil {
 		w := u.App.NewWindow("Sandbar session")
@@ -73,7 +71,7 @@ func (u *UI) showSession(id string) *sessionWindow {
 			return nil
 		}
 	}
-	w := buildSessionWindow(u, s, p)
+	w := buildSessionWindow(u, s, p, agentLog)
 	w.win.Show()
 	w.start()
 	return w
@@ -91,7 +89,6 @@ type sessionWindow struct {
 	wg      sync.WaitGroup
 	sess    store.Session
 	project store.Project
-	dir     string // the session's directory; "" when the backend does not say
 	closed  bool
 	// post runs a function on the UI goroutine (the UI's post).
 	post func(func())
@@ -114,7 +111,10 @@ type sessionWindow struct {
 	// the work it holds was saved; "" before one is made.
 	exportDir string
 	exported  time.Time
-	notice    *noticeBar
+	// exportOpeners are the workspace openers for a folder: made again
+	// for the export's folder once the backend has written it.
+	exportOpeners func(dir string) []opener
+	notice        *noticeBar
 
 	tabs       *container.AppTabs
 	logs       *sbwidget.LogView
@@ -131,7 +131,7 @@ type sessionWindow struct {
 	stopping bool // a Stop is in flight
 }
 
-func buildSessionWindow(u *UI, s store.Session, p store.Project) *sessionWindow {
+func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string) *sessionWindow {
 	w := &sessionWindow{u: u, id: s.ID, sess: s, project: p, post: u.post}
 	if w.post == nil {
 		w.post = fyne.Do
@@ -141,9 +141,6 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project) *sessionWindow 
 		parent = context.Background()
 	}
 	w.ctx, w.cancel = context.WithCancel(parent)
-	if d, ok := u.Backend.(SessionDirer); ok {
-		w.dir = d.SessionDir(s.ID)
-	}
 	w.win = u.App.NewWindow(sessionWindowTitle(p.Name, s.Branch))
 
 	// Header.
@@ -176,10 +173,11 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project) *sessionWindow 
 	// open a read-only export Sandbar writes from the session's saved
 	// work when one is pressed.
 	self, _ := os.Executable()
-	export := w.exportPath()
+	w.exportOpeners = func(dir string) []opener { return workspaceOpeners(dir, os.Getenv, lookPath) }
 	openers := []opener{shellOpener(self, w.id, os.Getenv, lookPath)}
-	for _, o := range workspaceOpeners(export, os.Getenv, lookPath) {
-		o.export = export != "" && o.dir == export
+	// Where the export goes, the backend says when it writes it (launch).
+	for _, o := range w.exportOpeners("") {
+		o.export, o.argv, o.dir = true, nil, ""
 		openers = append(openers, o)
 	}
 	for _, o := range openers {
@@ -191,15 +189,15 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project) *sessionWindow 
 
 	// Tabs.
 	hint := "see agent.log"
-	if w.dir != "" {
-		hint = "see " + filepath.Join(w.dir, "agent.log")
+	if agentLog != "" {
+		hint = "see " + agentLog
 	}
 	w.logs = sbwidget.NewLogView(sbwidget.DefaultLogCapacity, hint)
 	w.logs.Post = w.post
-	if w.dir != "" {
+	if agentLog != "" {
 		// agent.log holds the newest 64 to 128 MiB (with agent.log.1);
 		// the view and the store keep fewer lines.
-		if o := fileOpener(filepath.Join(w.dir, "agent.log"), lookPath); o.missing == "" {
+		if o := fileOpener(agentLog, lookPath); o.missing == "" {
 			w.logs.OnOpenOlder = func() { w.launch(o) }
 		}
 	}
@@ -248,15 +246,6 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project) *sessionWindow 
 	w.win.SetOnClosed(w.close)
 	w.applySession(s)
 	return w
-}
-
-// exportPath is where the session's read-only export goes, "" when
-// unknown.
-func (w *sessionWindow) exportPath() string {
-	if w.dir == "" {
-		return ""
-	}
-	return filepath.Join(w.dir, session.ExportDir)
 }
 
 // start runs the window's goroutines: events, then the uptime clock.

@@ -13,9 +13,8 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
-	"sandbar/app/sandbox"
+	"sandbar/app/session"
 	sbwidget "sandbar/app/ui/widget"
-	"sandbar/guest/protocol"
 )
 
 // execConsoleLines is how much output the exec console keeps.
@@ -92,9 +91,9 @@ func (e *execConsole) runCommand() {
 	e.run.Disable()
 	e.stop.Enable()
 	e.status.SetText("Running…")
-	req := sandbox.ExecRequest{Argv: []string{"sh", "-c", line}}
+	req := session.ExecRequest{Argv: []string{"sh", "-c", line}}
 	if e.root.Checked {
-		req.User = protocol.UserRoot
+		req.User = session.UserRoot
 	}
 	e.out.Append(sbwidget.LogLine{Stream: "exec", Time: time.Now(), Text: "$ " + line})
 	ctx, cancel := context.WithCancel(e.w.ctx)
@@ -119,7 +118,7 @@ func (e *execConsole) runCommand() {
 }
 
 // execOutcome says how a command ended.
-func execOutcome(res sandbox.ExecResult, err error, took time.Duration) string {
+func execOutcome(res session.ExecResult, err error, took time.Duration) string {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return "Cancelled after " + took.String() + "."

@@ -3,7 +3,6 @@ package ui
 import (
 	"context"
 	"os/exec"
-	"slices"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -20,8 +19,9 @@ type opener struct {
 	dir   string   // its working directory
 	// missing says why it is unavailable, "" when it is available.
 	missing string
-	// export: dir is the session's read-only export, written (or
-	// refreshed) by Backend.Export before the command starts.
+	// export: it opens the session's read-only export, written (or
+	// refreshed) by Service.Export before the command starts, which says
+	// where; argv and dir are made for that folder then.
 	export bool
 	// vm: it opens into the session's VM (sandbar shell), not the
 	// workspace folder, so it needs the session running.
@@ -77,10 +77,7 @@ func newOpenerButton(w *sessionWindow, o opener) *openerButton {
 func (w *sessionWindow) showOpenNote() {
 	var notes []string
 	gone := ""
-	switch {
-	case w.dir == "":
-		gone = "this Sandbar backend does not say where the session's folder is"
-	case w.sess.State == session.StateProvisioning:
+	if w.sess.State == session.StateProvisioning {
 		gone = "the session's workspace is being made"
 	}
 	for _, b := range w.openers {
@@ -112,10 +109,13 @@ func (w *sessionWindow) showOpenNote() {
 // launch starts o, after writing the read-only export it opens; errors
 // show in the notice.
 func (w *sessionWindow) launch(o opener) {
-	if len(o.argv) == 0 {
+	if o.missing != "" {
 		return
 	}
 	if !o.export {
+		if len(o.argv) == 0 {
+			return
+		}
 		w.startOpener(o)
 		return
 	}
@@ -129,15 +129,16 @@ func (w *sessionWindow) launch(o opener) {
 				w.notice.show(widget.DangerImportance, "Could not make the read-only copy for "+o.label+": "+err.Error())
 				return
 			}
-			if dir != o.dir {
-				// The backend put it elsewhere than the window thought.
-				o.argv = slices.Clone(o.argv)
-				for i, a := range o.argv {
-					if a == o.dir {
-						o.argv[i] = dir
-					}
+			// The backend says where it put the copy: the opener is made
+			// for that folder.
+			for _, n := range w.exportOpeners(dir) {
+				if n.label == o.label {
+					o.argv, o.dir = n.argv, n.dir
 				}
-				o.dir = dir
+			}
+			if len(o.argv) == 0 || o.dir != dir {
+				w.notice.show(widget.DangerImportance, "Could not open "+o.label+" on the read-only copy in "+dir)
+				return
 			}
 			w.exported, w.exportDir = when, dir
 			w.showOpenNote()

@@ -56,13 +56,8 @@ func ended(state string) bool {
 }
 
 func (w *settingsWindow) loadStorage() {
-	s := w.u.Settings
 	w.u.background(func(ctx context.Context) {
-		var usage map[string]int64
-		var err error
-		if s != nil {
-			usage, err = s.SessionDiskUsage(ctx)
-		}
+		usage, err := w.u.Backend.DiskUsage(ctx)
 		sessions, lerr := w.u.Backend.List(ctx)
 		projects, _ := w.u.Backend.Projects(ctx)
 		err = errors.Join(err, lerr)
