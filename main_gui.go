@@ -17,6 +17,8 @@ import (
 	"fyne.io/fyne/v2/driver/desktop"
 
 	"sandbar/app/cli"
+	"sandbar/app/doctor"
+	"sandbar/app/imagebuild"
 	"sandbar/app/secrets"
 	"sandbar/app/session"
 	"sandbar/app/ui"
@@ -63,7 +65,9 @@ func runGUI(parent context.Context, env *cli.Env) error {
 	prepareMenuBarApp()
 	a := app.NewWithID(appID)
 	a.SetIcon(assets.AppIcon)
-	u := ui.New(a, backend, ui.NewPrefs(st, secrets.New(st, secrets.Options{}), env))
+	u := ui.New(a, backend, ui.NewPrefs(st, secrets.New(st, secrets.Options{}),
+		&imagebuild.Builder{Paths: env.Paths, WorkDir: env.WorkDir, Logger: env.Logger},
+		&doctor.Doctor{Paths: env.Paths, Hypervisors: env.Hypervisors, Backend: env.Backend}))
 	if eng == nil {
 		u.Notice = clientNotice(env.Paths.Home)
 	}

@@ -8,15 +8,14 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"syscall"
 	"time"
 
+	"sandbar/app/imagebuild"
 	"sandbar/app/net/broker"
 	"sandbar/app/secrets"
 	"sandbar/app/session"
 	"sandbar/app/store"
-	"sandbar/guest/image"
 )
 
 // openStore opens the data directory's database.
@@ -48,15 +47,8 @@ func OpenManager(ctx context.Context, env *Env) (*session.Manager, *store.Store,
 		CAStore:           caStore{sec.Internal()},
 		AnthropicUpstream: os.Getenv(session.EnvAnthropicUpstream),
 		Hypervisor:        hv,
-		Image: func(ctx context.Context) (*image.Image, error) {
-			img, err := image.Latest(env.Paths.Images)
-			if errors.Is(err, image.ErrNotBuilt) {
-				env.Logger.Info("building the guest image for a session")
-				return BuildImage(ctx, &Env{Paths: env.Paths, Stdout: discard{}, WorkDir: env.WorkDir, Logger: env.Logger}, runtime.GOARCH, "")
-			}
-			return img, err
-		},
-		Logger: env.Logger,
+		Image:             (&imagebuild.Builder{Paths: env.Paths, WorkDir: env.WorkDir, Logger: env.Logger}).Ensure,
+		Logger:            env.Logger,
 	})
 	if err != nil {
 		st.Close()
@@ -78,10 +70,6 @@ func (c caStore) Get(ctx context.Context, name string) (string, error) {
 }
 
 func (c caStore) Set(ctx context.Context, name, value string) error { return c.k.Set(ctx, name, value) }
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // Engine returns a client of env's data directory's engine, starting a
 // headless one (`sandbar serve`) when none runs: what a process that is

@@ -2,15 +2,14 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"text/tabwriter"
 	"time"
 
+	"sandbar/app/imagebuild"
 	"sandbar/guest/image"
-	"sandbar/guest/image/download"
-	"sandbar/guest/initbin"
 )
 
 func imageBuild(ctx context.Context, env *Env, args []string) error {
@@ -20,7 +19,7 @@ func imageBuild(ctx context.Context, env *Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	img, err := BuildImage(ctx, env, *arch, *mirror)
+	img, err := buildImage(ctx, env, env.Stdout, *arch, *mirror)
 	if err != nil {
 		return err
 	}
@@ -35,55 +34,20 @@ func imageBuild(ctx context.Context, env *Env, args []string) error {
 	return nil
 }
 
-// BuildImage builds (or finds in the cache) the guest image for arch,
-// showing progress on env.Stdout. Other commands call it when they need an
-// image and none is built yet.
-func BuildImage(ctx context.Context, env *Env, arch, mirror string) (*image.Image, error) {
-	if err := env.Paths.Ensure(); err != nil {
-		return nil, err
-	}
-	initBin, err := guestInit(ctx, env, arch)
-	if err != nil {
-		return nil, err
-	}
-	bar := newProgressBar(env.Stdout, env.IsTerminal)
+// buildImage builds (or finds in the cache) the guest image for arch with
+// the one image builder, showing its progress bar and notes on w. Other
+// commands call it when they need an image and none is built yet.
+func buildImage(ctx context.Context, env *Env, w io.Writer, arch, mirror string) (*imagebuild.Image, error) {
+	b := &imagebuild.Builder{Paths: env.Paths, WorkDir: env.WorkDir, Logger: env.Logger}
+	bar := newProgressBar(w, env.IsTerminal)
 	defer bar.Done()
 	start := time.Now()
-	img, err := image.Build(ctx, image.Options{
-		Dir:       env.Paths.Images,
-		Downloads: &download.Cache{Dir: env.Paths.Downloads},
-		Arch:      arch,
-		Mirror:    mirror,
-		Init:      initBin,
-		Progress:  bar.Update,
-		Logger:    env.Logger,
-	})
+	img, err := b.Build(ctx, imagebuild.Options{Arch: arch, Mirror: mirror, Progress: bar.Update, Notes: w})
 	if err != nil {
 		return nil, err
 	}
 	bar.Finish(fmt.Sprintf("image built in %.1fs", time.Since(start).Seconds()))
 	return img, nil
-}
-
-// guestInit finds the guest's PID 1: embedded by `make build`, or built
-// from the source tree sandbar runs in (development).
-func guestInit(ctx context.Context, env *Env, arch string) ([]byte, error) {
-	b, err := initbin.Binary()
-	if err == nil && arch == runtime.GOARCH {
-		return b, nil
-	}
-	if err != nil && !errors.Is(err, initbin.ErrNotEmbedded) {
-		return nil, err
-	}
-	root, rerr := initbin.ModuleRoot(env.WorkDir)
-	if rerr != nil {
-		if err == nil {
-			return nil, fmt.Errorf("this sandbar carries the guest init for %s only: build for %s from a source checkout", runtime.GOARCH, arch)
-		}
-		return nil, err
-	}
-	fmt.Fprintf(env.Stdout, "building sandbar-init for linux/%s from %s\n", arch, root)
-	return initbin.Build(ctx, root, arch)
 }
 
 func imagePath(_ context.Context, env *Env, args []string) error {

@@ -36,8 +36,7 @@ func imageOrBuild(ctx context.Context, env *Env) (*image.Image, error) {
 		return nil, err
 	}
 	fmt.Fprintln(env.Stderr, "no guest image yet: building it (once; later runs reuse it)")
-	return BuildImage(ctx, &Env{Paths: env.Paths, Stdout: env.Stderr, IsTerminal: env.IsTerminal,
-		WorkDir: env.WorkDir, Logger: env.Logger}, runtime.GOARCH, "")
+	return buildImage(ctx, env, env.Stderr, runtime.GOARCH, "")
 }
 
 func vmRun(ctx context.Context, env *Env, args []string) error {

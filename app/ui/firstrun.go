@@ -8,6 +8,8 @@ import (
 	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"sandbar/app/doctor"
 )
 
 // firstRunWindow welcomes a person: doctor's checks as a checklist with
@@ -26,7 +28,7 @@ type firstRunWindow struct {
 	build     *widget.Button
 	open      *widget.Button
 
-	checks []Check
+	checks []doctor.Check
 }
 
 func newFirstRunWindow(u *UI) *firstRunWindow {
@@ -114,13 +116,13 @@ func (w *firstRunWindow) runChecks() {
 
 // showChecks lays out the checklist: a mark, the check's name and what
 // it found, and the fix where there is one.
-func (w *firstRunWindow) showChecks(checks []Check) {
+func (w *firstRunWindow) showChecks(checks []doctor.Check) {
 	w.checks = checks
 	w.checking.Hide()
 	w.recheck.Enable()
 	var rows []fyne.CanvasObject
 	for _, c := range checks {
-		mark := widget.NewLabelWithStyle(checkMark(c), fyne.TextAlignCenter, fyne.TextStyle{Bold: true})
+		mark := widget.NewLabelWithStyle(c.Symbol(), fyne.TextAlignCenter, fyne.TextStyle{Bold: true})
 		switch {
 		case !c.OK:
 			mark.Importance = widget.DangerImportance
@@ -148,17 +150,6 @@ func (w *firstRunWindow) showChecks(checks []Check) {
 	}
 	w.checklist.Objects = rows
 	w.checklist.Refresh()
-}
-
-// checkMark is a check's mark in the list: ✓, ! or ✗.
-func checkMark(c Check) string {
-	switch {
-	case !c.OK:
-		return "✗"
-	case c.Warn:
-		return "!"
-	}
-	return "✓"
 }
 
 // dropped adds each dropped folder as a project; after the first one,

@@ -12,8 +12,8 @@ import (
 	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/test"
 
-	"sandbar/app/cli"
-	"sandbar/guest/image"
+	"sandbar/app/doctor"
+	"sandbar/app/imagebuild"
 	"sandbar/vm"
 	"sandbar/vm/vmtest"
 )
@@ -23,12 +23,12 @@ import (
 type checkedPrefs struct {
 	*Prefs
 	mu     sync.Mutex
-	checks []Check
+	checks []doctor.Check
 	runs   int
 	built  bool
 }
 
-func (p *checkedPrefs) DoctorChecks(context.Context) []Check {
+func (p *checkedPrefs) DoctorChecks(context.Context) []doctor.Check {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.runs++
@@ -39,7 +39,7 @@ func (p *checkedPrefs) ImageStatus() (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.built {
-		return "", image.ErrNotBuilt
+		return "", imagebuild.ErrNotBuilt
 	}
 	return "abc123 (amd64): kernel 6.1, 200 packages", nil
 }
@@ -48,14 +48,14 @@ func (p *checkedPrefs) RebuildImage(_ context.Context, progress func(string, flo
 	progress("Writing the root disk…", 0.7)
 	p.mu.Lock()
 	p.built = true
-	p.checks[1] = Check{Name: "guest image", OK: true, Detail: "abc123"}
+	p.checks[1] = doctor.Check{Name: "guest image", OK: true, Detail: "abc123"}
 	p.mu.Unlock()
 	return nil
 }
 
 func TestFirstRunChecklist(t *testing.T) {
 	h := newAppHarness(t)
-	cp := &checkedPrefs{Prefs: h.prefs, checks: []Check{
+	cp := &checkedPrefs{Prefs: h.prefs, checks: []doctor.Check{
 		{Name: "hypervisor", OK: true, Warn: true, Detail: "QEMU without KVM", Fix: "enable virtualization"},
 		{Name: "guest image", Detail: "no guest image in /x", Fix: "run `sandbar image build`"},
 		{Name: "git", OK: true, Detail: "git version 2.39.5", Fix: "never shown"},
@@ -103,7 +103,7 @@ func TestPrefsDoctorChecks(t *testing.T) {
 	h := newAppHarness(t)
 	r := vm.NewRegistry()
 	r.Register(&vmtest.Hypervisor{}, true)
-	h.prefs.Doctor = &cli.Env{Paths: h.env.Paths, Hypervisors: r}
+	h.prefs.Doctor = &doctor.Doctor{Paths: h.env.Paths, Hypervisors: r}
 	checks := h.prefs.DoctorChecks(context.Background())
 	var names []string
 	for _, c := range checks {

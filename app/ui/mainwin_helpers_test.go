@@ -15,6 +15,7 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
+	"sandbar/app/imagebuild"
 	"sandbar/app/secrets"
 	"sandbar/app/session/sessiontest"
 	"sandbar/app/store"
@@ -78,7 +79,7 @@ func newAppHarness(t *testing.T) *appHarness {
 	a := test.NewTempApp(t)
 	env := sessiontest.New(t)
 	sec := &fakeSecrets{values: map[string]string{}, names: env.Store}
-	prefs := &Prefs{Store: env.Store, Secrets: sec, Paths: env.Paths,
+	prefs := &Prefs{Store: env.Store, Secrets: sec, Images: &imagebuild.Builder{Paths: env.Paths},
 		AutostartDir: filepath.Join(t.TempDir(), "autostart"), Executable: "/opt/Sandbar Apps/sandbar"}
 	h := &appHarness{env: env, q: newAppQueue(), prefs: prefs, secrets: sec}
 	h.u = New(a, env.Manager, prefs)

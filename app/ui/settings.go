@@ -3,19 +3,12 @@ package ui
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
-	"syscall"
 
-	"sandbar/app/cli"
-	"sandbar/app/config"
+	"sandbar/app/doctor"
+	"sandbar/app/imagebuild"
 	"sandbar/app/store"
-	"sandbar/guest/image"
-	"sandbar/guest/image/download"
-	"sandbar/guest/initbin"
 )
 
 // Settings keys, as app/session reads them.
@@ -28,9 +21,8 @@ const (
 )
 
 // SettingsBackend is what the Settings and first-run windows need beyond
-// Backend: settings, secrets (names only ever come back), the guest
-// image, storage, doctor's checks and launch at login. *Prefs implements
-// it.
+// the session Service: settings, secrets (names only ever come back), the
+// guest image, doctor's checks and launch at login. *Prefs implements it.
 type SettingsBackend interface {
 	Setting(ctx context.Context, key string) (string, bool, error)
 	SetSetting(ctx context.Context, key, value string) error
@@ -47,32 +39,19 @@ type SettingsBackend interface {
 	SetSecretBroker(ctx context.Context, name string, b store.SecretBroker) error
 
 	// ImageStatus describes the guest image sessions boot; an error
-	// wrapping image.ErrNotBuilt when there is none.
+	// wrapping imagebuild.ErrNotBuilt when there is none.
 	ImageStatus() (string, error)
 	// RebuildImage builds the guest image (a cache hit when its inputs
 	// did not change), calling progress with the stage and the fraction
 	// done.
 	RebuildImage(ctx context.Context, progress func(stage string, frac float64)) error
 
-	// SessionDiskUsage is, per session id, the bytes removing the session
-	// would free.
-	SessionDiskUsage(ctx context.Context) (map[string]int64, error)
-	DoctorChecks(ctx context.Context) []Check
+	DoctorChecks(ctx context.Context) []doctor.Check
 
 	// LaunchAtLogin says whether Sandbar starts at login, and whether
 	// Sandbar can change that itself (macOS: no, System Settings does).
 	LaunchAtLogin() (on, settable bool, err error)
 	SetLaunchAtLogin(on bool) error
-}
-
-// Check is one of doctor's verdicts. OK false: Sandbar cannot work until
-// it is fixed; Warn: it works, worse than it could. Fix says what to do.
-type Check struct {
-	Name   string
-	OK     bool
-	Warn   bool
-	Detail string
-	Fix    string
 }
 
 // SecretsBackend is what Prefs needs of the keyring; *secrets.Secrets
@@ -83,35 +62,48 @@ type SecretsBackend interface {
 	Delete(ctx context.Context, name string) error
 }
 
+// ImageBuilder is what Prefs needs of the guest-image builder;
+// *imagebuild.Builder implements it.
+type ImageBuilder interface {
+	// Status describes the image sessions boot; an error wrapping
+	// imagebuild.ErrNotBuilt when there is none.
+	Status() (string, error)
+	// Rebuild builds the image for this machine, calling progress with a
+	// line for a person and the fraction done.
+	Rebuild(ctx context.Context, progress func(stage string, frac float64)) error
+}
+
+// Doctor runs doctor's checks; *doctor.Doctor implements it.
+type Doctor interface {
+	Run(ctx context.Context) []doctor.Check
+}
+
+var (
+	_ ImageBuilder = (*imagebuild.Builder)(nil)
+	_ Doctor       = (*doctor.Doctor)(nil)
+)
+
 // Prefs is the real SettingsBackend: settings in the store, secrets in
-// the keyring, images and sessions under Paths, doctor's checks from the
-// CLI.
+// the keyring, the guest image from the one image builder, doctor's
+// checks from app/doctor. main makes the parts and hands them in.
 type Prefs struct {
 	Store   *store.Store
 	Secrets SecretsBackend
-	Paths   config.Paths
-	// Doctor is the environment doctor's checks run in (its Paths and
-	// Hypervisors); nil: no checks.
-	Doctor *cli.Env
-	// Build builds the guest image; nil: BuildGuestImage with Paths and
-	// WorkDir.
-	Build func(ctx context.Context, progress func(image.Progress)) (*image.Image, error)
-	// WorkDir is where a development build looks for the source of the
-	// guest init when the binary does not embed it.
-	WorkDir string
+	// Images builds and describes the guest image; nil: none.
+	Images ImageBuilder
+	// Doctor runs doctor's checks; nil: no checks.
+	Doctor Doctor
 	// AutostartDir is where Linux desktops look for programs to start at
 	// login (~/.config/autostart); Executable is what they start.
 	AutostartDir string
 	Executable   string
 }
 
-// NewPrefs returns Prefs with the platform's places filled in: the
-// autostart folder under the user's config folder and this executable.
-func NewPrefs(st *store.Store, sec SecretsBackend, env *cli.Env) *Prefs {
-	p := &Prefs{Store: st, Secrets: sec, Doctor: env}
-	if env != nil {
-		p.Paths, p.WorkDir = env.Paths, env.WorkDir
-	}
+// NewPrefs returns Prefs of these parts, with the platform's places
+// filled in: the autostart folder under the user's config folder and
+// this executable.
+func NewPrefs(st *store.Store, sec SecretsBackend, images ImageBuilder, doc Doctor) *Prefs {
+	p := &Prefs{Store: st, Secrets: sec, Images: images, Doctor: doc}
 	if dir, err := os.UserConfigDir(); err == nil {
 		p.AutostartDir = filepath.Join(dir, "autostart")
 	}
@@ -167,154 +159,26 @@ func (p *Prefs) SetSecretBroker(ctx context.Context, name string, b store.Secret
 
 // ImageStatus implements SettingsBackend.
 func (p *Prefs) ImageStatus() (string, error) {
-	img, err := image.Latest(p.Paths.Images)
-	if err != nil {
-		return "", err
+	if p.Images == nil {
+		return "", errors.New("no image builder is connected")
 	}
-	m := img.Manifest
-	hash := m.Hash
-	if len(hash) > 12 {
-		hash = hash[:12]
-	}
-	return fmt.Sprintf("%s (%s): kernel %s, %d packages, agent %s, built %s",
-		hash, m.Arch, m.Kernel.Version, len(m.Packages), m.Agent.Version, m.BuiltAt.Local().Format("2006-01-02 15:04")), nil
+	return p.Images.Status()
 }
 
 // RebuildImage implements SettingsBackend.
 func (p *Prefs) RebuildImage(ctx context.Context, progress func(stage string, frac float64)) error {
-	build := p.Build
-	if build == nil {
-		build = func(ctx context.Context, f func(image.Progress)) (*image.Image, error) {
-			return BuildGuestImage(ctx, p.Paths, p.WorkDir, f)
-		}
+	if p.Images == nil {
+		return errors.New("no image builder is connected")
 	}
-	_, err := build(ctx, func(pr image.Progress) {
-		if progress != nil {
-			progress(ImageStage(pr))
-		}
-	})
-	return err
-}
-
-// BuildGuestImage builds (or finds in the cache) the guest image for this
-// machine's architecture, as `sandbar image build` does, reporting
-// progress to f.
-func BuildGuestImage(ctx context.Context, paths config.Paths, workDir string, f func(image.Progress)) (*image.Image, error) {
-	if err := paths.Ensure(); err != nil {
-		return nil, err
-	}
-	initBin, err := initbin.Binary()
-	if errors.Is(err, initbin.ErrNotEmbedded) {
-		root, rerr := initbin.ModuleRoot(workDir)
-		if rerr != nil {
-			return nil, err
-		}
-		initBin, err = initbin.Build(ctx, root, runtime.GOARCH)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return image.Build(ctx, image.Options{
-		Dir:       paths.Images,
-		Downloads: &download.Cache{Dir: paths.Downloads},
-		Arch:      runtime.GOARCH,
-		Init:      initBin,
-		Progress:  f,
-	})
-}
-
-// ImageStage turns an image build's progress into a line for a person
-// and the fraction of the build done. Downloads are most of a cold build.
-func ImageStage(pr image.Progress) (string, float64) {
-	switch pr.Stage {
-	case "index":
-		return "Reading the Debian package index…", 0.02
-	case "download":
-		frac := 0.05
-		if pr.Of > 0 {
-			frac += 0.6 * float64(min(pr.Count, pr.Of)) / float64(pr.Of)
-		}
-		what := "Downloading packages"
-		if pr.Of > 0 {
-			what = fmt.Sprintf("Downloading packages (%d of %d)", min(pr.Count, pr.Of), pr.Of)
-		}
-		return what + "…", frac
-	case "rootfs":
-		return "Writing the root disk…", 0.7
-	case "kernel":
-		return "Preparing the kernel…", 0.8
-	case "initramfs":
-		return "Writing the initramfs…", 0.85
-	case "agent":
-		return "Writing the agent disk…", 0.9
-	case "done":
-		return "Image ready", 1
-	}
-	return pr.Stage, 0
-}
-
-// SessionDiskUsage implements SettingsBackend: for each folder under
-// sessions/, the bytes its files take on disk (allocated blocks, so a
-// sparse scratch disk counts what it holds, not its size). Files with
-// other hard links (a clone's objects, shared with the repository) are
-// left out: removing the session frees nothing of them.
-func (p *Prefs) SessionDiskUsage(ctx context.Context) (map[string]int64, error) {
-	return sessionDiskUsage(ctx, p.Paths.Sessions())
-}
-
-func sessionDiskUsage(ctx context.Context, dir string) (map[string]int64, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]int64{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list sessions in %s: %w", dir, err)
-	}
-	out := make(map[string]int64, len(entries))
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		var total int64
-		err := filepath.WalkDir(filepath.Join(dir, e.Name()), func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil // gone or unreadable: nothing to count
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			info, err := d.Info()
-			if err != nil {
-				return nil
-			}
-			if st, ok := info.Sys().(*syscall.Stat_t); ok {
-				if !d.IsDir() && st.Nlink > 1 {
-					return nil
-				}
-				total += int64(st.Blocks) * 512
-			} else {
-				total += info.Size()
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		out[e.Name()] = total
-	}
-	return out, nil
+	return p.Images.Rebuild(ctx, progress)
 }
 
 // DoctorChecks implements SettingsBackend.
-func (p *Prefs) DoctorChecks(ctx context.Context) []Check {
+func (p *Prefs) DoctorChecks(ctx context.Context) []doctor.Check {
 	if p.Doctor == nil {
 		return nil
 	}
-	var out []Check
-	for _, r := range cli.DoctorChecks(ctx, p.Doctor) {
-		out = append(out, Check{Name: r.Name, OK: r.OK, Warn: r.Warn, Detail: r.Detail, Fix: r.Fix})
-	}
-	return out
+	return p.Doctor.Run(ctx)
 }
 
 // LaunchAtLogin implements SettingsBackend.

@@ -8,7 +8,7 @@ import (
 
 	"fyne.io/fyne/v2/data/binding"
 
-	"sandbar/guest/image"
+	"sandbar/app/imagebuild"
 )
 
 // imageBuild is the guest image's state and its one build at a time,
@@ -41,7 +41,7 @@ func (b *imageBuild) refresh() {
 	b.u.background(func(context.Context) {
 		text, err := s.ImageStatus()
 		b.u.post(func() {
-			missing := errors.Is(err, image.ErrNotBuilt)
+			missing := errors.Is(err, imagebuild.ErrNotBuilt)
 			switch {
 			case missing:
 				text = "No guest image is built yet: sessions cannot start until one is."

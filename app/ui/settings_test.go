@@ -5,16 +5,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/test"
 
+	"sandbar/app/imagebuild"
 	"sandbar/app/session"
 	"sandbar/app/session/sessiontest"
-	"sandbar/guest/image"
 )
 
 // settings opens Settings and waits for its first load.
@@ -190,17 +189,17 @@ func TestSettingsLaunchAtLogin(t *testing.T) {
 func TestSettingsImageRebuild(t *testing.T) {
 	h := newAppHarness(t)
 	release := make(chan struct{})
-	h.prefs.Build = func(ctx context.Context, f func(image.Progress)) (*image.Image, error) {
-		f(image.Progress{Stage: "index"})
-		f(image.Progress{Stage: "download", Count: 5, Of: 10})
+	h.prefs.Images = &heldBuild{Builder: h.prefs.Images.(*imagebuild.Builder), build: func(ctx context.Context, f func(imagebuild.Progress)) error {
+		f(imagebuild.Progress{Stage: "index"})
+		f(imagebuild.Progress{Stage: "download", Count: 5, Of: 10})
 		select {
 		case <-release:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
-		f(image.Progress{Stage: "done"})
-		return nil, nil
-	}
+		f(imagebuild.Progress{Stage: "done"})
+		return nil
+	}}
 	w := h.settings(t)
 	selectTab(t, w.tabs, "Guest Image")
 	b := h.u.image
@@ -221,50 +220,13 @@ func TestSettingsImageRebuild(t *testing.T) {
 	h.waitFor(t, 5*time.Second, "the build finished", func() bool { s, _ := b.stage.Get(); f, _ := b.progress.Get(); return s == "Image ready." && f == 1 })
 }
 
-func TestImageStage(t *testing.T) {
-	last := -1.0
-	for _, p := range []image.Progress{{Stage: "index"}, {Stage: "download", Of: 40}, {Stage: "download", Count: 20, Of: 40},
-		{Stage: "download", Count: 40, Of: 40}, {Stage: "rootfs"}, {Stage: "kernel"}, {Stage: "initramfs"}, {Stage: "agent"}, {Stage: "done"}} {
-		s, f := ImageStage(p)
-		if f <= last || s == "" {
-			t.Errorf("%+v: %q %v does not move on from %v", p, s, f, last)
-		}
-		last = f
-	}
-	if last != 1 {
-		t.Errorf("done is %v, want 1", last)
-	}
+// heldBuild is the real image builder, except that a rebuild runs build,
+// whose progress reaches the window as the builder's would.
+type heldBuild struct {
+	*imagebuild.Builder
+	build func(ctx context.Context, f func(imagebuild.Progress)) error
 }
 
-func TestSessionDiskUsage(t *testing.T) {
-	dir := t.TempDir()
-	a := filepath.Join(dir, "aaaa")
-	os.MkdirAll(filepath.Join(a, "workspace"), 0o755)
-	// A sparse 1 GiB scratch disk with 64 KiB written.
-	f, err := os.Create(filepath.Join(a, "scratch.img"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Truncate(1 << 30)
-	f.WriteAt(make([]byte, 64<<10), 1<<20)
-	f.Close()
-	// A hard link shared with the repository frees nothing.
-	shared := filepath.Join(dir, "repo-object")
-	os.WriteFile(shared, make([]byte, 1<<20), 0o644)
-	os.Link(shared, filepath.Join(a, "workspace", "object"))
-	os.MkdirAll(filepath.Join(dir, "bbbb"), 0o755)
-	os.WriteFile(filepath.Join(dir, "stray-file"), []byte("x"), 0o644)
-
-	got, err := sessionDiskUsage(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st syscall.Stat_t
-	syscall.Stat(filepath.Join(a, "scratch.img"), &st)
-	if len(got) != 2 || got["aaaa"] < 64<<10 || got["aaaa"] > 1<<20 {
-		t.Errorf("usage = %v (scratch takes %d bytes), want aaaa about 64 KiB plus folders, and bbbb", got, st.Blocks*512)
-	}
-	if none, err := sessionDiskUsage(context.Background(), filepath.Join(dir, "none")); err != nil || len(none) != 0 {
-		t.Errorf("no sessions folder: %v, %v", none, err)
-	}
+func (b *heldBuild) Rebuild(ctx context.Context, progress func(stage string, frac float64)) error {
+	return b.build(ctx, func(pr imagebuild.Progress) { progress(imagebuild.Stage(pr)) })
 }
