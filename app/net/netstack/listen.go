@@ -3,11 +3,12 @@ package netstack
 import (
 	"context"
 	"fmt"
+	"net"
+	"sync"
+
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
-	"net"
-	"sync"
 )
 
 // Listen serves a TCP port on the gateway's address: Sandbar's services
