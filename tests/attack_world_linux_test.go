@@ -196,18 +196,11 @@ func markersUnder(dirs ...string) []string {
 // session stops first or the deadline passes.
 func (h *hostileWorld) waitPlanted(id, text string, limit time.Duration) {
 	h.t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		r := h.step("reading the log while the agent ran (the engine's watcher runs meanwhile)", "logs", id)
+	var r stepResult
+	said := waitUntil(limit, 500*time.Millisecond, func() bool {
+		r = h.step("reading the log while the agent ran (the engine's watcher runs meanwhile)", "logs", id)
 		if strings.Contains(r.out, text) {
-			var said []string
-			for _, l := range strings.Split(r.out, "\n") {
-				if strings.HasPrefix(l, "hostile: ") {
-					said = append(said, l)
-				}
-			}
-			h.t.Logf("the agent said:\n%s", strings.Join(said, "\n"))
-			return
+			return true
 		}
 		if strings.Contains(r.out, "hostile: could not plant") {
 			h.t.Fatalf("the hostile script failed inside the guest:\n%s\n%s", r.out, r.errOut)
@@ -216,11 +209,18 @@ func (h *hostileWorld) waitPlanted(id, text string, limit time.Duration) {
 		if s.State == "stopped" || s.State == "failed" || s.State == "interrupted" {
 			h.t.Fatalf("session %s is %s (%s) before its agent said %q:\n%s\n%s", id, s.State, s.Reason, text, clip(r.out), clip(r.errOut))
 		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("the agent did not say %q within %v:\n%s\n%s", text, limit, clip(r.out), clip(r.errOut))
-		}
-		time.Sleep(500 * time.Millisecond)
+		return false
+	})
+	if !said {
+		h.t.Fatalf("the agent did not say %q within %v:\n%s\n%s", text, limit, clip(r.out), clip(r.errOut))
 	}
+	var lines []string
+	for _, l := range strings.Split(r.out, "\n") {
+		if strings.HasPrefix(l, "hostile: ") {
+			lines = append(lines, l)
+		}
+	}
+	h.t.Logf("the agent said:\n%s", strings.Join(lines, "\n"))
 }
 
 // hostSteps drives everything the host does with a running session that
@@ -329,10 +329,7 @@ func (h *hostileWorld) stopEngineHard() {
 		return
 	}
 	syscall.Kill(pid, syscall.SIGTERM)
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) && syscall.Kill(pid, 0) == nil {
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitUntil(30*time.Second, 100*time.Millisecond, func() bool { return syscall.Kill(pid, 0) != nil })
 	if syscall.Kill(pid, 0) == nil && !isZombie(pid) {
 		h.t.Errorf("the engine (pid %d) did not stop within 30s of SIGTERM: killed", pid)
 		syscall.Kill(pid, syscall.SIGKILL)

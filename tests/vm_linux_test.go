@@ -428,14 +428,7 @@ func TestKillParentLeavesNoQEMU(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	gone := false
-	for i := 0; i < 100 && !gone; i++ {
-		gone = qemuUnder(dir) == 0
-		if !gone {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	if !gone {
+	if !waitUntil(5*time.Second, 50*time.Millisecond, func() bool { return qemuUnder(dir) == 0 }) {
 		t.Fatalf("qemu (pid %d) outlived its parent's kill -9", pid)
 	}
 	// The pid file is left for a restarted Sandbar; ending the orphan is a
@@ -459,5 +452,8 @@ func TestHelperParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Printf("QEMU_PID=%d\n", sb.PID())
+	// Not a wait for anything: this process holds its VM until the parent
+	// test kills it, which is the point; 5 minutes bounds an orphan if the
+	// parent never does.
 	time.Sleep(5 * time.Minute)
 }
