@@ -5,6 +5,10 @@
 // otherwise). They need the built image: `make test` builds it and passes
 // its directory in SANDBAR_IMAGE_DIR; without it they skip, and -short
 // skips them too.
+//
+// It is not where a package's own tests live (those sit beside their
+// code), and it holds no helpers for other packages: the shared ones are
+// its subpackages (anthropictest, keyringtest).
 package tests
 
 import (
