@@ -171,18 +171,24 @@ func TestClaudeCodeCommitsAndMerges(t *testing.T) {
 // start; a session that fails or stops first ends the wait at once.
 func waitTurn(t *testing.T, w *world, id string, api *anthropictest.Server) lsEntry {
 	t.Helper()
-	deadline := time.Now().Add(8 * time.Minute)
-	for {
-		s := w.session(id)
-		if s.State == "running" && s.Activity == "waiting" {
-			return s
-		}
-		if s.State != "running" && s.State != "provisioning" && s.State != "booting" || time.Now().After(deadline) {
-			logs, sys, _ := w.run("", "logs", id)
-			t.Fatalf("session %s is %s/%s (%s), want running and waiting for a message\nthe API saw:\n%s\nlog:\n%s\n%s", id, s.State, s.Activity, s.Reason, api.Log(), logs, sys)
-		}
-		time.Sleep(time.Second)
+	var s lsEntry
+	fail := func() {
+		logs, sys, _ := w.run("", "logs", id)
+		t.Fatalf("session %s is %s/%s (%s), want running and waiting for a message\nthe API saw:\n%s\nlog:\n%s\n%s", id, s.State, s.Activity, s.Reason, api.Log(), logs, sys)
 	}
+	if !waitUntil(8*time.Minute, time.Second, func() bool {
+		s = w.session(id)
+		if s.State == "running" && s.Activity == "waiting" {
+			return true
+		}
+		if s.State != "running" && s.State != "provisioning" && s.State != "booting" {
+			fail()
+		}
+		return false
+	}) {
+		fail()
+	}
+	return s
 }
 
 // qmpDumpMemory writes the RAM of the VM whose directory is dir to path

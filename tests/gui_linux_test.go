@@ -253,13 +253,11 @@ func TestGUI(t *testing.T) {
 			<-served
 		}
 	})
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if out, err := os.ReadFile(filepath.Join(root, "sandbar", "engine.lock")); err == nil && strings.TrimSpace(string(out)) == strconv.Itoa(serve.Process.Pid) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("sandbar serve did not become the engine within 30 s")
-		}
+	if !waitUntil(30*time.Second, 50*time.Millisecond, func() bool {
+		out, err := os.ReadFile(filepath.Join(root, "sandbar", "engine.lock"))
+		return err == nil && strings.TrimSpace(string(out)) == strconv.Itoa(serve.Process.Pid)
+	}) {
+		t.Fatal("sandbar serve did not become the engine within 30 s")
 	}
 	c := launch(t, bin, env, filepath.Join(root, "sandbar-client.log"))
 	x.waitWindow(t, "^Sandbar$", time.Minute)
@@ -438,27 +436,23 @@ func (g *gui) screenshot(t *testing.T, x *xserver) {
 	if err := os.MkdirAll(filepath.Dir(screenshotPath), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	var prev frame
-	for {
-		f, err := grab(x.fb)
-		if err != nil {
+	// The beat between two reads is waitUntil's interval.
+	var f, prev frame
+	if !waitUntil(30*time.Second, 300*time.Millisecond, func() bool {
+		prev = f
+		var err error
+		if f, err = grab(x.fb); err != nil {
 			t.Fatalf("screenshot: %v", err)
 		}
-		if f.colours > 16 && f.same(prev) {
-			if err := f.writePNG(screenshotPath); err != nil {
-				t.Fatal(err)
-			}
-			abs, _ := filepath.Abs(screenshotPath)
-			t.Logf("screenshot (%d colours): %s", f.colours, abs)
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the screen did not settle into a drawn picture within 30 s (%d colours)", f.colours)
-		}
-		prev = f
-		time.Sleep(300 * time.Millisecond)
+		return f.colours > 16 && f.same(prev)
+	}) {
+		t.Fatalf("the screen did not settle into a drawn picture within 30 s (%d colours)", f.colours)
 	}
+	if err := f.writePNG(screenshotPath); err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(screenshotPath)
+	t.Logf("screenshot (%d colours): %s", f.colours, abs)
 }
 
 // arrange lays the windows side by side, as a window manager would have

@@ -179,17 +179,13 @@ func TestSessionNetwork(t *testing.T) {
 
 	// The denial is in the log and in `sandbar net`.
 	target := fmt.Sprintf("denied.test:%d", denied.port)
-	deadline := time.Now().Add(time.Minute)
-	for {
+	var sys string
+	if !waitUntil(time.Minute, 200*time.Millisecond, func() bool {
 		// Sandbar's own lines are on stderr.
-		_, sys, _ := w.run("", "logs", id)
-		if strings.Contains(sys, "network: denied "+target) && strings.Contains(sys, "sandbar net "+id[:6]+" allow "+target) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no denial of %s in the session's log:\n%s", target, sys)
-		}
-		time.Sleep(200 * time.Millisecond)
+		_, sys, _ = w.run("", "logs", id)
+		return strings.Contains(sys, "network: denied "+target) && strings.Contains(sys, "sandbar net "+id[:6]+" allow "+target)
+	}) {
+		t.Fatalf("no denial of %s in the session's log:\n%s", target, sys)
 	}
 	var attempts []struct {
 		Host    string `json:"host"`
@@ -198,8 +194,7 @@ func TestSessionNetwork(t *testing.T) {
 		Reason  string `json:"reason"`
 		Count   int    `json:"count"`
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for {
+	if !waitUntil(10*time.Second, 200*time.Millisecond, func() bool {
 		if err := json.Unmarshal([]byte(w.ok("net", id, "--json")), &attempts); err != nil {
 			t.Fatal(err)
 		}
@@ -209,13 +204,9 @@ func TestSessionNetwork(t *testing.T) {
 				found = true
 			}
 		}
-		if found {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sandbar net does not list the denied attempt: %+v", attempts)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return found
+	}) {
+		t.Fatalf("sandbar net does not list the denied attempt: %+v", attempts)
 	}
 	if table := w.ok("net", id); !strings.Contains(table, target) || !strings.Contains(table, "denied") || !strings.Contains(table, "sandbar net "+id+" allow ") {
 		t.Errorf("sandbar net:\n%s", table)
@@ -246,8 +237,7 @@ func TestSessionNetwork(t *testing.T) {
 	}
 	want := map[int]string{5173: "vite on every interface", 5174: "loopback only", takenPort: "taken on the host"}
 	published := map[int]int{}
-	deadline = time.Now().Add(60 * time.Second)
-	for len(published) < len(want) {
+	if !waitUntil(60*time.Second, 300*time.Millisecond, func() bool {
 		var ports []struct{ Guest, Host int }
 		if err := json.Unmarshal([]byte(w.ok("ports", id, "--json")), &ports); err != nil {
 			t.Fatal(err)
@@ -255,10 +245,9 @@ func TestSessionNetwork(t *testing.T) {
 		for _, p := range ports {
 			published[p.Guest] = p.Host
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("published after 60 s: %v; want guest ports 5173, 5174 and %d", published, takenPort)
-		}
-		time.Sleep(300 * time.Millisecond)
+		return len(published) >= len(want)
+	}) {
+		t.Fatalf("published after 60 s: %v; want guest ports 5173, 5174 and %d", published, takenPort)
 	}
 	for guest, body := range want {
 		host := published[guest]

@@ -161,17 +161,14 @@ func (w *world) session(id string) lsEntry {
 // given).
 func (w *world) waitState(id, state string) lsEntry {
 	w.t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		s := w.session(id)
-		if s.State == state {
-			return s
-		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("session %s is %s (%s), want %s", id, s.State, s.Reason, state)
-		}
-		time.Sleep(200 * time.Millisecond)
+	var s lsEntry
+	if !waitUntil(3*time.Minute, 200*time.Millisecond, func() bool {
+		s = w.session(id)
+		return s.State == state
+	}) {
+		w.t.Fatalf("session %s is %s (%s), want %s", id, s.State, s.Reason, state)
 	}
+	return s
 }
 
 // startID starts a session and returns its id.
@@ -198,9 +195,9 @@ func (w *world) enginePID() int {
 func (w *world) stopEngine() {
 	if pid := w.enginePID(); pid > 0 {
 		syscall.Kill(pid, syscall.SIGTERM)
-		for i := 0; i < 300 && syscall.Kill(pid, 0) == nil; i++ {
-			time.Sleep(100 * time.Millisecond)
-		}
+		// A cleanup, best effort: an engine still running after 30 s is
+		// left for the test's own checks to find.
+		waitUntil(30*time.Second, 100*time.Millisecond, func() bool { return syscall.Kill(pid, 0) != nil })
 	}
 }
 
@@ -379,12 +376,8 @@ func TestStopChatExecAndThreeAtOnce(t *testing.T) {
 
 func waitLog(t *testing.T, w *world, id, text string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		if strings.Contains(w.ok("logs", id), text) {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
+	if waitUntil(time.Minute, 200*time.Millisecond, func() bool { return strings.Contains(w.ok("logs", id), text) }) {
+		return
 	}
 	t.Fatalf("no %q in the logs of %s:\n%s", text, id, w.ok("logs", id))
 }
@@ -404,15 +397,10 @@ func TestEngineKilled(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
-		time.Sleep(50 * time.Millisecond)
-	}
-	gone := false
-	for i := 0; i < 100 && !gone; i++ {
-		gone = qemuUnder(w.home) == 0
-		time.Sleep(50 * time.Millisecond)
-	}
-	if !gone {
+	// The engine's end is seen through what it leaves: its QEMU must go
+	// too, within the same 5 s.
+	waitUntil(5*time.Second, 50*time.Millisecond, func() bool { return syscall.Kill(pid, 0) != nil })
+	if !waitUntil(5*time.Second, 50*time.Millisecond, func() bool { return qemuUnder(w.home) == 0 }) {
 		t.Fatal("qemu outlived the engine's kill -9")
 	}
 	// Any command that needs the engine starts a new one, which recovers.

@@ -5,6 +5,10 @@
 // otherwise). They need the built image: `make test` builds it and passes
 // its directory in SANDBAR_IMAGE_DIR; without it they skip, and -short
 // skips them too.
+//
+// It is not where a package's own tests live (those sit beside their
+// code), and it holds no helpers for other packages: the shared ones are
+// its subpackages (anthropictest, keyringtest).
 package tests
 
 import (
@@ -428,14 +432,7 @@ func TestKillParentLeavesNoQEMU(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	gone := false
-	for i := 0; i < 100 && !gone; i++ {
-		gone = qemuUnder(dir) == 0
-		if !gone {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	if !gone {
+	if !waitUntil(5*time.Second, 50*time.Millisecond, func() bool { return qemuUnder(dir) == 0 }) {
 		t.Fatalf("qemu (pid %d) outlived its parent's kill -9", pid)
 	}
 	// The pid file is left for a restarted Sandbar; ending the orphan is a
@@ -459,5 +456,8 @@ func TestHelperParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Printf("QEMU_PID=%d\n", sb.PID())
+	// Not a wait for anything: this process holds its VM until the parent
+	// test kills it, which is the point; 5 minutes bounds an orphan if the
+	// parent never does.
 	time.Sleep(5 * time.Minute)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -226,4 +227,82 @@ func escapeIgnore(rel string) string {
 		s = t + strings.Repeat(`\ `, len(s)-len(t))
 	}
 	return s
+}
+
+// includedFile is one file an include list selects, read whole.
+type includedFile struct {
+	rel  string
+	mode fs.FileMode
+	link string
+	data []byte
+}
+
+// includedSet is what the source's include lists select.
+type includedSet struct {
+	files   []includedFile
+	skipped []string
+}
+
+func (s includedSet) copied() []string {
+	out := make([]string, len(s.files))
+	for i, f := range s.files {
+		out[i] = f.rel
+	}
+	return out
+}
+
+// maxIncluded bounds what include lists may bring into a base disk: they
+// are for .env files and the like, not data sets.
+const maxIncluded = 256 << 20
+
+// readIncluded reads the files the source's include lists select (see
+// pickIncluded for the rules), each checked with Lstat as a regular file
+// or a symlink that stays inside the repository.
+func readIncluded(ctx context.Context, src string) (includedSet, error) {
+	picked, err := pickIncluded(ctx, src)
+	if err != nil || len(picked) == 0 {
+		return includedSet{}, err
+	}
+	var s includedSet
+	var total int64
+	for _, rel := range picked {
+		if strings.ContainsAny(rel, "\n\r") {
+			s.skipped = append(s.skipped, rel+": a name with a line break cannot be excluded in the clone")
+			continue
+		}
+		p := filepath.Join(src, filepath.FromSlash(rel))
+		fi, err := os.Lstat(p)
+		if err != nil {
+			s.skipped = append(s.skipped, rel+": "+err.Error())
+			continue
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				s.skipped = append(s.skipped, rel+": "+err.Error())
+				continue
+			}
+			if filepath.IsAbs(target) || !filepath.IsLocal(filepath.Join(filepath.Dir(filepath.FromSlash(rel)), target)) {
+				s.skipped = append(s.skipped, rel+" -> "+target+": symlink out of the repository")
+				continue
+			}
+			s.files = append(s.files, includedFile{rel: rel, mode: fi.Mode(), link: target})
+		case fi.Mode().IsRegular():
+			if total+fi.Size() > maxIncluded {
+				s.skipped = append(s.skipped, fmt.Sprintf("%s: the included files pass %d MiB: include less", rel, maxIncluded>>20))
+				continue
+			}
+			data, err := readRegular(p, maxIncluded-total)
+			if err != nil {
+				s.skipped = append(s.skipped, rel+": "+err.Error())
+				continue
+			}
+			total += int64(len(data))
+			s.files = append(s.files, includedFile{rel: rel, mode: fi.Mode(), data: data})
+		default:
+			s.skipped = append(s.skipped, rel+": not a regular file")
+		}
+	}
+	return s, nil
 }

@@ -170,3 +170,17 @@ func parseTreeRecord(rec []byte) (treeEntry, error) {
 	}
 	return e, nil
 }
+
+// treeEntry is one entry of `git ls-tree -r`.
+type treeEntry struct {
+	mode int64
+	kind string // blob or commit
+	oid  string
+	size int64
+	path string
+}
+
+// treeEntries lists every file of commit's tree, with sizes.
+func (m *Mirror) treeEntries(ctx context.Context, commit string) ([]treeEntry, error) {
+	return m.listTree(ctx, commit, maxBaseFiles)
+}

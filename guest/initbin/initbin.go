@@ -7,6 +7,10 @@
 // compiles sandbar. A binary built without make, such as by `go run .` or
 // `go test`, has no init embedded: Binary then says so, and callers that
 // have the source at hand build it with Build instead.
+//
+// It is not the init itself (guest/cmd/sandbar-init) and not the image
+// builder (guest/image): it only supplies the init's bytes, embedded or
+// built.
 package initbin
 
 import (

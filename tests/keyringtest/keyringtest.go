@@ -11,7 +11,8 @@
 // and begin each test that needs the keyring with Require(t). Without
 // dbus-run-session and gnome-keyring-daemon those tests skip, saying what
 // to install; the rest still run. It is for tests only, and Linux only:
-// elsewhere Main just runs the tests and Require skips.
+// elsewhere Main just runs the tests and Require skips. It is not a fake
+// Secret Service: the tests talk to the real daemon, over the real bus.
 package keyringtest
 
 import (

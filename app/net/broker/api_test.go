@@ -282,7 +282,9 @@ func TestAPIStreamsSSE(t *testing.T) {
 		rc := http.NewResponseController(w)
 		for i := 1; i <= 3; i++ {
 			if i > 1 {
-				time.Sleep(200 * time.Millisecond) // the model thinking
+				// The model thinking: the pause between events is what
+				// the test streams through, not a wait for something.
+				time.Sleep(200 * time.Millisecond)
 			}
 			fmt.Fprintf(w, "event: n\ndata: {\"n\":%d}\n\n", i)
 			rc.Flush()

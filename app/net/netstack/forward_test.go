@@ -353,7 +353,8 @@ func TestCloseWaitsForDials(t *testing.T) {
 		close(dialing)
 		<-ctx.Done()
 		// A dialer honours cancelling, but not in no time (a resolver
-		// or a proxy has its own to end): this one takes a while.
+		// or a proxy has its own to end): this one takes a while. The
+		// Sleep is the slow dialer Close must wait for, not a wait.
 		time.Sleep(200 * time.Millisecond)
 		return nil, ctx.Err()
 	}}})

@@ -80,6 +80,8 @@ func TestOpenConsoleWaitsForTheDevice(t *testing.T) {
 	dir := t.TempDir()
 	dev := filepath.Join(dir, "hvc0")
 	go func() {
+		// Not a wait: the node appearing late is what openConsole
+		// must wait for.
 		time.Sleep(30 * time.Millisecond)
 		os.WriteFile(dev, nil, 0o644)
 	}()

@@ -260,7 +260,9 @@ func TestLoadModulesConcurrently(t *testing.T) {
 				running++
 				most = max(most, running)
 				mu.Unlock()
-				time.Sleep(time.Millisecond) // let others overlap
+				// Not a wait: a load that takes a moment, so loads that
+				// may run at once do overlap and most counts them.
+				time.Sleep(time.Millisecond)
 				mu.Lock()
 				loaded[name] = true
 				running--

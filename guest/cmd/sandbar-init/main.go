@@ -7,8 +7,9 @@
 // and the clock, then runs the guest supervisor as a child process and
 // reaps every process until the supervisor ends, when it powers off.
 //
-// It is deliberately small: everything a session does lives in the
-// supervisor (guest/supervisor), which is ordinary testable Go. PID 1 never
+// It is deliberately small, and it is not the supervisor: everything a
+// session does lives in guest/supervisor, ordinary testable Go that this
+// binary only runs, in its child process. PID 1 never
 // exits; on any failure it prints "sandbar-init: <what>: <err>" to the
 // console and powers the machine off, so a broken guest never hangs the
 // host waiting for it.
