@@ -31,20 +31,3 @@ type Stats struct {
 	// RSS is resident memory in bytes.
 	RSS uint64
 }
-
-// Status is a Hypervisor's verdict on this machine.
-type Status struct {
-	Available bool
-	// Accelerated is true when guests run on hardware virtualization.
-	Accelerated bool
-	// Detail says what was found, and when something is missing or slow,
-	// what to do about it, in words a user can act on.
-	Detail string
-}
-
-// Hypervisor boots Specs.
-type Hypervisor interface {
-	Name() string
-	Check(ctx context.Context) Status
-	Boot(ctx context.Context, spec Spec) (Machine, error)
-}

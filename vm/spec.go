@@ -38,7 +38,7 @@ const (
 )
 
 // Framing is how a NIC's socket carries Ethernet frames; each backend
-// takes one (see SocketNetwork).
+// takes one (Info.SocketFraming).
 type Framing int
 
 const (
@@ -49,12 +49,6 @@ const (
 	// datagram (VZFileHandleNetworkDeviceAttachment).
 	FramingDatagram
 )
-
-// SocketNetwork is a Hypervisor that can boot Specs with NetworkSocket;
-// SocketFraming says which kind of socket its NIC takes.
-type SocketNetwork interface {
-	SocketFraming() Framing
-}
 
 // NIC is the guest's network card when Spec.Network is NetworkSocket.
 type NIC struct {

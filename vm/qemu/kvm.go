@@ -98,7 +98,7 @@ func (h *Hypervisor) trialBoot(ctx context.Context, kernel, initrd string) (bool
 		"-m", "256M", "-smp", "1", "-nodefaults", "-no-user-config", "-no-reboot", "-display", "none",
 		"-kernel", kernel, "-initrd", initrd, "-serial", "stdio",
 		"-append", "console="+console+" panic=-1 quiet sandbar.trial=1")
-	cmd.SysProcAttr = procAttr()
+	cmd.SysProcAttr = procAttr(true)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()

@@ -1,7 +1,6 @@
 package qemu
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -65,7 +63,7 @@ func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *
 		}
 	}
 	m.cmd = exec.Command(p.Binary, p.Args...)
-	m.cmd.SysProcAttr = procAttr()
+	m.cmd.SysProcAttr = procAttr(m.plan.ParentDeath)
 	m.cmd.Stdout, m.cmd.Stderr = m.stderr, m.stderr
 	m.cmd.ExtraFiles = p.ExtraFiles
 	if err := p.start(m.cmd); err != nil {
@@ -73,7 +71,9 @@ func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *
 		return nil, fmt.Errorf("start %s: %w", p.Binary, err)
 	}
 	log.Debug("qemu started", "pid", m.cmd.Process.Pid, "args", strings.Join(p.Args, " "))
-	m.writePIDFile()
+	if err := writePIDFile(m.plan.PIDFile, m.cmd.Process.Pid); err != nil {
+		m.log.Warn("no pid file: a crash of this process would leave the VM for no one to find", "err", err)
+	}
 	go func() {
 		err := m.cmd.Wait()
 		if err != nil {
@@ -144,7 +144,7 @@ func (m *machine) startVirtiofsd(job virtiofsdJob) error {
 		args = append(args, "--readonly")
 	}
 	cmd := exec.Command(job.Binary, args...)
-	cmd.SysProcAttr = procAttr()
+	cmd.SysProcAttr = procAttr(m.plan.ParentDeath)
 	cmd.Stderr = m.stderr
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start virtiofsd for share %s: %w", job.Share.Tag, err)
@@ -171,15 +171,6 @@ func (m *machine) dialChannel(ctx context.Context) (net.Conn, error) {
 			return nil, fmt.Errorf("connect to the guest channel %s: %w", m.plan.Channel, err)
 		case <-time.After(5 * time.Millisecond):
 		}
-	}
-}
-
-func (m *machine) writePIDFile() {
-	pid := m.cmd.Process.Pid
-	st, _ := procStart(pid)
-	data := fmt.Sprintf("%d %d\n", pid, st)
-	if err := os.WriteFile(m.plan.PIDFile, []byte(data), 0o644); err != nil {
-		m.log.Warn("write pid file", "err", err)
 	}
 }
 
@@ -278,42 +269,6 @@ func (m *machine) Stats() (vm.Stats, error) {
 		return vm.Stats{}, vm.ErrNotRunning
 	}
 	return procStats(m.cmd.Process.Pid)
-}
-
-// EndOrphan ends the QEMU process recorded in dir's pid file when it is
-// still the same process (pid and start time match) and still a QEMU of
-// ours; it is for a Sandbar restarting after a crash. It reports whether it
-// killed something.
-func EndOrphan(dir string) (bool, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "vm.pid"))
-	if err != nil {
-		if os.IsNotExist(err) {
-			return false, nil
-		}
-		return false, err
-	}
-	f := strings.Fields(string(data))
-	if len(f) != 2 {
-		return false, fmt.Errorf("pid file %s is malformed", filepath.Join(dir, "vm.pid"))
-	}
-	pid, _ := strconv.Atoi(f[0])
-	want, _ := strconv.ParseUint(f[1], 10, 64)
-	defer os.Remove(filepath.Join(dir, "vm.pid"))
-	if got, err := procStart(pid); err != nil || got != want || pid <= 0 {
-		return false, nil
-	}
-	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if !bytes.Contains(cmdline, []byte("qemu-system")) {
-		return false, nil
-	}
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return false, nil
-	}
-	if err := p.Kill(); err != nil {
-		return false, fmt.Errorf("end orphan qemu %d: %w", pid, err)
-	}
-	return true, nil
 }
 
 // tailBuffer keeps the last max bytes written to it.

@@ -42,8 +42,13 @@ type Config struct {
 	RuntimeDir string
 	// Shape is "" for Sandbar's own machine, or ShapeVZ for a machine
 	// shaped like Virtualization.framework's, for tests (see ShapeVZ).
-	Shape  string
-	Logger *slog.Logger
+	Shape string
+	// NoParentDeath starts QEMU (and its virtiofsd) without Linux's
+	// parent-death signal, as it runs on macOS, which has none: a QEMU
+	// whose owner is killed keeps running, and only ReapOrphan ends it.
+	// It is for tests of that path; Sandbar never sets it.
+	NoParentDeath bool
+	Logger        *slog.Logger
 }
 
 // Hypervisor is the QEMU backend.
@@ -179,6 +184,7 @@ func (h *Hypervisor) Boot(ctx context.Context, spec vm.Spec) (vm.Machine, error)
 	set := settings{
 		Binary: h.cfg.Binary, Arch: h.arch(), KVM: st.Accelerated,
 		TSCkHz: tscKHz(), Virtiofsd: h.virtiofsd(), SocketDir: sockDir, Shape: h.cfg.Shape,
+		ParentDeath: h.Info().Features.DiesWithOwner,
 	}
 	if h.cfg.Shape == ShapeVZ && VhostVsock() {
 		set.VsockCID = guestCID()
