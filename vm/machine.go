@@ -13,8 +13,10 @@ type Machine interface {
 	// Wait blocks until the VM has stopped (or ctx is done) and returns why
 	// it stopped: nil for a clean power-off.
 	Wait(ctx context.Context) error
-	// Stop shuts the guest down gracefully: protocol shutdown, then the
-	// hypervisor's power button, then a kill when ctx's deadline nears.
+	// Stop presses the hypervisor's power button, then kills the VM when
+	// ctx's deadline nears, and returns once it has stopped. Asking the
+	// guest supervisor to shut down first is the caller's: it is the
+	// guest protocol, which app/sandbox speaks and vm never does.
 	Stop(ctx context.Context) error
 	// Kill ends the VM at once.
 	Kill() error

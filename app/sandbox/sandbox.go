@@ -193,6 +193,7 @@ type Sandbox struct {
 	// start → system:ready.
 	Booted, ReadyAfter time.Duration
 	spec               vm.Spec
+	log                *slog.Logger
 }
 
 // Spec is what was booted.
@@ -232,7 +233,7 @@ func Boot(ctx context.Context, hv vm.Hypervisor, img *image.Image, o Options) (*
 	if err != nil {
 		return nil, err
 	}
-	sb := &Sandbox{Machine: m, spec: spec, Booted: time.Since(start)}
+	sb := &Sandbox{Machine: m, spec: spec, Booted: time.Since(start), log: o.Logger.With("vm", o.Name)}
 	sb.Client = NewClient(m.Conn(), ClientOptions{OnEvent: o.OnEvent, Logger: o.Logger})
 
 	exited := make(chan error, 1)
@@ -282,17 +283,6 @@ func Boot(ctx context.Context, hv vm.Hypervisor, img *image.Image, o Options) (*
 		err = fmt.Errorf("%w\nlast console lines:\n%s", err, tail)
 	}
 	return nil, err
-}
-
-// Shutdown stops the guest gracefully (see vm.Machine.Stop) and closes the
-// channel. ctx bounds it; without a deadline it takes at most 15 s.
-func (s *Sandbox) Shutdown(ctx context.Context) error {
-	err := s.Stop(ctx)
-	if werr := s.Wait(ctx); err == nil && werr != nil {
-		err = werr
-	}
-	s.Client.Close()
-	return err
 }
 
 // diskSize is the size a disk image of at least n bytes is made: n rounded

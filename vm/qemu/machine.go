@@ -24,26 +24,13 @@ type machine struct {
 	log     *slog.Logger
 	cmd     *exec.Cmd
 	helpers []*exec.Cmd // virtiofsd daemons
-	conn    *lockedConn
+	conn    io.ReadWriteCloser
 	stderr  *tailBuffer
 	sockDir string // removed at exit when it is a private temp dir
 
 	done    chan struct{}
 	waitErr error
 	once    sync.Once
-}
-
-// lockedConn serialises writes so Stop's shutdown line never interleaves
-// with a line the protocol writer is sending.
-type lockedConn struct {
-	io.ReadWriteCloser
-	mu sync.Mutex
-}
-
-func (c *lockedConn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ReadWriteCloser.Write(p)
 }
 
 func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *slog.Logger) (*machine, error) {
@@ -89,7 +76,7 @@ func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *
 		<-m.done
 		return nil, err
 	}
-	m.conn = &lockedConn{ReadWriteCloser: conn}
+	m.conn = conn
 	return m, nil
 }
 
@@ -213,9 +200,10 @@ func (m *machine) exited() bool {
 	}
 }
 
-// Stop asks the guest to shut down (protocol), then presses the power
-// button (QMP), then kills QEMU; each step gets a share of ctx's time
-// (15 s in all when ctx has no deadline).
+// Stop presses the power button (QMP system_powerdown) and kills QEMU
+// when the guest has not powered off as ctx's deadline nears (15 s when
+// ctx has none). Asking the guest through its protocol first is the
+// caller's (app/sandbox).
 func (m *machine) Stop(ctx context.Context) error {
 	if m.exited() {
 		return nil
@@ -226,11 +214,7 @@ func (m *machine) Stop(ctx context.Context) error {
 		defer cancel()
 	}
 	deadline, _ := ctx.Deadline()
-	budget := time.Until(deadline)
-	if _, err := m.conn.Write([]byte(`{"cmd":"shutdown"}` + "\n")); err == nil && m.waitFor(budget*6/10) {
-		return nil
-	}
-	m.log.Info("guest ignored shutdown; pressing the power button")
+	m.log.Info("pressing the power button")
 	if err := qmpCommand(m.plan.QMP, "system_powerdown"); err == nil && m.waitFor(time.Until(deadline)-200*time.Millisecond) {
 		return nil
 	}

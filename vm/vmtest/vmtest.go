@@ -318,25 +318,10 @@ func (m *Machine) Wait(ctx context.Context) error {
 	}
 }
 
-// Stop implements vm.Machine: protocol shutdown, then a kill at ctx's
-// deadline (or after 5 s).
-func (m *Machine) Stop(ctx context.Context) error {
-	select {
-	case <-m.done:
-		return nil
-	default:
-	}
-	go m.conn.Write([]byte(`{"cmd":"shutdown"}` + "\n"))
-	t := time.NewTimer(5 * time.Second)
-	defer t.Stop()
-	select {
-	case <-m.done:
-		return nil
-	case <-ctx.Done():
-	case <-t.C:
-	}
-	return m.Kill()
-}
+// Stop implements vm.Machine: an in-process guest has no power button, so
+// it is killed at once (the protocol's shutdown, which the sandbox sends
+// first, is its graceful way out).
+func (m *Machine) Stop(context.Context) error { return m.Kill() }
 
 // Kill implements vm.Machine.
 func (m *Machine) Kill() error {
