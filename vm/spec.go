@@ -1,9 +1,3 @@
-// Package vm is the contract between Sandbar and a hypervisor: a Spec says
-// what to boot, a Hypervisor boots it, a Machine is the running VM.
-//
-// Spec is pure data (no cgo, no OS imports), so it can be built, validated
-// and tested anywhere; the backends (vm/qemu on Linux, vm/vz on macOS) only
-// translate it. This package knows nothing of sessions, git or the UI.
 package vm
 
 import (

@@ -1,9 +1,16 @@
 // Package sandbox boots the guest image as a VM and drives it: it turns an
-// image and a few limits into a vm.Spec, boots it on a Hypervisor, waits
-// for the guest supervisor's system:ready (with the console's tail in the
-// error when it never comes), and speaks the protocol to it through a
-// Client. It is what `sandbar vm run`, the session manager and the tests
-// and benchmarks boot guests with; it knows nothing of sessions or git.
+// image and a few limits into a vm.Spec for what the Hypervisor offers
+// (its vm.Info), boots it, waits for the guest supervisor's system:ready
+// (with the console's tail in the error when it never comes), speaks the
+// protocol to it through a Client, and stops it gracefully (the
+// protocol's shutdown, then the machine's power button, then a kill).
+// It is what `sandbar vm run`, the session manager and the tests and
+// benchmarks boot guests with, and the only host package that speaks
+// guest/protocol.
+//
+// It is not a session manager: it knows nothing of sessions, projects,
+// git, secrets or the store, and it owns no VM beyond the one Sandbox it
+// returns. It is not a hypervisor either: how a VM runs is vm's.
 package sandbox
 
 import (

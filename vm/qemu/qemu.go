@@ -3,8 +3,15 @@
 // emulation (TCG) otherwise.
 //
 // It is the Linux backend and also runs on a Mac with QEMU installed. It
-// only translates a vm.Spec into a command line and owns the QEMU process;
-// it knows nothing of sessions.
+// translates a vm.Spec into a plain plan (a command line and the files
+// around it, tested without running anything), owns the QEMU process
+// (and any virtiofsd) for its life, records it in the VM directory's pid
+// file, and ends one that outlived its owner (ReapOrphan).
+//
+// It is not a guest-protocol speaker: it connects the host channel and
+// hands it over as Machine.Conn, and never writes a protocol line on it
+// (app/sandbox does). It knows nothing of sessions, images or networks
+// beyond the Spec it is given.
 package qemu
 
 import (
