@@ -437,8 +437,8 @@ func TestKillParentLeavesNoQEMU(t *testing.T) {
 	}
 	// The pid file is left for a restarted Sandbar; ending the orphan is a
 	// no-op now that it is gone, and must not touch another process.
-	if killed, err := qemu.EndOrphan(dir); err != nil || killed {
-		t.Errorf("EndOrphan after the VM died = %v, %v", killed, err)
+	if killed, err := hypervisor(t, img).ReapOrphan(context.Background(), dir); err != nil || killed {
+		t.Errorf("ReapOrphan after the VM died = %v, %v", killed, err)
 	}
 }
 

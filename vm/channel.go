@@ -7,8 +7,7 @@ type Channel string
 const (
 	// ChannelAuto lets the guest look: the virtio-serial port
 	// org.sandbar.0 when one shows up within a second, else AF_VSOCK.
-	// GuestArgs then writes no sandbar.channel. It is what a backend
-	// that is not a ChannelKinder gets.
+	// GuestArgs then writes no sandbar.channel.
 	ChannelAuto Channel = "auto"
 	// ChannelSerial is the virtio-serial port org.sandbar.0 (QEMU's
 	// plan); the guest waits for it and never listens on vsock.
@@ -21,9 +20,3 @@ const (
 
 // VsockPort is the AF_VSOCK port the guest supervisor listens on.
 const VsockPort uint32 = 1024
-
-// ChannelKinder is a Hypervisor that says which channel its guests have,
-// so the guest goes straight to it (see GuestOptions.Channel).
-type ChannelKinder interface {
-	ChannelKind() Channel
-}

@@ -13,8 +13,9 @@ type GuestOptions struct {
 	// -1 for none. Workspace is the read-only base disk of the session's
 	// clone, which the guest mounts at /workspace under a layer on Scratch.
 	Root, Agent, Scratch, Workspace int
-	// Share is "virtiofs", "9p" or "none": how the workspace is mounted.
-	Share string
+	// Share is how the workspace share is mounted (ShareNone: there is
+	// none); "" writes no sandbar.share.
+	Share ShareKind
 	// Net is "none", "dhcp" or "static:<ip>/<prefix>,<gateway>,<dns>".
 	Net string
 	// Channel is how the guest supervisor reaches the host; "" is
@@ -36,7 +37,7 @@ func GuestArgs(o GuestOptions) []string {
 	disk("scratch", o.Scratch)
 	disk("workspace", o.Workspace)
 	if o.Share != "" {
-		args = append(args, "sandbar.share="+o.Share)
+		args = append(args, "sandbar.share="+string(o.Share))
 	}
 	if o.Net != "" {
 		args = append(args, "sandbar.net="+o.Net)

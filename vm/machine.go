@@ -13,8 +13,10 @@ type Machine interface {
 	// Wait blocks until the VM has stopped (or ctx is done) and returns why
 	// it stopped: nil for a clean power-off.
 	Wait(ctx context.Context) error
-	// Stop shuts the guest down gracefully: protocol shutdown, then the
-	// hypervisor's power button, then a kill when ctx's deadline nears.
+	// Stop presses the hypervisor's power button, then kills the VM when
+	// ctx's deadline nears, and returns once it has stopped. Asking the
+	// guest supervisor to shut down first is the caller's: it is the
+	// guest protocol, which app/sandbox speaks and vm never does.
 	Stop(ctx context.Context) error
 	// Kill ends the VM at once.
 	Kill() error
@@ -30,21 +32,4 @@ type Stats struct {
 	CPUTime time.Duration
 	// RSS is resident memory in bytes.
 	RSS uint64
-}
-
-// Status is a Hypervisor's verdict on this machine.
-type Status struct {
-	Available bool
-	// Accelerated is true when guests run on hardware virtualization.
-	Accelerated bool
-	// Detail says what was found, and when something is missing or slow,
-	// what to do about it, in words a user can act on.
-	Detail string
-}
-
-// Hypervisor boots Specs.
-type Hypervisor interface {
-	Name() string
-	Check(ctx context.Context) Status
-	Boot(ctx context.Context, spec Spec) (Machine, error)
 }

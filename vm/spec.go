@@ -1,9 +1,3 @@
-// Package vm is the contract between Sandbar and a hypervisor: a Spec says
-// what to boot, a Hypervisor boots it, a Machine is the running VM.
-//
-// Spec is pure data (no cgo, no OS imports), so it can be built, validated
-// and tested anywhere; the backends (vm/qemu on Linux, vm/vz on macOS) only
-// translate it. This package knows nothing of sessions, git or the UI.
 package vm
 
 import (
@@ -38,7 +32,7 @@ const (
 )
 
 // Framing is how a NIC's socket carries Ethernet frames; each backend
-// takes one (see SocketNetwork).
+// takes one (Info.SocketFraming).
 type Framing int
 
 const (
@@ -49,12 +43,6 @@ const (
 	// datagram (VZFileHandleNetworkDeviceAttachment).
 	FramingDatagram
 )
-
-// SocketNetwork is a Hypervisor that can boot Specs with NetworkSocket;
-// SocketFraming says which kind of socket its NIC takes.
-type SocketNetwork interface {
-	SocketFraming() Framing
-}
 
 // NIC is the guest's network card when Spec.Network is NetworkSocket.
 type NIC struct {

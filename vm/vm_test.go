@@ -103,7 +103,22 @@ type fakeHV struct{ name string }
 
 func (f fakeHV) Name() string                                { return f.name }
 func (f fakeHV) Check(context.Context) Status                { return Status{Available: true} }
+func (f fakeHV) Info() Info                                  { return Info{} }
 func (f fakeHV) Boot(context.Context, Spec) (Machine, error) { return nil, ErrUnavailable }
+
+func TestInfo(t *testing.T) {
+	none := Info{}
+	if none.Share() != ShareNone || none.Supports(NetworkOff) {
+		t.Errorf("an empty Info: share %q, supports off %v", none.Share(), none.Supports(NetworkOff))
+	}
+	i := Info{ShareKinds: []ShareKind{ShareVirtiofs, Share9p}, Networks: []Network{NetworkOff, NetworkSocket}}
+	if i.Share() != ShareVirtiofs {
+		t.Errorf("share = %q, want the first kind, virtiofs", i.Share())
+	}
+	if !i.Supports(NetworkSocket) || i.Supports(NetworkNAT) {
+		t.Errorf("supports socket %v, nat %v; want true, false", i.Supports(NetworkSocket), i.Supports(NetworkNAT))
+	}
+}
 
 func TestRegistry(t *testing.T) {
 	r := NewRegistry()

@@ -26,6 +26,7 @@ type statusHypervisor struct{ st vm.Status }
 
 func (h statusHypervisor) Name() string                    { return "fake" }
 func (h statusHypervisor) Check(context.Context) vm.Status { return h.st }
+func (h statusHypervisor) Info() vm.Info                   { return vm.Info{} }
 func (h statusHypervisor) Boot(context.Context, vm.Spec) (vm.Machine, error) {
 	return nil, vm.ErrUnavailable
 }

@@ -11,8 +11,8 @@ import (
 )
 
 // ErrNoSocketNetwork says a hypervisor cannot attach a guest NIC to a
-// socket (vm.SocketNetwork), so Sandbar's own network cannot reach its
-// guests.
+// socket (its Info lacks vm.NetworkSocket), so Sandbar's own network
+// cannot reach its guests.
 var ErrNoSocketNetwork = errors.New("this hypervisor cannot attach a guest NIC to Sandbar's network")
 
 // nicBuffer is the socket buffer each end of a NIC's socket pair asks
@@ -23,11 +23,11 @@ const nicBuffer = 4 << 20
 // host is Sandbar's end (for netstack.Network.Serve), guest the file to
 // put in vm.NIC (the hypervisor's end; close it once the VM has stopped).
 func NICPair(hv vm.Hypervisor) (host net.Conn, guest *os.File, framing vm.Framing, err error) {
-	sn, ok := hv.(vm.SocketNetwork)
-	if !ok {
+	info := hv.Info()
+	if !info.Supports(vm.NetworkSocket) {
 		return nil, nil, 0, fmt.Errorf("%s: %w", hv.Name(), ErrNoSocketNetwork)
 	}
-	framing = sn.SocketFraming()
+	framing = info.SocketFraming
 	typ := syscall.SOCK_STREAM
 	if framing == vm.FramingDatagram {
 		typ = syscall.SOCK_DGRAM

@@ -1,9 +1,16 @@
 // Package sandbox boots the guest image as a VM and drives it: it turns an
-// image and a few limits into a vm.Spec, boots it on a Hypervisor, waits
-// for the guest supervisor's system:ready (with the console's tail in the
-// error when it never comes), and speaks the protocol to it through a
-// Client. It is what `sandbar vm run`, the session manager and the tests
-// and benchmarks boot guests with; it knows nothing of sessions or git.
+// image and a few limits into a vm.Spec for what the Hypervisor offers
+// (its vm.Info), boots it, waits for the guest supervisor's system:ready
+// (with the console's tail in the error when it never comes), speaks the
+// protocol to it through a Client, and stops it gracefully (the
+// protocol's shutdown, then the machine's power button, then a kill).
+// It is what `sandbar vm run`, the session manager and the tests and
+// benchmarks boot guests with, and the only host package that speaks
+// guest/protocol.
+//
+// It is not a session manager: it knows nothing of sessions, projects,
+// git, secrets or the store, and it owns no VM beyond the one Sandbox it
+// returns. It is not a hypervisor either: how a VM runs is vm's.
 package sandbox
 
 import (
@@ -102,28 +109,13 @@ func (o *Options) defaults() {
 	}
 }
 
-// Guest is how a backend's guests mount shares and configure their NIC;
-// both backends implement it. A Guest that is also a vm.ChannelKinder
-// says which host channel its guests have (sandbar.channel); one that is
-// not leaves the guest to look (vm.ChannelAuto).
-type Guest interface {
-	// ShareKind is "virtiofs" or "9p".
-	ShareKind() string
-	// GuestNet is the sandbar.net kernel argument ("dhcp" or "static:...").
-	GuestNet() string
-}
-
-// defaultGuest is for a backend that does not implement Guest.
-type defaultGuest struct{}
-
-func (defaultGuest) ShareKind() string { return "virtiofs" }
-func (defaultGuest) GuestNet() string  { return "dhcp" }
-
-// SpecFor translates an image and options into the Spec to boot: disks in
-// the order root (vda, read-only), agent (vdb, read-only), scratch (vdc),
-// workspace base (vdd, read-only);
-// the workspace share; the guest's kernel arguments. It is pure.
-func SpecFor(img *image.Image, guest Guest, o Options) (vm.Spec, error) {
+// SpecFor translates an image and options into the Spec to boot on a
+// backend that offers info (vm.Hypervisor.Info): disks in the order root
+// (vda, read-only), agent (vdb, read-only), scratch (vdc), workspace base
+// (vdd, read-only); the workspace share; the guest's kernel arguments,
+// which tell the guest the backend's channel, share kind and NAT
+// addressing. It is pure.
+func SpecFor(img *image.Image, info vm.Info, o Options) (vm.Spec, error) {
 	o.defaults()
 	if img == nil {
 		return vm.Spec{}, fmt.Errorf("no guest image: run `sandbar image build`: %w", image.ErrNotBuilt)
@@ -145,10 +137,7 @@ func SpecFor(img *image.Image, guest Guest, o Options) (vm.Spec, error) {
 			{Path: img.AgentDisk, ReadOnly: true},
 		},
 	}
-	g := vm.GuestOptions{Root: 0, Agent: 1, Scratch: -1, Workspace: -1, Share: "none", Net: "none", Time: o.Time, Channel: vm.ChannelAuto}
-	if ck, ok := guest.(vm.ChannelKinder); ok {
-		g.Channel = ck.ChannelKind()
-	}
+	g := vm.GuestOptions{Root: 0, Agent: 1, Scratch: -1, Workspace: -1, Share: vm.ShareNone, Net: "none", Time: o.Time, Channel: info.Channel}
 	if g.Time.IsZero() {
 		g.Time = time.Now()
 	}
@@ -171,8 +160,11 @@ func SpecFor(img *image.Image, guest Guest, o Options) (vm.Spec, error) {
 		if err != nil {
 			return vm.Spec{}, fmt.Errorf("share %s: %w", o.Share, err)
 		}
+		if info.Share() == vm.ShareNone {
+			return vm.Spec{}, errors.New("sandbox: this hypervisor mounts no shares: give a workspace disk instead")
+		}
 		spec.Shares = []vm.Share{{Tag: ShareTag, HostPath: abs, ReadOnly: o.ShareReadOnly}}
-		g.Share = guest.ShareKind()
+		g.Share = info.Share()
 	}
 	switch {
 	case o.Network && o.NIC != nil:
@@ -181,12 +173,18 @@ func SpecFor(img *image.Image, guest Guest, o Options) (vm.Spec, error) {
 		if o.NICArg == "" {
 			return vm.Spec{}, errors.New("sandbox: a NIC needs its sandbar.net argument")
 		}
+		if !info.Supports(vm.NetworkSocket) {
+			return vm.Spec{}, ErrNoSocketNetwork
+		}
 		spec.Network = vm.NetworkSocket
 		spec.NIC = o.NIC
 		g.Net = o.NICArg
 	case o.Network:
+		if !info.Supports(vm.NetworkNAT) {
+			return vm.Spec{}, errors.New("sandbox: this hypervisor has no network of its own: use a NIC on Sandbar's network")
+		}
 		spec.Network = vm.NetworkNAT
-		g.Net = guest.GuestNet()
+		g.Net = info.NATNet
 	}
 	spec.CommandLine = append(vm.GuestArgs(g), o.KernelArgs...)
 	return spec, nil
@@ -202,6 +200,7 @@ type Sandbox struct {
 	// start → system:ready.
 	Booted, ReadyAfter time.Duration
 	spec               vm.Spec
+	log                *slog.Logger
 }
 
 // Spec is what was booted.
@@ -218,11 +217,7 @@ func (s *Sandbox) NetError() string {
 // Boot boots img on hv and waits for system:ready.
 func Boot(ctx context.Context, hv vm.Hypervisor, img *image.Image, o Options) (*Sandbox, error) {
 	o.defaults()
-	var guest Guest = defaultGuest{}
-	if g, ok := hv.(Guest); ok {
-		guest = g
-	}
-	spec, err := SpecFor(img, guest, o)
+	spec, err := SpecFor(img, hv.Info(), o)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +240,7 @@ func Boot(ctx context.Context, hv vm.Hypervisor, img *image.Image, o Options) (*
 	if err != nil {
 		return nil, err
 	}
-	sb := &Sandbox{Machine: m, spec: spec, Booted: time.Since(start)}
+	sb := &Sandbox{Machine: m, spec: spec, Booted: time.Since(start), log: o.Logger.With("vm", o.Name)}
 	sb.Client = NewClient(m.Conn(), ClientOptions{OnEvent: o.OnEvent, Logger: o.Logger})
 
 	exited := make(chan error, 1)
@@ -295,17 +290,6 @@ func Boot(ctx context.Context, hv vm.Hypervisor, img *image.Image, o Options) (*
 		err = fmt.Errorf("%w\nlast console lines:\n%s", err, tail)
 	}
 	return nil, err
-}
-
-// Shutdown stops the guest gracefully (see vm.Machine.Stop) and closes the
-// channel. ctx bounds it; without a deadline it takes at most 15 s.
-func (s *Sandbox) Shutdown(ctx context.Context) error {
-	err := s.Stop(ctx)
-	if werr := s.Wait(ctx); err == nil && werr != nil {
-		err = werr
-	}
-	s.Client.Close()
-	return err
 }
 
 // diskSize is the size a disk image of at least n bytes is made: n rounded

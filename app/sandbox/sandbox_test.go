@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,20 +33,18 @@ func testImage(t *testing.T) *image.Image {
 	return img
 }
 
-type qemuLike struct{}
+var allNetworks = []vm.Network{vm.NetworkOff, vm.NetworkNAT, vm.NetworkSocket}
 
-func (qemuLike) ShareKind() string { return "9p" }
-func (qemuLike) GuestNet() string  { return "static:10.0.2.15/24,10.0.2.2,10.0.2.3" }
+// qemuLike is a backend that mounts shares over 9p and gives its NAT's
+// fixed addresses, and names no channel.
+var qemuLike = vm.Info{ShareKinds: []vm.ShareKind{vm.Share9p}, Networks: allNetworks, NATNet: "static:10.0.2.15/24,10.0.2.2,10.0.2.3"}
 
-// vzLike is a Guest whose guests have only vsock, as
+// vzLike is a backend whose guests have only vsock, as
 // Virtualization.framework's do.
-type vzLike struct{}
+var vzLike = vm.Info{Channel: vm.ChannelVsock, ShareKinds: []vm.ShareKind{vm.ShareVirtiofs}, Networks: allNetworks, NATNet: "dhcp"}
 
-func (vzLike) ShareKind() string       { return "virtiofs" }
-func (vzLike) GuestNet() string        { return "dhcp" }
-func (vzLike) ChannelKind() vm.Channel { return vm.ChannelVsock }
-
-var _ vm.ChannelKinder = vzLike{}
+// plain is a backend that names nothing and offers no network.
+var plain = vm.Info{}
 
 func TestSpecFor(t *testing.T) {
 	img := testImage(t)
@@ -53,7 +52,7 @@ func TestSpecFor(t *testing.T) {
 	share := filepath.Join(t.TempDir(), "my repo ü")
 	when := time.Unix(1700000000, 0)
 
-	spec, err := SpecFor(img, qemuLike{}, Options{Dir: dir, ScratchSize: 1 << 30, Share: share, ShareReadOnly: true, Network: true, Time: when})
+	spec, err := SpecFor(img, qemuLike, Options{Dir: dir, ScratchSize: 1 << 30, Share: share, ShareReadOnly: true, Network: true, Time: when})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +83,7 @@ func TestSpecFor(t *testing.T) {
 	}
 
 	// No scratch, no share, no network.
-	spec, err = SpecFor(img, defaultGuest{}, Options{Dir: dir, CPUs: 1, Memory: 512 * vm.MiB})
+	spec, err = SpecFor(img, plain, Options{Dir: dir, CPUs: 1, Memory: 512 * vm.MiB})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +98,7 @@ func TestSpecFor(t *testing.T) {
 	}
 
 	// A backend that names its channel: the guest goes straight to it.
-	spec, err = SpecFor(img, vzLike{}, Options{Dir: dir})
+	spec, err = SpecFor(img, vzLike, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +106,23 @@ func TestSpecFor(t *testing.T) {
 		t.Errorf("vz-like command line %q lacks sandbar.channel=vsock", got)
 	}
 
-	if _, err := SpecFor(nil, defaultGuest{}, Options{Dir: dir}); !errors.Is(err, image.ErrNotBuilt) {
+	if _, err := SpecFor(nil, plain, Options{Dir: dir}); !errors.Is(err, image.ErrNotBuilt) {
 		t.Errorf("nil image: %v, want ErrNotBuilt", err)
+	}
+
+	// What a backend's Info does not offer is refused, not booted wrong.
+	nic := &vm.NIC{File: os.Stdin, MAC: net.HardwareAddr{0x5a, 0x94, 0xef, 1, 2, 3}, MTU: 1500}
+	for name, o := range map[string]Options{
+		"share": {Dir: dir, Share: share},
+		"NAT":   {Dir: dir, Network: true},
+		"NIC":   {Dir: dir, NIC: nic, NICArg: "dhcp"},
+	} {
+		if spec, err := SpecFor(img, plain, o); err == nil {
+			t.Errorf("a %s on a backend without one: spec %+v, want an error", name, spec)
+		}
+	}
+	if _, err := SpecFor(img, plain, Options{Dir: dir, NIC: nic, NICArg: "dhcp"}); !errors.Is(err, ErrNoSocketNetwork) {
+		t.Errorf("a NIC on a backend without socket networks: %v, want ErrNoSocketNetwork", err)
 	}
 }
 
@@ -317,7 +331,7 @@ func TestConsoleTail(t *testing.T) {
 // after the scratch disk it needs, and excludes a share.
 func TestSpecForWorkspaceDisk(t *testing.T) {
 	img := &image.Image{Kernel: "/i/k", Initramfs: "/i/r", RootFS: "/i/root.ext4", AgentDisk: "/i/agent.ext4"}
-	spec, err := SpecFor(img, defaultGuest{}, Options{Dir: "/s", ScratchSize: 1 << 30, Workspace: "/p/base.ext4"})
+	spec, err := SpecFor(img, plain, Options{Dir: "/s", ScratchSize: 1 << 30, Workspace: "/p/base.ext4"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,10 +341,10 @@ func TestSpecForWorkspaceDisk(t *testing.T) {
 	if !slices.Contains(spec.CommandLine, "sandbar.workspace=/dev/vdd") || !slices.Contains(spec.CommandLine, "sandbar.scratch=/dev/vdc") || len(spec.Shares) != 0 {
 		t.Errorf("command line %q shares %+v", spec.CommandLine, spec.Shares)
 	}
-	if _, err := SpecFor(img, defaultGuest{}, Options{Dir: "/s", Workspace: "/p/base.ext4"}); err == nil {
+	if _, err := SpecFor(img, plain, Options{Dir: "/s", Workspace: "/p/base.ext4"}); err == nil {
 		t.Error("a workspace disk without a scratch disk was accepted")
 	}
-	if _, err := SpecFor(img, defaultGuest{}, Options{Dir: "/s", ScratchSize: 1 << 30, Workspace: "/p/base.ext4", Share: "/tmp"}); err == nil {
+	if _, err := SpecFor(img, plain, Options{Dir: "/s", ScratchSize: 1 << 30, Workspace: "/p/base.ext4", Share: "/tmp"}); err == nil {
 		t.Error("a workspace disk with a share was accepted")
 	}
 }

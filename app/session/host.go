@@ -2,15 +2,26 @@ package session
 
 import (
 	"os"
-	"syscall"
 
 	"sandbar/app/store"
+	"sandbar/vm/hostproc"
 )
 
 // selfOwner is this process as a VM owner.
 func selfOwner() store.Owner {
 	host, _ := os.Hostname()
-	return store.Owner{PID: os.Getpid(), Start: procStart(os.Getpid()), Host: host, Boot: bootID(), PIDNS: pidNamespace()}
+	return store.Owner{PID: os.Getpid(), Start: procStart(os.Getpid()), Host: host, Boot: hostproc.BootID(), PIDNS: hostproc.PIDNamespace()}
+}
+
+// procStart is a process's start time as hostproc gives it (clock ticks
+// since boot on Linux, microseconds since the epoch on macOS), or 0 where
+// unknown.
+func procStart(pid int) int64 {
+	p, err := hostproc.Lookup(pid)
+	if err != nil {
+		return 0
+	}
+	return p.Start
 }
 
 // sameOwner reports whether two owners are the same process. The host
@@ -35,12 +46,18 @@ type proc struct {
 	start          int64 // as store.Owner.Start; 0 where unknown
 }
 
-// probe asks the system about pid.
+// probe asks the system about pid. A process the system will not tell
+// about (an error other than "no such process") counts as existing, its
+// start unknown.
 func probe(pid int) proc {
-	if err := syscall.Kill(pid, 0); err != nil && err != syscall.EPERM {
+	p, err := hostproc.Lookup(pid)
+	switch {
+	case hostproc.IsNoProcess(err):
 		return proc{}
+	case err != nil:
+		return proc{exists: true}
 	}
-	return proc{exists: true, start: procStart(pid), zombie: zombie(pid)}
+	return proc{exists: true, start: p.Start, zombie: p.Zombie}
 }
 
 // ownerAliveFrom is ownerAlive seen from self (this process as an owner),

@@ -238,7 +238,10 @@ func (m *Manager) SessionDir(id string) string { return m.cfg.Paths.Session(id) 
 // Owner is this process as the store records VM owners.
 func (m *Manager) Owner() store.Owner { return m.owner }
 
-// recover marks live sessions whose owner process is gone interrupted.
+// recover marks live sessions whose owner process is gone interrupted,
+// and ends the VMs such an owner left running where the backend can find
+// them (vm.OrphanReaper): where the system could not kill them with
+// their owner (macOS has no parent-death signal).
 func (m *Manager) recover(ctx context.Context) error {
 	sessions, err := m.cfg.Store.Sessions(ctx, store.SessionFilter{States: []string{StateProvisioning, StateBooting, StateRunning, StateStopping}})
 	if err != nil {
@@ -248,10 +251,10 @@ func (m *Manager) recover(ctx context.Context) error {
 		if ownerAlive(s.Owner) && !sameOwner(s.Owner, m.owner) {
 			continue // another Sandbar runs it
 		}
-		if oe, ok := m.cfg.Hypervisor.(interface {
-			EndOrphan(dir string) (bool, error)
-		}); ok {
-			if killed, err := oe.EndOrphan(m.cfg.Paths.Session(s.ID)); err != nil {
+		// The VM's directory is the session's (see newRun: the run boots
+		// its VM with Dir r.dir), where the backend left its pid file.
+		if r, ok := m.cfg.Hypervisor.(vm.OrphanReaper); ok {
+			if killed, err := r.ReapOrphan(ctx, m.cfg.Paths.Session(s.ID)); err != nil {
 				m.log.Warn("end orphan VM", "session", s.ID, "err", err)
 			} else if killed {
 				m.log.Info("ended an orphan VM", "session", s.ID)

@@ -28,6 +28,9 @@ type plan struct {
 	NoTHP bool
 	// ExtraFiles are inherited by QEMU as fds 3, 4, ...: the NIC's socket.
 	ExtraFiles []*os.File
+	// ParentDeath has the kernel kill QEMU and its virtiofsd when this
+	// process dies (see procAttr).
+	ParentDeath bool
 }
 
 // start starts cmd, QEMU run as p says: without transparent huge pages
@@ -58,6 +61,8 @@ type settings struct {
 	// VsockCID, with ShapeVZ, gives the guest a vhost-vsock device at
 	// that CID for the host channel; 0 gives it none.
 	VsockCID uint32
+	// ParentDeath: see plan.ParentDeath.
+	ParentDeath bool
 }
 
 // ChannelName is the virtio-serial port the guest supervisor looks for.
@@ -72,8 +77,10 @@ func buildPlan(spec vm.Spec, st settings) (plan, error) {
 		Binary:  st.Binary,
 		Channel: filepath.Join(st.SocketDir, "channel.sock"),
 		QMP:     filepath.Join(st.SocketDir, "qmp.sock"),
-		PIDFile: filepath.Join(spec.Dir, "vm.pid"),
+		PIDFile: filepath.Join(spec.Dir, PIDFile),
 		NoTHP:   !st.KVM,
+
+		ParentDeath: st.ParentDeath,
 	}
 	for _, s := range []string{p.Channel, p.QMP} {
 		if len(s) > 107 {
@@ -220,20 +227,6 @@ func buildPlan(spec vm.Spec, st settings) (plan, error) {
 	return p, nil
 }
 
-// SocketFraming implements vm.SocketNetwork: -netdev socket takes a
-// stream of length-prefixed frames.
-func (h *Hypervisor) SocketFraming() vm.Framing { return vm.FramingStream }
-
-var _ vm.SocketNetwork = (*Hypervisor)(nil)
-
 // GuestNet is the kernel argument that configures the guest NIC for QEMU's
 // user-mode network: its fixed addresses need no DHCP round trip.
 const GuestNet = "static:10.0.2.15/24,10.0.2.2,10.0.2.3"
-
-// ShareKind is how the guest mounts shares under this backend.
-func (h *Hypervisor) ShareKind() string {
-	if h.virtiofsd() != "" {
-		return "virtiofs"
-	}
-	return "9p"
-}

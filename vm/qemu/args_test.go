@@ -254,11 +254,11 @@ func TestPlanVZShape(t *testing.T) {
 }
 
 func TestShapeVZGuest(t *testing.T) {
-	plain, vz := New(Config{}), New(Config{Shape: ShapeVZ})
-	if plain.ChannelKind() != vm.ChannelSerial || plain.GuestNet() != GuestNet {
-		t.Errorf("QEMU's own machine: channel %s, net %s", plain.ChannelKind(), plain.GuestNet())
+	plain, vz := New(Config{}).Info(), New(Config{Shape: ShapeVZ}).Info()
+	if plain.Channel != vm.ChannelSerial || plain.NATNet != GuestNet {
+		t.Errorf("QEMU's own machine: channel %s, net %s", plain.Channel, plain.NATNet)
 	}
-	if vz.ChannelKind() != vm.ChannelVsock || vz.GuestNet() != "dhcp" {
-		t.Errorf("the vz shape: channel %s, net %s", vz.ChannelKind(), vz.GuestNet())
+	if vz.Channel != vm.ChannelVsock || vz.NATNet != "dhcp" {
+		t.Errorf("the vz shape: channel %s, net %s", vz.Channel, vz.NATNet)
 	}
 }

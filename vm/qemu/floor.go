@@ -60,7 +60,7 @@ func (h *Hypervisor) BootFloor(ctx context.Context, kernel, initrd string, cpus 
 		defer cancel()
 	}
 	cmd := exec.CommandContext(ctx, p.Binary, p.Args...)
-	cmd.SysProcAttr = procAttr()
+	cmd.SysProcAttr = procAttr(true)
 	console := &markerWriter{marker: []byte(TrialMarker)}
 	stderr := &tailBuffer{max: 8 << 10}
 	cmd.Stdout, cmd.Stderr = console, stderr

@@ -9,8 +9,14 @@ import (
 	"sandbar/vm"
 )
 
-// procAttr: macOS has no Pdeathsig; orphans are found by pid file instead.
-func procAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+// parentDeath is false: macOS has no parent-death signal, so a QEMU
+// outlives a Sandbar that crashed and is found by its pid file instead
+// (Hypervisor.ReapOrphan).
+const parentDeath = false
+
+// procAttr puts the child in a process group of its own; macOS cannot
+// tie its life to ours.
+func procAttr(bool) *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
 func hostMemory() uint64 {
 	n, err := unix.SysctlUint64("hw.memsize")
@@ -29,18 +35,6 @@ func procStats(pid int) (vm.Stats, error) {
 		return vm.Stats{}, vm.ErrNotRunning
 	}
 	return vm.Stats{}, nil
-}
-
-// procStart is the process's start time in microseconds since the epoch
-// (kern.proc.pid's p_starttime); with the pid it identifies a process
-// across pid reuse.
-func procStart(pid int) (uint64, error) {
-	kp, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
-	if err != nil {
-		return 0, err
-	}
-	t := kp.Proc.P_starttime
-	return uint64(t.Sec)*1e6 + uint64(t.Usec), nil
 }
 
 // startWithoutTHP starts cmd: macOS has no transparent huge pages to turn

@@ -16,9 +16,18 @@ import (
 	"sandbar/vm"
 )
 
-// procAttr ties QEMU's life to ours: if Sandbar dies, the kernel kills it.
-func procAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+// parentDeath is true: Linux can end a child when its parent dies.
+const parentDeath = true
+
+// procAttr puts the child in a process group of its own and, with
+// parentDeath, ties its life to ours: if Sandbar dies, however it dies,
+// the kernel kills it.
+func procAttr(parentDeath bool) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true}
+	if parentDeath {
+		a.Pdeathsig = syscall.SIGKILL
+	}
+	return a
 }
 
 func hostMemory() uint64 {
@@ -75,21 +84,6 @@ func procStats(pid int) (vm.Stats, error) {
 		CPUTime: time.Duration(utime+stime) * time.Second / ticks,
 		RSS:     rssPages * uint64(os.Getpagesize()),
 	}, nil
-}
-
-// procStart is the process's start time in clock ticks since boot; with
-// the pid it identifies a process across pid reuse.
-func procStart(pid int) (uint64, error) {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	f := strings.Fields(string(stat[i+2:]))
-	if len(f) < 20 {
-		return 0, os.ErrInvalid
-	}
-	return strconv.ParseUint(f[19], 10, 64)
 }
 
 // thpMu keeps startWithoutTHP's setting of this process's flag to one

@@ -1,7 +1,6 @@
 package qemu
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,26 +24,13 @@ type machine struct {
 	log     *slog.Logger
 	cmd     *exec.Cmd
 	helpers []*exec.Cmd // virtiofsd daemons
-	conn    *lockedConn
+	conn    io.ReadWriteCloser
 	stderr  *tailBuffer
 	sockDir string // removed at exit when it is a private temp dir
 
 	done    chan struct{}
 	waitErr error
 	once    sync.Once
-}
-
-// lockedConn serialises writes so Stop's shutdown line never interleaves
-// with a line the protocol writer is sending.
-type lockedConn struct {
-	io.ReadWriteCloser
-	mu sync.Mutex
-}
-
-func (c *lockedConn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ReadWriteCloser.Write(p)
 }
 
 func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *slog.Logger) (*machine, error) {
@@ -65,7 +50,7 @@ func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *
 		}
 	}
 	m.cmd = exec.Command(p.Binary, p.Args...)
-	m.cmd.SysProcAttr = procAttr()
+	m.cmd.SysProcAttr = procAttr(m.plan.ParentDeath)
 	m.cmd.Stdout, m.cmd.Stderr = m.stderr, m.stderr
 	m.cmd.ExtraFiles = p.ExtraFiles
 	if err := p.start(m.cmd); err != nil {
@@ -73,7 +58,9 @@ func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *
 		return nil, fmt.Errorf("start %s: %w", p.Binary, err)
 	}
 	log.Debug("qemu started", "pid", m.cmd.Process.Pid, "args", strings.Join(p.Args, " "))
-	m.writePIDFile()
+	if err := writePIDFile(m.plan.PIDFile, m.cmd.Process.Pid); err != nil {
+		m.log.Warn("no pid file: a crash of this process would leave the VM for no one to find", "err", err)
+	}
 	go func() {
 		err := m.cmd.Wait()
 		if err != nil {
@@ -89,7 +76,7 @@ func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *
 		<-m.done
 		return nil, err
 	}
-	m.conn = &lockedConn{ReadWriteCloser: conn}
+	m.conn = conn
 	return m, nil
 }
 
@@ -144,7 +131,7 @@ func (m *machine) startVirtiofsd(job virtiofsdJob) error {
 		args = append(args, "--readonly")
 	}
 	cmd := exec.Command(job.Binary, args...)
-	cmd.SysProcAttr = procAttr()
+	cmd.SysProcAttr = procAttr(m.plan.ParentDeath)
 	cmd.Stderr = m.stderr
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start virtiofsd for share %s: %w", job.Share.Tag, err)
@@ -171,15 +158,6 @@ func (m *machine) dialChannel(ctx context.Context) (net.Conn, error) {
 			return nil, fmt.Errorf("connect to the guest channel %s: %w", m.plan.Channel, err)
 		case <-time.After(5 * time.Millisecond):
 		}
-	}
-}
-
-func (m *machine) writePIDFile() {
-	pid := m.cmd.Process.Pid
-	st, _ := procStart(pid)
-	data := fmt.Sprintf("%d %d\n", pid, st)
-	if err := os.WriteFile(m.plan.PIDFile, []byte(data), 0o644); err != nil {
-		m.log.Warn("write pid file", "err", err)
 	}
 }
 
@@ -222,9 +200,10 @@ func (m *machine) exited() bool {
 	}
 }
 
-// Stop asks the guest to shut down (protocol), then presses the power
-// button (QMP), then kills QEMU; each step gets a share of ctx's time
-// (15 s in all when ctx has no deadline).
+// Stop presses the power button (QMP system_powerdown) and kills QEMU
+// when the guest has not powered off as ctx's deadline nears (15 s when
+// ctx has none). Asking the guest through its protocol first is the
+// caller's (app/sandbox).
 func (m *machine) Stop(ctx context.Context) error {
 	if m.exited() {
 		return nil
@@ -235,11 +214,7 @@ func (m *machine) Stop(ctx context.Context) error {
 		defer cancel()
 	}
 	deadline, _ := ctx.Deadline()
-	budget := time.Until(deadline)
-	if _, err := m.conn.Write([]byte(`{"cmd":"shutdown"}` + "\n")); err == nil && m.waitFor(budget*6/10) {
-		return nil
-	}
-	m.log.Info("guest ignored shutdown; pressing the power button")
+	m.log.Info("pressing the power button")
 	if err := qmpCommand(m.plan.QMP, "system_powerdown"); err == nil && m.waitFor(time.Until(deadline)-200*time.Millisecond) {
 		return nil
 	}
@@ -278,42 +253,6 @@ func (m *machine) Stats() (vm.Stats, error) {
 		return vm.Stats{}, vm.ErrNotRunning
 	}
 	return procStats(m.cmd.Process.Pid)
-}
-
-// EndOrphan ends the QEMU process recorded in dir's pid file when it is
-// still the same process (pid and start time match) and still a QEMU of
-// ours; it is for a Sandbar restarting after a crash. It reports whether it
-// killed something.
-func EndOrphan(dir string) (bool, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "vm.pid"))
-	if err != nil {
-		if os.IsNotExist(err) {
-			return false, nil
-		}
-		return false, err
-	}
-	f := strings.Fields(string(data))
-	if len(f) != 2 {
-		return false, fmt.Errorf("pid file %s is malformed", filepath.Join(dir, "vm.pid"))
-	}
-	pid, _ := strconv.Atoi(f[0])
-	want, _ := strconv.ParseUint(f[1], 10, 64)
-	defer os.Remove(filepath.Join(dir, "vm.pid"))
-	if got, err := procStart(pid); err != nil || got != want || pid <= 0 {
-		return false, nil
-	}
-	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if !bytes.Contains(cmdline, []byte("qemu-system")) {
-		return false, nil
-	}
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return false, nil
-	}
-	if err := p.Kill(); err != nil {
-		return false, fmt.Errorf("end orphan qemu %d: %w", pid, err)
-	}
-	return true, nil
 }
 
 // tailBuffer keeps the last max bytes written to it.

@@ -3,8 +3,15 @@
 // emulation (TCG) otherwise.
 //
 // It is the Linux backend and also runs on a Mac with QEMU installed. It
-// only translates a vm.Spec into a command line and owns the QEMU process;
-// it knows nothing of sessions.
+// translates a vm.Spec into a plain plan (a command line and the files
+// around it, tested without running anything), owns the QEMU process
+// (and any virtiofsd) for its life, records it in the VM directory's pid
+// file, and ends one that outlived its owner (ReapOrphan).
+//
+// It is not a guest-protocol speaker: it connects the host channel and
+// hands it over as Machine.Conn, and never writes a protocol line on it
+// (app/sandbox does). It knows nothing of sessions, images or networks
+// beyond the Spec it is given.
 package qemu
 
 import (
@@ -42,8 +49,13 @@ type Config struct {
 	RuntimeDir string
 	// Shape is "" for Sandbar's own machine, or ShapeVZ for a machine
 	// shaped like Virtualization.framework's, for tests (see ShapeVZ).
-	Shape  string
-	Logger *slog.Logger
+	Shape string
+	// NoParentDeath starts QEMU (and its virtiofsd) without Linux's
+	// parent-death signal, as it runs on macOS, which has none: a QEMU
+	// whose owner is killed keeps running, and only ReapOrphan ends it.
+	// It is for tests of that path; Sandbar never sets it.
+	NoParentDeath bool
+	Logger        *slog.Logger
 }
 
 // Hypervisor is the QEMU backend.
@@ -179,6 +191,7 @@ func (h *Hypervisor) Boot(ctx context.Context, spec vm.Spec) (vm.Machine, error)
 	set := settings{
 		Binary: h.cfg.Binary, Arch: h.arch(), KVM: st.Accelerated,
 		TSCkHz: tscKHz(), Virtiofsd: h.virtiofsd(), SocketDir: sockDir, Shape: h.cfg.Shape,
+		ParentDeath: h.Info().Features.DiesWithOwner,
 	}
 	if h.cfg.Shape == ShapeVZ && VhostVsock() {
 		set.VsockCID = guestCID()

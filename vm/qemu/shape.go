@@ -1,10 +1,6 @@
 package qemu
 
-import (
-	"math/rand/v2"
-
-	"sandbar/vm"
-)
+import "math/rand/v2"
 
 // ShapeVZ is a Config.Shape that boots the guest on a machine shaped like
 // Virtualization.framework's, so that Linux CI meets the guest as a Mac
@@ -27,24 +23,3 @@ const ShapeVZ = "vz"
 // the guest runs, which QEMU checks (it fails to start on a CID in use).
 // 0-2 are reserved and 0xffffffff is "any".
 func guestCID() uint32 { return 1<<16 + rand.Uint32N(1<<30) }
-
-// ChannelKind implements vm.ChannelKinder: the guest's channel is the
-// virtio-serial port ChannelName, or vsock on a machine of ShapeVZ.
-func (h *Hypervisor) ChannelKind() vm.Channel {
-	if h.cfg.Shape == ShapeVZ {
-		return vm.ChannelVsock
-	}
-	return vm.ChannelSerial
-}
-
-var _ vm.ChannelKinder = (*Hypervisor)(nil)
-
-// GuestNet is the guest's sandbar.net argument under this backend: the
-// user-mode network's fixed addresses, or its DHCP server on a machine
-// of ShapeVZ.
-func (h *Hypervisor) GuestNet() string {
-	if h.cfg.Shape == ShapeVZ {
-		return "dhcp"
-	}
-	return GuestNet
-}

@@ -53,17 +53,24 @@ func (h *Hypervisor) Check(context.Context) vm.Status {
 	return vm.Status{Available: true, Detail: "in-process test machines"}
 }
 
-// ShareKind and GuestNet say what a real backend would put on the guest's
-// command line.
-func (h *Hypervisor) ShareKind() string { return "virtiofs" }
-func (h *Hypervisor) GuestNet() string  { return "dhcp" }
+// Info implements vm.Hypervisor with what a real backend would put on
+// the guest's command line; the channel is left to the guest to find
+// (the in-process guest reads no command line). The in-process guest has
+// no NIC: a socket-attached one is accepted and carries nothing, so the
+// network's host side runs as it does for a real VM. Its machines live
+// in this process and die with it.
+func (h *Hypervisor) Info() vm.Info {
+	return vm.Info{
+		Channel:       vm.ChannelAuto,
+		ShareKinds:    []vm.ShareKind{vm.ShareVirtiofs},
+		Networks:      []vm.Network{vm.NetworkOff, vm.NetworkNAT, vm.NetworkSocket},
+		NATNet:        "dhcp",
+		SocketFraming: vm.FramingStream,
+		Features:      vm.Features{DiesWithOwner: true},
+	}
+}
 
-// SocketFraming implements vm.SocketNetwork. The in-process guest has no
-// NIC: a socket-attached one is accepted and carries nothing, so the
-// network's host side runs as it does for a real VM.
-func (h *Hypervisor) SocketFraming() vm.Framing { return vm.FramingStream }
-
-var _ vm.SocketNetwork = (*Hypervisor)(nil)
+var _ vm.Hypervisor = (*Hypervisor)(nil)
 
 // Booted returns the machines booted so far.
 func (h *Hypervisor) Booted() []*Machine {
@@ -311,25 +318,10 @@ func (m *Machine) Wait(ctx context.Context) error {
 	}
 }
 
-// Stop implements vm.Machine: protocol shutdown, then a kill at ctx's
-// deadline (or after 5 s).
-func (m *Machine) Stop(ctx context.Context) error {
-	select {
-	case <-m.done:
-		return nil
-	default:
-	}
-	go m.conn.Write([]byte(`{"cmd":"shutdown"}` + "\n"))
-	t := time.NewTimer(5 * time.Second)
-	defer t.Stop()
-	select {
-	case <-m.done:
-		return nil
-	case <-ctx.Done():
-	case <-t.C:
-	}
-	return m.Kill()
-}
+// Stop implements vm.Machine: an in-process guest has no power button, so
+// it is killed at once (the protocol's shutdown, which the sandbox sends
+// first, is its graceful way out).
+func (m *Machine) Stop(context.Context) error { return m.Kill() }
 
 // Kill implements vm.Machine.
 func (m *Machine) Kill() error {

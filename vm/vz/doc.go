@@ -8,7 +8,11 @@
 // darwin files turn a Plan into framework calls and own the running VM.
 // The VM belongs to the Sandbar process: the framework runs it in an XPC
 // service of its own that ends with this process, so there is no
-// hypervisor process to start, track or reap. On other platforms New
-// returns a backend whose Check says it is unavailable, so callers carry
-// no build tags. The package knows nothing of sessions.
+// hypervisor process to start, track or reap (its Info says so, and it is
+// no vm.OrphanReaper). On other platforms New returns a backend whose
+// Check says it is unavailable, so callers carry no build tags.
+//
+// It is not a guest-protocol speaker: the vsock connection is handed over
+// as Machine.Conn, and the protocol's lines on it are app/sandbox's. It
+// knows nothing of sessions.
 package vz

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"sync"
 	"syscall"
 	"time"
 
@@ -26,25 +25,12 @@ type machine struct {
 	vm   *vzapi.VirtualMachine // kept referenced: its finalizer releases the VM
 	plan Plan
 	log  *slog.Logger
-	conn *lockedConn
+	conn net.Conn
 
 	// done is closed by watch, the one goroutine that follows the VM's
 	// state, once the VM has stopped; waitErr is set before.
 	done    chan struct{}
 	waitErr error
-}
-
-// lockedConn serialises writes so Stop's shutdown line never interleaves
-// with a line the protocol writer is sending.
-type lockedConn struct {
-	net.Conn
-	mu sync.Mutex
-}
-
-func (c *lockedConn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.Conn.Write(p)
 }
 
 func start(ctx context.Context, cfg *vzapi.VirtualMachineConfiguration, p Plan, connectTimeout time.Duration, log *slog.Logger) (*machine, error) {
@@ -68,7 +54,7 @@ func start(ctx context.Context, cfg *vzapi.VirtualMachineConfiguration, p Plan, 
 		}
 		return nil, err
 	}
-	m.conn = &lockedConn{Conn: conn}
+	m.conn = conn
 	return m, nil
 }
 
@@ -150,9 +136,10 @@ func (m *machine) exited() bool {
 	}
 }
 
-// Stop asks the guest to shut down (protocol), then presses the power
-// button (RequestStop), then pulls the plug (Stop); each step gets a share
-// of ctx's time (15 s in all when ctx has no deadline).
+// Stop presses the power button (RequestStop) and pulls the plug (Stop)
+// when the guest has not powered off as ctx's deadline nears (15 s when
+// ctx has none). Asking the guest through its protocol first is the
+// caller's (app/sandbox).
 func (m *machine) Stop(ctx context.Context) error {
 	if m.exited() {
 		return nil
@@ -163,12 +150,8 @@ func (m *machine) Stop(ctx context.Context) error {
 		defer cancel()
 	}
 	deadline, _ := ctx.Deadline()
-	budget := time.Until(deadline)
-	if _, err := m.conn.Write([]byte(`{"cmd":"shutdown"}` + "\n")); err == nil && m.waitFor(budget*6/10) {
-		return nil
-	}
 	if m.vm.CanRequestStop() {
-		m.log.Info("guest ignored shutdown; pressing the power button")
+		m.log.Info("pressing the power button")
 		if ok, err := m.vm.RequestStop(); ok && err == nil && m.waitFor(time.Until(deadline)-200*time.Millisecond) {
 			return nil
 		} else if err != nil {

@@ -20,7 +20,7 @@ const VsockPort = vm.VsockPort
 const GuestNet = "dhcp"
 
 // ShareKind is how the guest mounts shares under this backend.
-const ShareKind = "virtiofs"
+const ShareKind = vm.ShareVirtiofs
 
 // maxTagBytes is the framework's limit on a virtio-fs tag
 // (VZVirtioFileSystemDeviceConfiguration validateTag), counted in UTF-8 bytes.

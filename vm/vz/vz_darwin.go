@@ -44,12 +44,6 @@ func New(cfg Config) *Hypervisor {
 // Name implements vm.Hypervisor.
 func (h *Hypervisor) Name() string { return "vz" }
 
-// ShareKind is how the guest mounts shares under this backend.
-func (h *Hypervisor) ShareKind() string { return ShareKind }
-
-// GuestNet is the guest's sandbar.net argument under this backend.
-func (h *Hypervisor) GuestNet() string { return GuestNet }
-
 // Check says whether this Mac and this binary can run VMs; a positive
 // verdict is kept for the life of the process.
 func (h *Hypervisor) Check(ctx context.Context) vm.Status {

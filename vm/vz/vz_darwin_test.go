@@ -81,7 +81,12 @@ func TestBootReal(t *testing.T) {
 	if st, err := m.Stats(); err != nil || st.CPUTime <= 0 {
 		t.Errorf("stats %+v, %v", st, err)
 	}
-	if err := m.Stop(ctx); err != nil {
+	// Machine.Stop is the power button, then the plug: the protocol's
+	// shutdown is app/sandbox's to send, and sandbar-init does not
+	// answer the button, so bound the wait.
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	defer scancel()
+	if err := m.Stop(sctx); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
 	if err := m.Wait(ctx); err != nil {

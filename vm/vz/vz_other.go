@@ -19,12 +19,6 @@ func New(cfg Config) *Hypervisor { return &Hypervisor{cfg: cfg.withDefaults()} }
 // Name implements vm.Hypervisor.
 func (h *Hypervisor) Name() string { return "vz" }
 
-// ShareKind is how the guest mounts shares under this backend.
-func (h *Hypervisor) ShareKind() string { return ShareKind }
-
-// GuestNet is the guest's sandbar.net argument under this backend.
-func (h *Hypervisor) GuestNet() string { return GuestNet }
-
 const offMacOS = "Virtualization.framework exists only on macOS: use the qemu backend"
 
 // Check implements vm.Hypervisor.
