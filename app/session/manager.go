@@ -39,15 +39,16 @@ import (
 	"sandbar/vm"
 )
 
-// Session states, persisted in the store.
+// Session states: the store's (store.State), named here for callers of
+// this package.
 const (
-	StateProvisioning = "provisioning" // cloning the repository
-	StateBooting      = "booting"      // the VM is starting
-	StateRunning      = "running"      // the agent runs (Activity: working or waiting)
-	StateStopping     = "stopping"
-	StateStopped      = "stopped"
-	StateFailed       = "failed"
-	StateInterrupted  = "interrupted" // Sandbar went away while it ran; restartable
+	StateProvisioning = store.StateProvisioning
+	StateBooting      = store.StateBooting
+	StateRunning      = store.StateRunning
+	StateStopping     = store.StateStopping
+	StateStopped      = store.StateStopped
+	StateFailed       = store.StateFailed
+	StateInterrupted  = store.StateInterrupted
 )
 
 // Activities of a running session.
@@ -57,13 +58,7 @@ const (
 )
 
 // Live reports whether a session in state s has (or is getting) a VM.
-func Live(s string) bool {
-	switch s {
-	case StateProvisioning, StateBooting, StateRunning, StateStopping:
-		return true
-	}
-	return false
-}
+func Live(s store.State) bool { return s.Live() }
 
 // Defaults for Options left zero.
 const (
@@ -240,7 +235,7 @@ func (m *Manager) Owner() store.Owner { return m.owner }
 
 // recover marks live sessions whose owner process is gone interrupted.
 func (m *Manager) recover(ctx context.Context) error {
-	sessions, err := m.cfg.Store.Sessions(ctx, store.SessionFilter{States: []string{StateProvisioning, StateBooting, StateRunning, StateStopping}})
+	sessions, err := m.cfg.Store.Sessions(ctx, store.SessionFilter{States: store.LiveStates})
 	if err != nil {
 		return err
 	}
@@ -378,7 +373,7 @@ func (m *Manager) Project(ctx context.Context, id int64) (store.Project, error) 
 
 // limits fills opts' zero limits from the settings, then the defaults.
 func (m *Manager) limits(ctx context.Context, o *Options) {
-	get := func(key string, def int) int {
+	get := func(key store.SettingKey, def int) int {
 		if v, ok, _ := m.cfg.Store.Setting(ctx, key); ok {
 			var n int
 			if _, err := fmt.Sscan(v, &n); err == nil && n > 0 {
@@ -388,16 +383,16 @@ func (m *Manager) limits(ctx context.Context, o *Options) {
 		return def
 	}
 	if o.CPUs == 0 {
-		o.CPUs = min(get("default_cpus", DefaultCPUs), m.cfg.HostCPUs)
+		o.CPUs = min(get(store.SettingDefaultCPUs, DefaultCPUs), m.cfg.HostCPUs)
 	}
 	if o.MemoryMiB == 0 {
-		o.MemoryMiB = get("default_memory_mib", DefaultMemoryMiB)
+		o.MemoryMiB = get(store.SettingDefaultMemoryMiB, DefaultMemoryMiB)
 	}
 	if o.DiskGiB == 0 {
-		o.DiskGiB = get("default_disk_gib", DefaultDiskGiB)
+		o.DiskGiB = get(store.SettingDefaultDiskGiB, DefaultDiskGiB)
 	}
 	if o.Agent.Command == "" {
-		if v, ok, _ := m.cfg.Store.Setting(ctx, "default_agent"); ok && strings.TrimSpace(v) != "" {
+		if v, ok, _ := m.cfg.Store.Setting(ctx, store.SettingDefaultAgent); ok && strings.TrimSpace(v) != "" {
 			o.Agent = AgentSpec{Command: "sh", Args: []string{"-c", v}}
 		}
 	}
@@ -421,14 +416,14 @@ func (b Budget) Free() uint64 {
 // Budget reports the host memory budget.
 func (m *Manager) Budget(ctx context.Context) (Budget, error) {
 	share := DefaultBudget
-	if v, ok, _ := m.cfg.Store.Setting(ctx, "memory_budget"); ok {
+	if v, ok, _ := m.cfg.Store.Setting(ctx, store.SettingMemoryBudget); ok {
 		var f float64
 		if _, err := fmt.Sscan(v, &f); err == nil && f > 0 && f <= 1 {
 			share = f
 		}
 	}
 	b := Budget{Host: m.cfg.HostMemory, Share: share, Limit: uint64(float64(m.cfg.HostMemory) * share)}
-	live, err := m.cfg.Store.Sessions(ctx, store.SessionFilter{States: []string{StateProvisioning, StateBooting, StateRunning, StateStopping}})
+	live, err := m.cfg.Store.Sessions(ctx, store.SessionFilter{States: store.LiveStates})
 	if err != nil {
 		return b, err
 	}
@@ -958,7 +953,7 @@ func (m *Manager) Running() []string {
 }
 
 // setState persists a state change and publishes it.
-func (m *Manager) setState(ctx context.Context, id, state, activity, reason string, exit *int) (store.Session, error) {
+func (m *Manager) setState(ctx context.Context, id string, state store.State, activity, reason string, exit *int) (store.Session, error) {
 	s, err := m.cfg.Store.UpdateSession(ctx, id, func(s *store.Session) error {
 		s.State, s.Activity, s.Reason = state, activity, reason
 		if exit != nil {
@@ -977,7 +972,7 @@ func (m *Manager) setState(ctx context.Context, id, state, activity, reason stri
 	if err != nil {
 		return s, err
 	}
-	m.cfg.Store.AppendEvent(ctx, id, store.Event{Time: time.Now(), Kind: "state", Detail: strings.TrimSpace(state + " " + activity + ": " + reason)})
+	m.cfg.Store.AppendEvent(ctx, id, store.Event{Time: time.Now(), Kind: "state", Detail: strings.TrimSpace(string(state) + " " + activity + ": " + reason)})
 	m.publishState(s)
 	return s, nil
 }

@@ -35,24 +35,10 @@ import (
 // session; a broker that holds the model API's key so the VM never does;
 // and the guest's listening ports published on the host's loopback.
 
-// Settings the network reads.
-const (
-	// SettingNetwork is Sandbar's own network rules (app/net/policy's
-	// syntax), for every session.
-	SettingNetwork = "network"
-	// SettingAnthropicUpstream is where the model-API broker sends the
-	// agent's requests; default DefaultAnthropicUpstream. The engine's
-	// SANDBAR_ANTHROPIC_UPSTREAM environment variable overrides it.
-	SettingAnthropicUpstream = "anthropic_upstream"
-	// SettingPublishPorts is "off" to publish only the ports a person
-	// asks for (default: every port the guest listens on).
-	SettingPublishPorts = "publish_ports"
-)
-
 // DefaultAnthropicUpstream is the model API.
 const DefaultAnthropicUpstream = "https://api.anthropic.com"
 
-// EnvAnthropicUpstream overrides SettingAnthropicUpstream for the engine.
+// EnvAnthropicUpstream overrides store.SettingAnthropicUpstream for the engine.
 const EnvAnthropicUpstream = "SANDBAR_ANTHROPIC_UPSTREAM"
 
 // The model API's credentials: always brokered, never in the VM.
@@ -121,7 +107,7 @@ func (m *Manager) composeWith(ctx context.Context, s store.Session, recorded boo
 		layers = append(layers, policy.Layer{Source: src, File: f})
 		return nil
 	}
-	if v, _, err := m.cfg.Store.Setting(ctx, SettingNetwork); err != nil {
+	if v, _, err := m.cfg.Store.Setting(ctx, store.SettingNetwork); err != nil {
 		return nil, nil, err
 	} else if err := add(v, policy.SourceSandbar, "Sandbar's network settings"); err != nil {
 		return nil, nil, err
@@ -196,7 +182,7 @@ func (m *Manager) brokered(ctx context.Context, env map[string]string, upstream 
 // anthropicUpstream is where the broker sends model-API requests.
 func (m *Manager) anthropicUpstream(ctx context.Context) (*url.URL, error) {
 	raw := DefaultAnthropicUpstream
-	if v, ok, _ := m.cfg.Store.Setting(ctx, SettingAnthropicUpstream); ok && strings.TrimSpace(v) != "" {
+	if v, ok, _ := m.cfg.Store.Setting(ctx, store.SettingAnthropicUpstream); ok && strings.TrimSpace(v) != "" {
 		raw = strings.TrimSpace(v)
 	}
 	if v := m.cfg.AnthropicUpstream; v != "" {
@@ -204,7 +190,7 @@ func (m *Manager) anthropicUpstream(ctx context.Context) (*url.URL, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("the model API's address %q is not an http(s) URL: fix the %s setting", raw, SettingAnthropicUpstream)
+		return nil, fmt.Errorf("the model API's address %q is not an http(s) URL: fix the %s setting", raw, store.SettingAnthropicUpstream)
 	}
 	return u, nil
 }
@@ -553,10 +539,10 @@ func (sn *sessionNet) close() {
 }
 
 // guestPorts follows the ports the guest listens on (its ports event):
-// a new one is published (unless SettingPublishPorts is off), one that
+// a new one is published (unless store.SettingPublishPorts is off), one that
 // closed is unpublished; ports a person published stay.
 func (sn *sessionNet) guestPorts(ports []protocol.Port) {
-	if v, _, _ := sn.r.m.cfg.Store.Setting(context.Background(), SettingPublishPorts); v == "off" {
+	if v, _, _ := sn.r.m.cfg.Store.Setting(context.Background(), store.SettingPublishPorts); v == "off" {
 		return
 	}
 	listening := map[uint16]bool{}

@@ -444,7 +444,7 @@ func (r *run) shutdown() {
 }
 
 // finish records the final state.
-func (r *run) finish(ctx context.Context, state, reason string, exit *int) error {
+func (r *run) finish(ctx context.Context, state store.State, reason string, exit *int) error {
 	if ctx.Err() != nil {
 		ctx = context.Background()
 	}

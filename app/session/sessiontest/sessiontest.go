@@ -138,7 +138,7 @@ func Shell(script string) session.AgentSpec {
 }
 
 // WaitState polls until the session is in state, or fails t after d.
-func (e *Env) WaitState(t testing.TB, id, state string, d time.Duration) store.Session {
+func (e *Env) WaitState(t testing.TB, id string, state store.State, d time.Duration) store.Session {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
