@@ -60,14 +60,16 @@ func Resolve(env Env) (Paths, error) {
 	return p, nil
 }
 
-// DB is the SQLite database file.
-func (p Paths) DB() string { return filepath.Join(p.Home, "sandbar.db") }
+// DB is the SQLite database file: every part that opens the store opens
+// this one.
+func (p Paths) DB() string { return filepath.Join(p.Home, dbFile) }
 
 // Sessions is the directory holding one directory per session.
-func (p Paths) Sessions() string { return filepath.Join(p.Home, "sessions") }
+func (p Paths) Sessions() string { return filepath.Join(p.Home, sessionsDir) }
 
-// Session is the directory a session owns: removing it removes the session.
-func (p Paths) Session(id string) string { return filepath.Join(p.Sessions(), id) }
+// Session is the path of the directory a session owns, SessionDir(id)'s:
+// removing it removes the session.
+func (p Paths) Session(id string) string { return p.SessionDir(id).Path() }
 
 // Project is the directory Sandbar keeps for a project: its own git
 // repository (ProjectRepo) and the base disks of its sessions

@@ -228,7 +228,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 
 // SessionDir is the directory session id owns (its workspace, logs and
 // disks), for the windows that show or open its files.
-func (m *Manager) SessionDir(id string) string { return m.cfg.Paths.Session(id) }
+func (m *Manager) SessionDir(id string) string { return m.cfg.Paths.SessionDir(id).Path() }
 
 // Owner is this process as the store records VM owners.
 func (m *Manager) Owner() store.Owner { return m.owner }
@@ -494,21 +494,22 @@ func (m *Manager) Start(ctx context.Context, o Options) (store.Session, error) {
 		State: StateProvisioning, Reason: "preparing a clone of " + repo.Root, Owner: m.owner,
 		Timings: map[string]time.Duration{}, Created: now, Updated: now, Started: now,
 	}
-	if err := os.MkdirAll(m.cfg.Paths.Session(id), 0o700); err != nil {
+	dir := m.cfg.Paths.SessionDir(id)
+	if err := os.MkdirAll(dir.Path(), 0o700); err != nil {
 		return store.Session{}, fmt.Errorf("create the session directory: %w", err)
 	}
 	if len(repoRules) > 0 {
-		if err := os.WriteFile(filepath.Join(m.cfg.Paths.Session(id), repoNetworkFile), repoRules, 0o600); err != nil {
-			os.RemoveAll(m.cfg.Paths.Session(id))
+		if err := os.WriteFile(dir.NetworkRepo(), repoRules, 0o600); err != nil {
+			os.RemoveAll(dir.Path())
 			return store.Session{}, fmt.Errorf("keep the session's copy of %s: %w", workspace.NetworkFile, err)
 		}
 	}
 	if _, _, err := m.composeWith(ctx, s, false); err != nil {
-		os.RemoveAll(m.cfg.Paths.Session(id))
+		os.RemoveAll(dir.Path())
 		return store.Session{}, err
 	}
 	if err := m.cfg.Store.CreateSession(ctx, s); err != nil {
-		os.RemoveAll(m.cfg.Paths.Session(id))
+		os.RemoveAll(dir.Path())
 		return store.Session{}, err
 	}
 	m.cfg.Store.TouchProject(ctx, proj.ID, now)
@@ -671,7 +672,7 @@ func (m *Manager) Restart(ctx context.Context, ref string) (store.Session, error
 	if m.isLegacy(s) {
 		return s, m.legacyError(s)
 	}
-	if _, err := readSessionFile(m.cfg.Paths.Session(s.ID), baseDiskFile); err != nil {
+	if m.inspect(s.ID).BaseDisk == "" {
 		return s, fmt.Errorf("session %s has no workspace left: start a new session: %w", s.ID, ErrState)
 	}
 	proj, err := m.cfg.Store.Project(ctx, s.ProjectID)
@@ -779,7 +780,7 @@ func (m *Manager) Remove(ctx context.Context, ref string, force bool) error {
 	if Live(s.State) && m.running(s.ID) == nil && ownerAlive(s.Owner) && !sameOwner(s.Owner, m.owner) {
 		return fmt.Errorf("session %s runs in Sandbar process %d: %w", s.ID, s.Owner.PID, ErrOwnedElsewhere)
 	}
-	dir := m.cfg.Paths.Session(s.ID)
+	dir := m.cfg.Paths.SessionDir(s.ID)
 	if !force {
 		if err := m.checkRemovable(ctx, s); err != nil {
 			return err
@@ -825,7 +826,7 @@ func (m *Manager) Transcript(ctx context.Context, ref string) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return readTranscript(filepath.Join(m.cfg.Paths.Session(s.ID), transcriptFile))
+	return readTranscript(m.cfg.Paths.SessionDir(s.ID).Transcript())
 }
 
 // Changes returns the session's changes against its base: asked of its
@@ -983,7 +984,7 @@ func (m *Manager) publishState(s store.Session) {
 
 // baseCommit is the commit the session's branch started from.
 func (m *Manager) baseCommit(s store.Session) string {
-	if b, err := readSessionFile(m.cfg.Paths.Session(s.ID), baseFile); err == nil && b != "" {
+	if b := m.inspect(s.ID).BaseCommit; b != "" {
 		return b
 	}
 	return s.Base

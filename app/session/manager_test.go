@@ -86,7 +86,7 @@ func newFixtureWith(t testing.TB, edit func(*Config)) *fixture {
 
 	paths := config.Paths{Home: filepath.Join(root, "sandbar home"), Images: filepath.Join(root, "images"), Downloads: filepath.Join(root, "dl")}
 	os.MkdirAll(paths.Home, 0o755)
-	st, err := store.Open(filepath.Join(paths.Home, "sandbar.db"))
+	st, err := store.Open(paths.DB())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestSessionEndToEndInProcess(t *testing.T) {
 	if !strings.Contains(all.String(), "stdout key is sandbar-brokered-") || !strings.Contains(all.String(), "stderr [redacted:OTHER]") {
 		t.Errorf("stored log:\n%s", all.String())
 	}
-	file, _ := os.ReadFile(filepath.Join(f.paths.Session(s.ID), "agent.log"))
+	file, _ := os.ReadFile(f.paths.SessionDir(s.ID).AgentLog())
 	for _, where := range []string{all.String(), string(file)} {
 		if strings.Contains(where, secretValue) || strings.Contains(where, "other-value-42") {
 			t.Errorf("a secret leaked:\n%s", where)
@@ -407,7 +407,7 @@ func TestRecoverInterrupted(t *testing.T) {
 	if err := f.st.CreateSession(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	os.MkdirAll(filepath.Join(f.paths.Session(s.ID), "workspace"), 0o755)
+	os.MkdirAll(f.paths.SessionDir(s.ID).LegacyWorkspace(), 0o755)
 	m2, err := New(ctx, Config{Paths: f.paths, Store: f.st, Hypervisor: f.hv, Secrets: mapSecrets{}, Image: f.m.cfg.Image, HostMemory: 16 << 30, HostCPUs: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -419,7 +419,7 @@ func TestRecoverInterrupted(t *testing.T) {
 	if got.State != StateInterrupted || !strings.Contains(got.Reason, "restart") {
 		t.Errorf("recovered: %s %q", got.State, got.Reason)
 	}
-	if _, err := os.Stat(filepath.Join(f.paths.Session(s.ID), "workspace")); err != nil {
+	if _, err := os.Stat(f.paths.SessionDir(s.ID).LegacyWorkspace()); err != nil {
 		t.Errorf("workspace gone: %v", err)
 	}
 	_ = vm.MiB

@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,10 +45,6 @@ var modelCredentials = map[string]string{
 	"ANTHROPIC_API_KEY":       "x-api-key",
 	"CLAUDE_CODE_OAUTH_TOKEN": "Authorization",
 }
-
-// repoNetworkFile is the session's copy of the repository's
-// .sandbar/network, taken when it was created.
-const repoNetworkFile = "network.repo"
 
 // brokerPort is the gateway's port the model-API broker serves.
 const brokerPort = 80
@@ -117,7 +112,7 @@ func (m *Manager) composeWith(ctx context.Context, s store.Session, recorded boo
 	} else if err := add(v, policy.SourceProject, "the project's network settings"); err != nil {
 		return nil, nil, err
 	}
-	if b, err := os.ReadFile(filepath.Join(m.cfg.Paths.Session(s.ID), repoNetworkFile)); err == nil {
+	if b, err := os.ReadFile(m.cfg.Paths.SessionDir(s.ID).NetworkRepo()); err == nil {
 		if err := add(string(b), policy.SourceRepository, workspace.NetworkFile); err != nil {
 			return nil, nil, err
 		}

@@ -9,22 +9,16 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"sandbar/app/config"
 	"sandbar/app/sandbox"
 	"sandbar/app/secrets"
 	"sandbar/app/store"
 	"sandbar/app/workspace"
 	"sandbar/guest/protocol"
-)
-
-// Files in a session's directory besides the workspace and the VM's.
-const (
-	logFile        = "agent.log"
-	transcriptFile = "transcript.jsonl"
 )
 
 // run is one session's life in this process: from clone (or boot, on a
@@ -39,7 +33,7 @@ type run struct {
 	claude   bool
 	idleStop bool
 	restart  bool
-	dir      string
+	dir      config.SessionDir
 	log      *slog.Logger
 	red      *secrets.Redactor
 
@@ -80,7 +74,7 @@ type run struct {
 
 func (m *Manager) newRun(s store.Session, repo workspace.Repo, setup *agentSetup, idleStop bool) *run {
 	ctx, cancel := context.WithCancel(context.Background())
-	dir := m.cfg.Paths.Session(s.ID)
+	dir := m.cfg.Paths.SessionDir(s.ID)
 	return &run{
 		m: m, id: s.ID, s: s, repo: repo, env: setup.env, setup: setup, claude: s.Agent.Kind == "claude", idleStop: idleStop,
 		dir: dir, wsChanged: make(chan struct{}, 1),
@@ -180,7 +174,7 @@ func (r *run) boot(ctx context.Context) error {
 		r.systemLine(n)
 	}
 	opts := sandbox.Options{
-		Name: "sandbar-" + r.id, Dir: r.dir,
+		Name: "sandbar-" + r.id, Dir: r.dir.VMDir(), Scratch: r.dir.Scratch(), Console: r.dir.Console(),
 		CPUs: r.s.Limits.CPUs, Memory: uint64(r.s.Limits.MemoryMiB) << 20,
 		ScratchSize:  int64(r.s.Limits.DiskGiB) << 30,
 		Workspace:    base,
@@ -337,7 +331,7 @@ func (r *run) supervise(ctx context.Context, vmDone <-chan error) error {
 			if err != nil {
 				msg += ": " + err.Error()
 			}
-			if tail := sandbox.ConsoleTail(filepath.Join(r.dir, sandbox.ConsoleFile), 10); tail != "" {
+			if tail := sandbox.ConsoleTail(r.dir.Console(), 10); tail != "" {
 				msg += "\nlast console lines:\n" + tail
 			}
 			return r.fail(ctx, msg)
@@ -650,11 +644,11 @@ func (r *run) addEntry(e Entry) {
 // openFiles opens the log and transcript for appending and finds the
 // log's next sequence number.
 func (r *run) openFiles() error {
-	f, err := openBoundedLog(filepath.Join(r.dir, logFile), maxLogFile)
+	f, err := openBoundedLog(r.dir.AgentLog(), maxLogFile)
 	if err != nil {
 		return fmt.Errorf("open the agent log: %w", err)
 	}
-	t, err := os.OpenFile(filepath.Join(r.dir, transcriptFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	t, err := os.OpenFile(r.dir.Transcript(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		f.Close()
 		return fmt.Errorf("open the transcript: %w", err)

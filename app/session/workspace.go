@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"sandbar/app/config"
 	"sandbar/app/sandbox"
 	"sandbar/app/store"
 	"sandbar/app/workspace"
@@ -27,22 +28,6 @@ import (
 // its working tree (workspace.SaveScript), and the host takes the pack
 // into Sandbar's repository with git's own checks (ImportSave) before a
 // merge fetches from there.
-
-// Files of a session's directory that name its workspace.
-const (
-	// baseFile holds the commit a session's branch started from.
-	baseFile = "base-commit"
-	// baseDiskFile holds the path of the session's base disk.
-	baseDiskFile = "base-disk"
-	// legacyWorkspace is the clone a Sandbar before the in-VM workspace
-	// shared with the VM; its files are the agent's, so no git runs there.
-	legacyWorkspace = "workspace"
-	// ExportDir is the read-only export of the session's saved files
-	// (workspace.Mirror.Export), for the person's own tools.
-	ExportDir = "export"
-	// savedAtFile holds when the session's work was last saved.
-	savedAtFile = "saved-at"
-)
 
 // Bounds on what the host reads back from a session's VM.
 const (
@@ -66,19 +51,12 @@ var ErrLegacySession = errors.New("session made by an older Sandbar")
 // workspace: its folder is kept as it was.
 func (m *Manager) legacyError(s store.Session) error {
 	return fmt.Errorf("session %s was made by an older Sandbar, which shared its clone with the VM, and Sandbar no longer runs git where an agent wrote: its files are kept, untouched, in %s — look at them yourself (treat its .git as untrusted: do not run git there with your usual configuration), then delete the session with `sandbar rm --force %s`, and start a new one (%w)",
-		s.ID, filepath.Join(m.cfg.Paths.Session(s.ID), legacyWorkspace), short(s.ID), ErrLegacySession)
+		s.ID, m.cfg.Paths.SessionDir(s.ID).LegacyWorkspace(), short(s.ID), ErrLegacySession)
 }
 
 // isLegacy reports whether the session's directory holds a shared clone
 // and no base disk: a session from before the in-VM workspace.
-func (m *Manager) isLegacy(s store.Session) bool {
-	dir := m.cfg.Paths.Session(s.ID)
-	if _, err := os.Lstat(filepath.Join(dir, baseDiskFile)); err == nil {
-		return false
-	}
-	fi, err := os.Lstat(filepath.Join(dir, legacyWorkspace))
-	return err == nil && fi.IsDir()
-}
+func (m *Manager) isLegacy(s store.Session) bool { return m.inspect(s.ID).Legacy }
 
 // mirror opens Sandbar's repository of a project; one user at a time
 // per project, since base disks are built and saves imported there.
@@ -106,22 +84,6 @@ func (m *Manager) mirror(ctx context.Context, projectID int64) (*workspace.Mirro
 		return nil, func() {}, err
 	}
 	return mr, unlock, nil
-}
-
-// readSessionFile reads one small file of a session's directory (Sandbar
-// writes them; the bound and the regular-file check are there all the
-// same).
-func readSessionFile(dir, name string) (string, error) {
-	p := filepath.Join(dir, name)
-	fi, err := os.Lstat(p)
-	if err != nil {
-		return "", err
-	}
-	if !fi.Mode().IsRegular() || fi.Size() > 4096 {
-		return "", fmt.Errorf("%s is not a small regular file", p)
-	}
-	b, err := os.ReadFile(p)
-	return strings.TrimSpace(string(b)), err
 }
 
 // provision makes the session's workspace: the project's history copied
@@ -152,10 +114,10 @@ func (r *run) provision(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(r.dir, baseFile), []byte(commit+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(r.dir.BaseCommit(), []byte(commit+"\n"), 0o600); err != nil {
 		return fmt.Errorf("record the session's base: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(r.dir, baseDiskFile), []byte(info.Path+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(r.dir.BaseDisk(), []byte(info.Path+"\n"), 0o600); err != nil {
 		return fmt.Errorf("record the session's base disk: %w", err)
 	}
 	took := time.Since(start)
@@ -194,7 +156,7 @@ func (r *run) provision(ctx context.Context) error {
 
 // baseDisk is the session's base disk, as provision recorded it.
 func (r *run) baseDisk() (string, error) {
-	p, err := readSessionFile(r.dir, baseDiskFile)
+	p, err := readSmallFile(r.dir.BaseDisk())
 	if err != nil {
 		return "", fmt.Errorf("session %s has no workspace disk recorded (%v): start a new session", r.id, err)
 	}
@@ -293,7 +255,7 @@ func (r *run) save(ctx context.Context) (workspace.SaveInfo, error) {
 	// The VM's output goes to a file first, at whatever pace the VM
 	// chooses and without the project's lock, so a slow (or hostile)
 	// session holds up no other; only the import takes the lock.
-	spool := filepath.Join(r.dir, saveSpoolFile)
+	spool := r.dir.SaveSpool()
 	f, err := os.OpenFile(spool, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: %w", err)
@@ -334,7 +296,7 @@ func (r *run) save(ctx context.Context) (workspace.SaveInfo, error) {
 	if err != nil {
 		return info, fmt.Errorf("save the session's work: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(r.dir, savedAtFile), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(r.dir.SavedAt(), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
 		r.log.Warn("record when the work was saved", "err", err)
 	}
 	for _, l := range strings.Split(errb.String(), "\n") {
@@ -346,9 +308,6 @@ func (r *run) save(ctx context.Context) (workspace.SaveInfo, error) {
 	r.log.Info("work saved", "branch", short(info.Branch), "snapshot", short(info.Snapshot), "bytes", info.Bytes, "took", time.Since(start))
 	return info, nil
 }
-
-// saveSpoolFile holds the VM's save output until it is imported.
-const saveSpoolFile = "save.partial"
 
 // spoolWriter writes at most max bytes to f; past that it stops the
 // command (over) and drops the rest.
@@ -384,7 +343,7 @@ func (r *run) saveBeforeStop() {
 	ctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
 	defer cancel()
 	info, err := r.save(ctx)
-	failed := filepath.Join(r.dir, saveErrorFile)
+	failed := r.dir.SaveError()
 	if err != nil {
 		msg := err.Error()
 		if len(msg) > 2000 {
@@ -451,17 +410,16 @@ func (m *Manager) savedWork(ctx context.Context, s store.Session) (*workspace.Mi
 	return m.mirror(ctx, s.ProjectID)
 }
 
-// saveErrorFile holds why the session's clone holds work Sandbar has not
-// saved: written when its VM is up (a VM or an engine that dies saves
-// nothing), rewritten when a save fails, and removed when one succeeds.
-const saveErrorFile = "save-error"
-
-// notSavedSinceBoot is saveErrorFile's text while the VM runs.
+// notSavedSinceBoot is the save-error file's text while the VM runs. That
+// file (config.SessionDir.SaveError) says why the session's clone holds
+// work Sandbar has not saved: written when its VM is up (a VM or an
+// engine that dies saves nothing), rewritten when a save fails, and
+// removed when one succeeds.
 const notSavedSinceBoot = "the session stopped before its work was saved: its VM or Sandbar ended unexpectedly"
 
 // markUnsaved records that the clone may hold work not yet saved.
 func (r *run) markUnsaved() {
-	if err := os.WriteFile(filepath.Join(r.dir, saveErrorFile), []byte(notSavedSinceBoot+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(r.dir.SaveError(), []byte(notSavedSinceBoot+"\n"), 0o600); err != nil {
 		r.log.Warn("record that the work is not saved", "err", err)
 	}
 }
@@ -476,8 +434,8 @@ func (m *Manager) saveFailed(s store.Session) error {
 	if r := m.running(s.ID); r != nil && r.vmUp() {
 		return nil
 	}
-	why, err := readSessionFile(m.cfg.Paths.Session(s.ID), saveErrorFile)
-	if err != nil {
+	why := m.inspect(s.ID).SaveError
+	if why == "" {
 		return nil
 	}
 	return fmt.Errorf("%w when it stopped (%s): its clone is kept on the session's disk; restart the session to try again, and look inside with `sandbar shell %s`", ErrNotSaved, why, short(s.ID))
@@ -498,7 +456,7 @@ func (m *Manager) pruneBases(ctx context.Context, projectID int64) {
 	}
 	used := map[string]bool{}
 	for _, s := range sessions {
-		if p, err := readSessionFile(m.cfg.Paths.Session(s.ID), baseDiskFile); err == nil {
+		if p := m.inspect(s.ID).BaseDisk; p != "" {
 			used[p] = true
 		}
 	}
@@ -519,13 +477,14 @@ func (m *Manager) pruneBases(ctx context.Context, projectID int64) {
 // removeSessionDir deletes a session's directory. A scratch disk can be
 // large, and a legacy clone may hold anything the agent made (symlinks
 // included: RemoveAll does not follow them).
-func removeSessionDir(dir string) error {
+func removeSessionDir(d config.SessionDir) error {
+	dir := d.Path()
 	// The export's folders are read-only, and so are those of one left
-	// half-written (.export-*) by a Sandbar that died while writing it.
-	exports := []string{filepath.Join(dir, ExportDir)}
+	// half-written by a Sandbar that died while writing it.
+	exports := []string{d.Export()}
 	if es, err := os.ReadDir(dir); err == nil {
 		for _, e := range es {
-			if e.IsDir() && strings.HasPrefix(e.Name(), ".export-") {
+			if e.IsDir() && config.IsExportTemp(e.Name()) {
 				exports = append(exports, filepath.Join(dir, e.Name()))
 			}
 		}
@@ -544,10 +503,8 @@ func removeSessionDir(dir string) error {
 // savedAt is when the session's work was last saved: recorded by save,
 // else (a session saved before that was recorded) when it ended.
 func (m *Manager) savedAt(s store.Session) time.Time {
-	if v, err := readSessionFile(m.cfg.Paths.Session(s.ID), savedAtFile); err == nil {
-		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-			return t.Local()
-		}
+	if t := m.inspect(s.ID).SavedAt; !t.IsZero() {
+		return t
 	}
 	return s.Ended
 }
@@ -572,7 +529,7 @@ func (m *Manager) Export(ctx context.Context, ref string) (string, time.Time, er
 		return "", time.Time{}, err
 	}
 	defer unlock()
-	info, err := mr.Export(ctx, s.ID, filepath.Join(m.cfg.Paths.Session(s.ID), ExportDir))
+	info, err := mr.Export(ctx, s.ID, m.cfg.Paths.SessionDir(s.ID).Export())
 	if err != nil {
 		return "", time.Time{}, err
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sandbar/app/config"
 )
 
 // TestBaseDisksShared: sessions at one commit boot on one base disk; a
@@ -28,7 +30,7 @@ func TestBaseDisksShared(t *testing.T) {
 	}
 	disk := func(id string) string {
 		t.Helper()
-		p, err := readSessionFile(f.paths.Session(id), baseDiskFile)
+		p, err := readSmallFile(f.paths.SessionDir(id).BaseDisk())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,10 +73,10 @@ func TestLegacySession(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.wait(t, s.ID)
-	dir := f.paths.Session(s.ID)
+	dir := f.paths.SessionDir(s.ID)
 	// What an older Sandbar left: a clone the agent wrote, with a trap.
-	os.Remove(filepath.Join(dir, baseDiskFile))
-	ws := filepath.Join(dir, legacyWorkspace)
+	os.Remove(dir.BaseDisk())
+	ws := dir.LegacyWorkspace()
 	os.MkdirAll(filepath.Join(ws, ".git"), 0o755)
 	pwned := filepath.Join(t.TempDir(), "pwned")
 	os.WriteFile(filepath.Join(ws, ".git", "config"), []byte("[core]\n\tfsmonitor = touch "+pwned+"\n"), 0o644)
@@ -94,7 +96,7 @@ func TestLegacySession(t *testing.T) {
 	if err := f.m.Remove(ctx, s.ID, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+	if _, err := os.Stat(dir.Path()); !os.IsNotExist(err) {
 		t.Errorf("rm --force left %s: %v", dir, err)
 	}
 	if _, err := os.Stat(pwned); err == nil {
@@ -150,7 +152,7 @@ func TestSourceRefsRefreshBase(t *testing.T) {
 // person's own uid.)
 func TestRemoveSessionDirWithReadOnlyExports(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "sess [1]")
-	for _, d := range []string{ExportDir + "/sub", ".export-123/sub"} {
+	for _, d := range []string{"export/sub", ".export-123/sub"} {
 		p := filepath.Join(dir, filepath.FromSlash(d))
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			t.Fatal(err)
@@ -159,7 +161,7 @@ func TestRemoveSessionDirWithReadOnlyExports(t *testing.T) {
 		os.Chmod(p, 0o555)
 		os.Chmod(filepath.Dir(p), 0o555)
 	}
-	if err := removeSessionDir(dir); err != nil {
+	if err := removeSessionDir(config.NewSessionDir(dir)); err != nil {
 		t.Fatalf("removeSessionDir: %v", err)
 	}
 	if _, err := os.Lstat(dir); !os.IsNotExist(err) {

@@ -17,6 +17,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"sandbar/app/config"
 	"sandbar/app/session"
 	"sandbar/app/store"
 )
@@ -255,7 +256,7 @@ func (w *sessionWindow) exportPath() string {
 	if w.dir == "" {
 		return ""
 	}
-	return filepath.Join(w.dir, session.ExportDir)
+	return config.NewSessionDir(w.dir).Export()
 }
 
 // start runs the window's goroutines: events, then the uptime clock.

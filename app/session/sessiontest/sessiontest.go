@@ -70,7 +70,7 @@ func New(t testing.TB) *Env {
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	paths := config.Paths{Home: filepath.Join(root, "sandbar"), Images: filepath.Join(root, "images"), Downloads: filepath.Join(root, "downloads")}
 	os.MkdirAll(paths.Home, 0o755)
-	st, err := store.Open(filepath.Join(paths.Home, "sandbar.db"))
+	st, err := store.Open(paths.DB())
 	if err != nil {
 		t.Fatal(err)
 	}
