@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -76,7 +75,7 @@ func (m *Manager) newRun(s store.Session, repo workspace.Repo, setup *agentSetup
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := m.cfg.Paths.SessionDir(s.ID)
 	return &run{
-		m: m, id: s.ID, s: s, repo: repo, env: setup.env, setup: setup, claude: s.Agent.Kind == "claude", idleStop: idleStop,
+		m: m, id: s.ID, s: s, repo: repo, env: setup.env, setup: setup, claude: kindOf(s.Agent) == AgentClaude, idleStop: idleStop,
 		dir: dir, wsChanged: make(chan struct{}, 1),
 		log: m.log.With("session", s.ID), red: secrets.NewRedactor(setup.values),
 		ctx: ctx, cancel: cancel, done: make(chan struct{}),
@@ -504,34 +503,6 @@ func (r *run) chat(text string) error {
 		return err
 	}
 	return nil
-}
-
-// exec runs a command in the VM; its output is redacted.
-func (r *run) exec(ctx context.Context, req sandbox.ExecRequest, stdout, stderr io.Writer) (sandbox.ExecResult, error) {
-	r.mu.Lock()
-	sb := r.sb
-	r.mu.Unlock()
-	if sb == nil {
-		return sandbox.ExecResult{}, fmt.Errorf("session %s is not running yet: %w", r.id, ErrState)
-	}
-	r.addLine("exec", "$ "+r.red.Redact(strings.Join(req.Argv, " ")))
-	var outW, errW io.WriteCloser
-	if stdout != nil {
-		outW = r.red.Writer(stdout)
-		stdout = outW
-	}
-	if stderr != nil {
-		errW = r.red.Writer(stderr)
-		stderr = errW
-	}
-	res, err := sb.Client.Exec(ctx, req, stdout, stderr)
-	if outW != nil {
-		outW.Close()
-	}
-	if errW != nil {
-		errW.Close()
-	}
-	return res, err
 }
 
 // onEvent handles the guest's events (on the client's reader goroutine).

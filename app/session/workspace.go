@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"sandbar/app/config"
 	"sandbar/app/sandbox"
 	"sandbar/app/store"
 	"sandbar/app/workspace"
@@ -472,32 +470,6 @@ func (m *Manager) pruneBases(ctx context.Context, projectID int64) {
 			os.Remove(d + ".lfs")
 		}
 	}
-}
-
-// removeSessionDir deletes a session's directory. A scratch disk can be
-// large, and a legacy clone may hold anything the agent made (symlinks
-// included: RemoveAll does not follow them).
-func removeSessionDir(d config.SessionDir) error {
-	dir := d.Path()
-	// The export's folders are read-only, and so are those of one left
-	// half-written by a Sandbar that died while writing it.
-	exports := []string{d.Export()}
-	if es, err := os.ReadDir(dir); err == nil {
-		for _, e := range es {
-			if e.IsDir() && config.IsExportTemp(e.Name()) {
-				exports = append(exports, filepath.Join(dir, e.Name()))
-			}
-		}
-	}
-	for _, d := range exports {
-		if err := workspace.RemoveExport(d); err != nil {
-			return err
-		}
-	}
-	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("delete %s: %w", dir, err)
-	}
-	return nil
 }
 
 // savedAt is when the session's work was last saved: recorded by save,
