@@ -120,6 +120,9 @@ type Manager struct {
 	runs map[string]*run
 	// mirrorLocks serialise the work in each project's own repository.
 	mirrorLocks map[int64]chan struct{}
+	// storeMu lets one session's log lines be written to the store at a
+	// time: one writer per process keeps SQLite's lock contention low.
+	storeMu sync.Mutex
 	// watched holds, for each project whose refs are watched, what ends
 	// that watch; watching is on once the Manager is the engine, closing
 	// stops new watches, and life ends them all.
