@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sandbar/app/config"
+	"sandbar/app/store"
 )
 
 // TestBaseDisksShared: sessions at one commit boot on one base disk; a
@@ -125,17 +126,10 @@ func TestSourceRefsRefreshBase(t *testing.T) {
 	}
 	waitBase := func(head string) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		f.until(t, "", 30*time.Second, "a base disk for "+head[:12], func(store.Session) bool {
 			disks, _ := filepath.Glob(filepath.Join(f.paths.ProjectBases(p.ID), "base-"+head[:12]+"-*.ext4"))
-			if len(disks) == 1 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no base disk for %s within 30 s", head[:12])
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return len(disks) == 1
+		})
 	}
 	// At once for where the repository is; then for each commit.
 	waitBase(git(t, f.repo, "rev-parse", "HEAD"))
@@ -179,17 +173,10 @@ func TestUnsavedWorkKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	f.until(t, s.ID, 30*time.Second, "the agent's start in the log", func(store.Session) bool {
 		lines, _ := f.m.Logs(ctx, s.ID, 0, 100)
-		if len(lines) > 0 && strings.Contains(lines[len(lines)-1].Text, "started") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the agent did not start")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(lines) > 0 && strings.Contains(lines[len(lines)-1].Text, "started")
+	})
 	for _, m := range f.hv.Booted() {
 		m.Kill()
 	}
