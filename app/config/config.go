@@ -1,9 +1,13 @@
-// Package config says where Sandbar keeps its data and caches.
+// Package config says where Sandbar keeps its data and caches, and names
+// every file in them: the database, the engine's lock, socket and log,
+// and each file of a session's directory (SessionDir).
 //
 // It is the one place that turns the environment (SANDBAR_HOME and the
 // platform's conventions) into paths; main builds a Paths value and hands
-// it to every part, so nothing else reads the environment. It does not
-// create anything on disk except through Paths.Ensure.
+// it to every part, so nothing else reads the environment. It is not
+// where settings live (those are in the store), and it reads and writes
+// no file: it creates nothing on disk except directories, through
+// Paths.Ensure.
 package config
 
 import (

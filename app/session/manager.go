@@ -1,14 +1,26 @@
 // Package session is the orchestrator: the Manager owns every session's
 // life, from its workspace (a base disk built from Sandbar's repository
 // of the project, see workspace.go) through the VM boot and the agent's
-// run to saving its work, stop, merge back and removal. It calls the other parts through small
-// interfaces (store, workspace, secrets, a vm.Hypervisor through
-// app/sandbox) and publishes what happens to subscribers: the tray, the
-// windows and the CLI.
+// run to saving its work, stop, merge back and removal. It calls the
+// other parts through small interfaces (store, workspace, secrets, a
+// vm.Hypervisor through app/sandbox) and publishes what happens to
+// subscribers: the tray, the windows and the CLI.
+//
+// Each verb is a file (start.go, stop.go, restart.go, remove.go,
+// merge.go, ...); Start and Restart share one admission check (admit.go).
+// A session's run here is a state machine (run.go) beside its log sink
+// (logsink.go) and the dispatch of its guest's events (guestevents.go).
+// What a session keeps on disk is named by config.SessionDir and read
+// back by Inspect.
 //
 // A session's VM belongs to the process that booted it (its Owner in the
 // store). Other processes see such a session as owned elsewhere and reach
 // it through that process (see Engine and Remote).
+//
+// It is not the VM (app/sandbox and vm boot and speak to it), not the
+// record (app/store keeps what the Manager tells it), not git
+// (app/workspace), and not a UI: it prints nothing and reads no
+// environment, taking everything through Config.
 package session
 
 import (
