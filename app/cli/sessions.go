@@ -282,7 +282,7 @@ func list(ctx context.Context, env *Env, args []string) error {
 		out := make([]sessionJSON, 0, len(ss))
 		for _, s := range ss {
 			p := projects[s.ProjectID]
-			j := sessionJSON{ID: s.ID, Project: p.Name, Repo: p.Path, Branch: s.Branch, State: s.State, Activity: s.Activity,
+			j := sessionJSON{ID: s.ID, Project: p.Name, Repo: p.Path, Branch: s.Branch, State: string(s.State), Activity: s.Activity,
 				Reason: s.Reason, ExitCode: s.ExitCode, Agent: s.Agent.Kind, CPUs: s.Limits.CPUs, MemoryMiB: s.Limits.MemoryMiB,
 				DiskGiB: s.Limits.DiskGiB, Network: s.Limits.Network, Created: s.Created}
 			if !s.Ended.IsZero() {
@@ -306,7 +306,7 @@ func list(ctx context.Context, env *Env, args []string) error {
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tPROJECT\tBRANCH\tSTATE\tEXIT\tAGE\tREASON")
 	for _, s := range ss {
-		state := s.State
+		state := string(s.State)
 		if s.Activity != "" {
 			state += " (" + s.Activity + ")"
 		}

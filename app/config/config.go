@@ -1,9 +1,13 @@
-// Package config says where Sandbar keeps its data and caches.
+// Package config says where Sandbar keeps its data and caches, and names
+// every file in them: the database, the engine's lock, socket and log,
+// and each file of a session's directory (SessionDir).
 //
 // It is the one place that turns the environment (SANDBAR_HOME and the
 // platform's conventions) into paths; main builds a Paths value and hands
-// it to every part, so nothing else reads the environment. It does not
-// create anything on disk except through Paths.Ensure.
+// it to every part, so nothing else reads the environment. It is not
+// where settings live (those are in the store), and it reads and writes
+// no file: it creates nothing on disk except directories, through
+// Paths.Ensure.
 package config
 
 import (
@@ -60,14 +64,16 @@ func Resolve(env Env) (Paths, error) {
 	return p, nil
 }
 
-// DB is the SQLite database file.
-func (p Paths) DB() string { return filepath.Join(p.Home, "sandbar.db") }
+// DB is the SQLite database file: every part that opens the store opens
+// this one.
+func (p Paths) DB() string { return filepath.Join(p.Home, dbFile) }
 
 // Sessions is the directory holding one directory per session.
-func (p Paths) Sessions() string { return filepath.Join(p.Home, "sessions") }
+func (p Paths) Sessions() string { return filepath.Join(p.Home, sessionsDir) }
 
-// Session is the directory a session owns: removing it removes the session.
-func (p Paths) Session(id string) string { return filepath.Join(p.Sessions(), id) }
+// Session is the path of the directory a session owns, SessionDir(id)'s:
+// removing it removes the session.
+func (p Paths) Session(id string) string { return p.SessionDir(id).Path() }
 
 // Project is the directory Sandbar keeps for a project: its own git
 // repository (ProjectRepo) and the base disks of its sessions

@@ -37,9 +37,11 @@ const (
 	DefaultReadyTimeout = 2 * time.Minute
 	// ShareTag is the tag the guest mounts at /workspace.
 	ShareTag = "workspace"
-	// ScratchFile is the scratch disk's name in the VM directory.
+	// ScratchFile is the scratch disk's name in the VM directory when
+	// Options.Scratch names none (a session's is config.SessionDir's).
 	ScratchFile = "scratch.img"
-	// ConsoleFile is the console log's name in the VM directory.
+	// ConsoleFile is the console log's name in the VM directory when
+	// Options.Console names none (a session's is config.SessionDir's).
 	ConsoleFile = "console.log"
 )
 
@@ -59,6 +61,9 @@ type Options struct {
 	// the overlay lives in guest memory and is lost at power-off.
 	ScratchSize int64
 	Scratch     string
+	// Console receives the guest's serial console; default
+	// Dir/console.log.
+	Console string
 	// Workspace is a read-only ext4 disk holding a clone (see
 	// workspace.Mirror.BuildBase), mounted at /workspace under a writable
 	// layer on the scratch disk, which it needs. Exclusive with Share.
@@ -101,6 +106,9 @@ func (o *Options) defaults() {
 	if o.ScratchSize > 0 && o.Scratch == "" && o.Dir != "" {
 		o.Scratch = filepath.Join(o.Dir, ScratchFile)
 	}
+	if o.Console == "" && o.Dir != "" {
+		o.Console = filepath.Join(o.Dir, ConsoleFile)
+	}
 	if o.Name == "" {
 		o.Name = filepath.Base(o.Dir)
 	}
@@ -130,7 +138,7 @@ func SpecFor(img *image.Image, info vm.Info, o Options) (vm.Spec, error) {
 		CPUs:       o.CPUs,
 		Memory:     o.Memory,
 		Network:    vm.NetworkOff,
-		ConsoleLog: filepath.Join(o.Dir, ConsoleFile),
+		ConsoleLog: o.Console,
 		Dir:        o.Dir,
 		Disks: []vm.Disk{
 			{Path: img.RootFS, ReadOnly: true},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -68,7 +67,7 @@ func benchChatty(b *testing.B, lines int) {
 	if last != fmt.Sprint(lines) {
 		b.Fatalf("the store's last line is %q, want %d", last, lines)
 	}
-	logData, _ := os.ReadFile(filepath.Join(f.paths.Session(s.ID), logFile))
+	logData, _ := os.ReadFile(f.paths.SessionDir(s.ID).AgentLog())
 	if n := strings.Count(string(logData), " stdout "); n != lines {
 		b.Fatalf("agent.log has %d of %d lines", n, lines)
 	}

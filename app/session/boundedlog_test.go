@@ -15,7 +15,7 @@ import (
 // two hold the newest lines, whole and in order.
 func TestLogFileRotates(t *testing.T) {
 	const max = 64 << 10
-	path := filepath.Join(t.TempDir(), logFile)
+	path := filepath.Join(t.TempDir(), "agent.log")
 	l, err := openBoundedLog(path, max)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestAgentLogLinesAreBounded(t *testing.T) {
 	if !long || !after {
 		t.Errorf("stored lines: the long one %v, the one after %v; want both", long, after)
 	}
-	b, err := os.ReadFile(filepath.Join(f.paths.Session(s.ID), logFile))
+	b, err := os.ReadFile(f.paths.SessionDir(s.ID).AgentLog())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,5 +67,5 @@ func (m *Manager) AgentLog(ctx context.Context, ref string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(m.cfg.Paths.Session(s.ID), logFile), nil
+	return m.cfg.Paths.SessionDir(s.ID).AgentLog(), nil
 }

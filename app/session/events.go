@@ -39,14 +39,14 @@ const (
 
 // Event is what subscribers (tray, windows, CLI) receive.
 type Event struct {
-	Session  string    `json:"session"`
-	Time     time.Time `json:"time"`
-	Kind     EventKind `json:"kind"`
-	State    string    `json:"state,omitempty"`
-	Activity string    `json:"activity,omitempty"`
-	Reason   string    `json:"reason,omitempty"`
-	ExitCode *int      `json:"exit_code,omitempty"`
-	Dropped  int       `json:"dropped,omitempty"` // EventDropped: how many
+	Session  string      `json:"session"`
+	Time     time.Time   `json:"time"`
+	Kind     EventKind   `json:"kind"`
+	State    store.State `json:"state,omitempty"`
+	Activity string      `json:"activity,omitempty"`
+	Reason   string      `json:"reason,omitempty"`
+	ExitCode *int        `json:"exit_code,omitempty"`
+	Dropped  int         `json:"dropped,omitempty"` // EventDropped: how many
 
 	Log     *store.LogLine     `json:"log,omitempty"`
 	Entry   *Entry             `json:"entry,omitempty"`

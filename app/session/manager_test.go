@@ -3,157 +3,20 @@ package session
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"sandbar/app/config"
 	"sandbar/app/sandbox"
 	"sandbar/app/store"
-	"sandbar/guest/image"
 	"sandbar/vm"
-	"sandbar/vm/vmtest"
 )
-
-// mapSecrets is the thin keyring stand-in of these unit tests; the
-// end-to-end tests in tests/ use the real keyring.
-type mapSecrets map[string]string
-
-func (m mapSecrets) Names(context.Context) ([]string, error) {
-	var n []string
-	for k := range m {
-		n = append(n, k)
-	}
-	sort.Strings(n)
-	return n, nil
-}
-
-func (m mapSecrets) Env(_ context.Context, names []string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, n := range names {
-		out[n] = m[n]
-	}
-	return out, nil
-}
-
-const secretValue = "sk-ant-TEST-abcdef123456"
-
-type fixture struct {
-	m     *Manager
-	st    *store.Store
-	hv    *vmtest.Hypervisor
-	repo  string
-	paths config.Paths
-}
-
-func git(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func newFixture(t testing.TB) *fixture {
-	t.Helper()
-	return newFixtureWith(t, nil)
-}
-
-// newFixtureWith is newFixture with the Manager's Config changed by edit.
-func newFixtureWith(t testing.TB, edit func(*Config)) *fixture {
-	t.Helper()
-	root := t.TempDir()
-	t.Setenv("HOME", filepath.Join(root, "home"))
-	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(root, "gitconfig"))
-	os.WriteFile(filepath.Join(root, "gitconfig"), []byte("[user]\n\tname = Test User\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n"), 0o644)
-	repo := filepath.Join(root, "repos", "my répo with spaces")
-	os.MkdirAll(repo, 0o755)
-	git(t, repo, "init", "-q")
-	os.WriteFile(filepath.Join(repo, "README.md"), []byte("hello\n"), 0o644)
-	git(t, repo, "add", ".")
-	git(t, repo, "commit", "-qm", "first")
-
-	paths := config.Paths{Home: filepath.Join(root, "sandbar home"), Images: filepath.Join(root, "images"), Downloads: filepath.Join(root, "dl")}
-	os.MkdirAll(paths.Home, 0o755)
-	st, err := store.Open(filepath.Join(paths.Home, "sandbar.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	img := fakeImage(t)
-	hv := &vmtest.Hypervisor{}
-	cfg := Config{
-		Paths: paths, Store: st, Hypervisor: hv,
-		Secrets:    mapSecrets{"ANTHROPIC_API_KEY": secretValue, "OTHER": "other-value-42"},
-		Image:      func(context.Context) (*image.Image, error) { return img, nil },
-		HostMemory: 16 << 30, HostCPUs: 4,
-	}
-	if edit != nil {
-		edit(&cfg)
-	}
-	m, err := New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		m.Close(ctx)
-	})
-	return &fixture{m: m, st: st, hv: hv, repo: repo, paths: paths}
-}
-
-func fakeImage(t testing.TB) *image.Image {
-	d := t.TempDir()
-	img := &image.Image{Dir: d, Kernel: filepath.Join(d, "kernel"), Initramfs: filepath.Join(d, "initramfs"),
-		RootFS: filepath.Join(d, "rootfs.ext4"), AgentDisk: filepath.Join(d, "agent.ext4")}
-	for _, f := range []string{img.Kernel, img.Initramfs, img.RootFS, img.AgentDisk} {
-		os.WriteFile(f, []byte("x"), 0o644)
-	}
-	return img
-}
-
-func (f *fixture) wait(t *testing.T, id string) store.Session {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := f.m.Wait(ctx, id)
-	if err != nil {
-		t.Fatalf("wait: %v", err)
-	}
-	return s
-}
-
-// treeHash hashes every file of a working tree (not .git) and HEAD.
-func treeHash(t *testing.T, dir string) string {
-	h := sha256.New()
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && d.Name() == ".git" {
-			return filepath.SkipDir
-		}
-		if !d.IsDir() {
-			b, _ := os.ReadFile(p)
-			fmt.Fprintf(h, "%s %x\n", p, sha256.Sum256(b))
-		}
-		return nil
-	})
-	fmt.Fprintf(h, "HEAD %s %s", git(t, dir, "rev-parse", "HEAD"), git(t, dir, "symbolic-ref", "HEAD"))
-	return fmt.Sprintf("%x", h.Sum(nil))
-}
 
 func TestSessionEndToEndInProcess(t *testing.T) {
 	f := newFixture(t)
@@ -202,7 +65,7 @@ func TestSessionEndToEndInProcess(t *testing.T) {
 	if !strings.Contains(all.String(), "stdout key is sandbar-brokered-") || !strings.Contains(all.String(), "stderr [redacted:OTHER]") {
 		t.Errorf("stored log:\n%s", all.String())
 	}
-	file, _ := os.ReadFile(filepath.Join(f.paths.Session(s.ID), "agent.log"))
+	file, _ := os.ReadFile(f.paths.SessionDir(s.ID).AgentLog())
 	for _, where := range []string{all.String(), string(file)} {
 		if strings.Contains(where, secretValue) || strings.Contains(where, "other-value-42") {
 			t.Errorf("a secret leaked:\n%s", where)
@@ -301,36 +164,14 @@ func TestStopChatExec(t *testing.T) {
 	if _, err := f.m.Restart(ctx, s.ID); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		cur, _ := f.m.Get(ctx, s.ID)
-		if cur.State == StateRunning {
-			break
-		}
-		if time.Now().After(deadline) || !Live(cur.State) {
-			t.Fatalf("restart: %s %q", cur.State, cur.Reason)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if cur := f.waitState(t, s.ID, 30*time.Second, "the restarted session running (or ended)", func(cur store.Session) bool {
+		return cur.State == StateRunning || !Live(cur.State)
+	}); cur.State != StateRunning {
+		t.Fatalf("restart: %s %q", cur.State, cur.Reason)
 	}
 	if _, err := f.m.Stop(ctx, s.ID); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func waitFor(t *testing.T, f *fixture, id, text string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		lines, _ := f.m.Logs(context.Background(), id, 0, 10000)
-		for _, l := range lines {
-			if strings.Contains(l.Text, text) {
-				return
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	s, _ := f.m.Get(context.Background(), id)
-	t.Fatalf("no log line %q; session %s %q", text, s.State, s.Reason)
 }
 
 func TestFailedAgentAndBadInputs(t *testing.T) {
@@ -407,7 +248,7 @@ func TestRecoverInterrupted(t *testing.T) {
 	if err := f.st.CreateSession(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	os.MkdirAll(filepath.Join(f.paths.Session(s.ID), "workspace"), 0o755)
+	os.MkdirAll(f.paths.SessionDir(s.ID).LegacyWorkspace(), 0o755)
 	m2, err := New(ctx, Config{Paths: f.paths, Store: f.st, Hypervisor: f.hv, Secrets: mapSecrets{}, Image: f.m.cfg.Image, HostMemory: 16 << 30, HostCPUs: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -419,7 +260,7 @@ func TestRecoverInterrupted(t *testing.T) {
 	if got.State != StateInterrupted || !strings.Contains(got.Reason, "restart") {
 		t.Errorf("recovered: %s %q", got.State, got.Reason)
 	}
-	if _, err := os.Stat(filepath.Join(f.paths.Session(s.ID), "workspace")); err != nil {
+	if _, err := os.Stat(f.paths.SessionDir(s.ID).LegacyWorkspace()); err != nil {
 		t.Errorf("workspace gone: %v", err)
 	}
 	_ = vm.MiB
@@ -500,17 +341,9 @@ func TestIdleTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		cur, _ := f.m.Get(ctx, s.ID)
-		if cur.State == StateRunning && cur.Activity == ActivityWaiting && strings.Contains(cur.Reason, "idle") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not marked idle: %s %s %q", cur.State, cur.Activity, cur.Reason)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	f.waitState(t, s.ID, 20*time.Second, "the session marked waiting, idle", func(cur store.Session) bool {
+		return cur.State == StateRunning && cur.Activity == ActivityWaiting && strings.Contains(cur.Reason, "idle")
+	})
 	f.m.Stop(ctx, s.ID)
 
 	// Stopped at the idle time when asked to.

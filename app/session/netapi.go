@@ -132,7 +132,7 @@ func (m *Manager) netProject(ctx context.Context, ref string) (store.Project, er
 func (m *Manager) NetworkRules(ctx context.Context, scope NetScope, ref string) (string, error) {
 	switch scope {
 	case ScopeSandbar:
-		v, _, err := m.cfg.Store.Setting(ctx, SettingNetwork)
+		v, _, err := m.cfg.Store.Setting(ctx, store.SettingNetwork)
 		return v, err
 	case ScopeProject:
 		p, err := m.netProject(ctx, ref)
@@ -164,7 +164,7 @@ func (m *Manager) SetNetworkRules(ctx context.Context, scope NetScope, ref, text
 	}
 	switch scope {
 	case ScopeSandbar:
-		if err := m.cfg.Store.SetSetting(ctx, SettingNetwork, text); err != nil {
+		if err := m.cfg.Store.SetSetting(ctx, store.SettingNetwork, text); err != nil {
 			return err
 		}
 		m.reloadNet(ctx, func(*run) bool { return true })

@@ -8,11 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,7 +20,6 @@ import (
 	"sandbar/app/sandbox"
 	"sandbar/app/store"
 	"sandbar/app/workspace"
-	"sandbar/guest/protocol"
 	"sandbar/vm"
 )
 
@@ -35,41 +30,11 @@ import (
 // session; a broker that holds the model API's key so the VM never does;
 // and the guest's listening ports published on the host's loopback.
 
-// Settings the network reads.
-const (
-	// SettingNetwork is Sandbar's own network rules (app/net/policy's
-	// syntax), for every session.
-	SettingNetwork = "network"
-	// SettingAnthropicUpstream is where the model-API broker sends the
-	// agent's requests; default DefaultAnthropicUpstream. The engine's
-	// SANDBAR_ANTHROPIC_UPSTREAM environment variable overrides it.
-	SettingAnthropicUpstream = "anthropic_upstream"
-	// SettingPublishPorts is "off" to publish only the ports a person
-	// asks for (default: every port the guest listens on).
-	SettingPublishPorts = "publish_ports"
-)
-
 // DefaultAnthropicUpstream is the model API.
 const DefaultAnthropicUpstream = "https://api.anthropic.com"
 
-// EnvAnthropicUpstream overrides SettingAnthropicUpstream for the engine.
+// EnvAnthropicUpstream overrides store.SettingAnthropicUpstream for the engine.
 const EnvAnthropicUpstream = "SANDBAR_ANTHROPIC_UPSTREAM"
-
-// The model API's credentials: always brokered, never in the VM.
-var modelCredentials = map[string]string{
-	"ANTHROPIC_API_KEY":       "x-api-key",
-	"CLAUDE_CODE_OAUTH_TOKEN": "Authorization",
-}
-
-// repoNetworkFile is the session's copy of the repository's
-// .sandbar/network, taken when it was created.
-const repoNetworkFile = "network.repo"
-
-// brokerPort is the gateway's port the model-API broker serves.
-const brokerPort = 80
-
-// BrokerURL is ANTHROPIC_BASE_URL inside a session.
-var BrokerURL = "http://" + netstack.GatewayIP.String()
 
 // ErrNetworkRules says a network rule text could not be read.
 var ErrNetworkRules = errors.New("network rules are not valid")
@@ -121,7 +86,7 @@ func (m *Manager) composeWith(ctx context.Context, s store.Session, recorded boo
 		layers = append(layers, policy.Layer{Source: src, File: f})
 		return nil
 	}
-	if v, _, err := m.cfg.Store.Setting(ctx, SettingNetwork); err != nil {
+	if v, _, err := m.cfg.Store.Setting(ctx, store.SettingNetwork); err != nil {
 		return nil, nil, err
 	} else if err := add(v, policy.SourceSandbar, "Sandbar's network settings"); err != nil {
 		return nil, nil, err
@@ -131,7 +96,7 @@ func (m *Manager) composeWith(ctx context.Context, s store.Session, recorded boo
 	} else if err := add(v, policy.SourceProject, "the project's network settings"); err != nil {
 		return nil, nil, err
 	}
-	if b, err := os.ReadFile(filepath.Join(m.cfg.Paths.Session(s.ID), repoNetworkFile)); err == nil {
+	if b, err := os.ReadFile(m.cfg.Paths.SessionDir(s.ID).NetworkRepo()); err == nil {
 		if err := add(string(b), policy.SourceRepository, workspace.NetworkFile); err != nil {
 			return nil, nil, err
 		}
@@ -149,64 +114,6 @@ func (m *Manager) composeWith(ctx context.Context, s store.Session, recorded boo
 	}
 	p, notes := policy.Compose(sessionMode(s.Limits), layers...)
 	return p, notes, nil
-}
-
-// netCredentials are the secrets of a session's environment the broker
-// keeps on the host: the model API's, and every secret bound to a host.
-// The environment gets a sentinel for each instead of its value.
-type netCredentials struct {
-	api       []broker.Credential // bound to the model API
-	intercept []broker.Credential // bound to another host (HTTPS interception)
-	ports     []uint16            // the HTTPS port of each of intercept's hosts
-}
-
-// brokered splits env: brokered secrets leave it (their sentinel takes
-// their place) and come back as credentials.
-func (m *Manager) brokered(ctx context.Context, env map[string]string, upstream *url.URL) (netCredentials, error) {
-	var c netCredentials
-	bindings, err := m.cfg.Store.SecretBrokers(ctx)
-	if err != nil {
-		return c, err
-	}
-	for name, value := range env {
-		header, api := modelCredentials[name]
-		b, bound := bindings[name]
-		if !api && !bound {
-			continue
-		}
-		sentinel, err := broker.NewSentinel(name)
-		if err != nil {
-			return c, err
-		}
-		env[name] = sentinel
-		if api {
-			c.api = append(c.api, broker.Credential{Name: name, Sentinel: sentinel, Value: value, Host: upstream.Hostname(), Header: header})
-			continue
-		}
-		host, port := brokerTarget(b.Host)
-		c.intercept = append(c.intercept, broker.Credential{Name: name, Sentinel: sentinel, Value: value, Host: host, Header: b.Header})
-		c.ports = append(c.ports, port)
-	}
-	if len(c.api) > 0 {
-		env["ANTHROPIC_BASE_URL"] = BrokerURL
-	}
-	return c, nil
-}
-
-// anthropicUpstream is where the broker sends model-API requests.
-func (m *Manager) anthropicUpstream(ctx context.Context) (*url.URL, error) {
-	raw := DefaultAnthropicUpstream
-	if v, ok, _ := m.cfg.Store.Setting(ctx, SettingAnthropicUpstream); ok && strings.TrimSpace(v) != "" {
-		raw = strings.TrimSpace(v)
-	}
-	if v := m.cfg.AnthropicUpstream; v != "" {
-		raw = v
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("the model API's address %q is not an http(s) URL: fix the %s setting", raw, SettingAnthropicUpstream)
-	}
-	return u, nil
 }
 
 // sessionNet is a running VM's network.
@@ -228,12 +135,6 @@ type sessionNet struct {
 	wake     chan struct{}
 	stop     chan struct{}
 	done     sync.WaitGroup
-}
-
-type attemptKey struct {
-	proto, host string
-	port        uint16
-	allowed     bool
 }
 
 // startNet builds the session's network for one boot and returns the NIC
@@ -312,46 +213,6 @@ func (sn *sessionNet) summary(p *policy.Policy) string {
 	return fmt.Sprintf("%d allow rules, %d deny rules; the model API through Sandbar's broker (the key stays on this machine)", allow, deny)
 }
 
-// serveBroker serves the model-API broker on the gateway.
-func (sn *sessionNet) serveBroker() error {
-	r := sn.r
-	h, err := broker.NewAPI(broker.APIConfig{
-		Upstream:    r.setup.upstream,
-		Credentials: r.setup.creds.api,
-		OnRequest:   sn.brokerRequest,
-		Logger:      sn.log,
-	})
-	if err != nil {
-		return err
-	}
-	ln, err := sn.n.Listen(brokerPort)
-	if err != nil {
-		return err
-	}
-	sn.api = broker.NewServer(h, sn.log)
-	sn.done.Go(func() { sn.api.Serve(ln) })
-	return nil
-}
-
-func (sn *sessionNet) brokerRequest(ri broker.RequestInfo) {
-	if ri.Status >= 200 && ri.Status < 400 {
-		return
-	}
-	sn.r.systemLine(fmt.Sprintf("model API: %s %s answered %d after %s", ri.Method, logPath(ri.Path), ri.Status, ri.Duration.Round(time.Millisecond)))
-}
-
-// logPath writes a request's path for a line of Sandbar's own log. The
-// guest chooses it, decoded (%0A is a line break): anything but printable
-// ASCII gets it quoted, so it cannot start a line that reads as Sandbar's.
-func logPath(p string) string {
-	for i := 0; i < len(p); i++ {
-		if p[i] < 0x21 || p[i] > 0x7e {
-			return strconv.QuoteToASCII(p)
-		}
-	}
-	return p
-}
-
 // decide is the policy's word, as the network asks for it.
 func (sn *sessionNet) decide(d netstack.Dest) netstack.Verdict {
 	dec := sn.pol.Load().Decide(policy.Dest{Name: d.Name, Addr: d.Addr, Port: d.Port, Proto: policy.Proto(d.Proto)})
@@ -394,132 +255,6 @@ func (sn *sessionNet) intercept(d netstack.Dest) netstack.Interceptor {
 	}
 }
 
-// attempt records a connection attempt: denials go to the log and to
-// subscribers (once a minute per destination, see logOnce); every attempt
-// is counted in the store by the flusher.
-func (sn *sessionNet) attempt(a netstack.Attempt) {
-	host := a.Dest.Name
-	if host == "" {
-		host = a.Dest.Addr.String()
-	}
-	k := attemptKey{proto: string(a.Dest.Proto), host: host, port: a.Dest.Port, allowed: a.Verdict.Allow}
-	rec := store.NetAttempt{
-		Proto: k.proto, Host: host, Port: int(k.port), Allowed: k.allowed,
-		Reason: a.Verdict.Reason, Rule: a.Verdict.Rule, First: a.Time, Last: a.Time, Count: 1,
-	}
-	if a.Dest.Name != "" && a.Dest.Addr.IsValid() {
-		rec.Addr = a.Dest.Addr.String()
-	}
-	if a.Err != nil {
-		rec.Error = a.Err.Error()
-	}
-	sn.mu.Lock()
-	if p, ok := sn.attempts[k]; ok {
-		p.Count++
-		p.Last, p.Reason, p.Rule, p.Error, p.Addr = rec.Last, rec.Reason, rec.Rule, rec.Error, rec.Addr
-	} else if len(sn.attempts) < store.MaxNetAttempts {
-		sn.attempts[k] = &rec
-	}
-	// A denial (or a failure) is told once a minute per destination, and
-	// not while MaxNetAttempts destinations were told in the last minute
-	// (one note says so): a guest trying a million names, or a datagram a
-	// millisecond, cannot flood the log or the windows; the store still
-	// counts what it can.
-	logIt, full := false, false
-	if !k.allowed || a.Err != nil {
-		logIt = sn.logOnce(k, a.Time)
-		if !logIt && len(sn.logged) >= store.MaxNetAttempts && !sn.overflow {
-			sn.overflow, full = true, true
-		}
-	}
-	sn.mu.Unlock()
-	if full {
-		sn.r.systemLine(fmt.Sprintf("network: the VM tried more than %d destinations within a minute; further denials are counted in `sandbar net %s` but not logged", store.MaxNetAttempts, short(sn.r.id)))
-	}
-	if logIt {
-		sn.r.systemLine(describeAttempt(sn.r.id, a))
-		if !k.allowed {
-			sn.r.m.hub.publish(Event{Session: sn.r.id, Time: a.Time, Kind: EventNet, Net: &rec})
-		}
-	}
-	select {
-	case sn.wake <- struct{}{}:
-	default:
-	}
-}
-
-// logOnce says whether to log (and tell subscribers of) an attempt at k
-// now: the first time, then once a minute. The guest makes attempts as
-// fast as it sends datagrams, to destinations of its choosing, so what is
-// remembered is bounded: when MaxNetAttempts destinations were logged in
-// the last minute, a new one is counted in the store alone. sn.mu is held.
-func (sn *sessionNet) logOnce(k attemptKey, now time.Time) bool {
-	if last, ok := sn.logged[k]; ok {
-		if now.Sub(last) <= time.Minute {
-			return false
-		}
-		sn.logged[k] = now
-		return true
-	}
-	if len(sn.logged) >= store.MaxNetAttempts && now.Sub(sn.pruned) > time.Second {
-		sn.pruned = now
-		for old, last := range sn.logged {
-			if now.Sub(last) > time.Minute {
-				delete(sn.logged, old)
-			}
-		}
-	}
-	if len(sn.logged) >= store.MaxNetAttempts {
-		return false
-	}
-	sn.logged[k] = now
-	return true
-}
-
-// describeAttempt is the log line of a denied or failed attempt.
-func describeAttempt(id string, a netstack.Attempt) string {
-	dest := a.Dest.String()
-	if !a.Verdict.Allow {
-		rule := policy.AllowRuleFor(policy.Dest{Name: a.Dest.Name, Addr: a.Dest.Addr, Port: a.Dest.Port, Proto: policy.Proto(a.Dest.Proto)}, policy.SourceSession)
-		if rule.Host == "" {
-			return fmt.Sprintf("network: denied %s: %s", dest, a.Verdict.Reason)
-		}
-		return fmt.Sprintf("network: denied %s: %s. To allow it for this session: sandbar net %s allow %s", dest, a.Verdict.Reason, short(id), strings.TrimPrefix(rule.String(), "allow "))
-	}
-	return fmt.Sprintf("network: %s allowed but not reached: %v", dest, a.Err)
-}
-
-// flusher writes the counted attempts to the store every second.
-func (sn *sessionNet) flusher() {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-sn.stop:
-			sn.flush()
-			return
-		case <-t.C:
-			sn.flush()
-		}
-	}
-}
-
-func (sn *sessionNet) flush() {
-	sn.mu.Lock()
-	batch := make([]store.NetAttempt, 0, len(sn.attempts))
-	for _, a := range sn.attempts {
-		batch = append(batch, *a)
-	}
-	clear(sn.attempts)
-	sn.mu.Unlock()
-	if len(batch) == 0 {
-		return
-	}
-	if _, err := sn.r.m.cfg.Store.RecordNetAttempts(context.Background(), sn.r.id, batch); err != nil {
-		sn.log.Warn("record network attempts", "err", err)
-	}
-}
-
 // reload composes the policy again (rules changed); it takes effect with
 // the next connection.
 func (sn *sessionNet) reload(ctx context.Context) error {
@@ -550,57 +285,4 @@ func (sn *sessionNet) close() {
 	if sn.guest != nil {
 		sn.guest.Close()
 	}
-}
-
-// guestPorts follows the ports the guest listens on (its ports event):
-// a new one is published (unless SettingPublishPorts is off), one that
-// closed is unpublished; ports a person published stay.
-func (sn *sessionNet) guestPorts(ports []protocol.Port) {
-	if v, _, _ := sn.r.m.cfg.Store.Setting(context.Background(), SettingPublishPorts); v == "off" {
-		return
-	}
-	listening := map[uint16]bool{}
-	for _, p := range ports {
-		if p.Port != 0 {
-			listening[p.Port] = true
-		}
-	}
-	sn.mu.Lock()
-	var gone, fresh []uint16
-	for g := range sn.ports {
-		if !listening[g] {
-			gone = append(gone, g)
-		}
-	}
-	for g := range listening {
-		_, auto := sn.ports[g]
-		_, manual := sn.manual[g]
-		if !auto && !manual {
-			fresh = append(fresh, g)
-		}
-	}
-	sn.mu.Unlock()
-	slices.Sort(fresh)
-	for _, g := range gone {
-		if sn.unpublish(g) {
-			sn.r.systemLine(fmt.Sprintf("ports: guest port %d closed; no longer published", g))
-		}
-	}
-	for _, g := range fresh {
-		p, err := sn.publish(g, 0, false)
-		if err != nil {
-			sn.r.systemLine(fmt.Sprintf("ports: guest port %d could not be published: %v", g, err))
-			continue
-		}
-		sn.r.systemLine(fmt.Sprintf("ports: guest port %d is published at http://localhost:%d", g, p.Host))
-	}
-}
-
-// sessionMAC is a session's stable, locally administered unicast MAC.
-func sessionMAC(id string) net.HardwareAddr {
-	mac := net.HardwareAddr{0x5a, 0x94, 0xef, 0, 0, 0}
-	for i := 0; i < len(id); i++ {
-		mac[3+i%3] ^= id[i] * byte(31*(i+1))
-	}
-	return mac
 }

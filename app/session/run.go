@@ -1,30 +1,20 @@
 package session
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"sandbar/app/config"
 	"sandbar/app/sandbox"
 	"sandbar/app/secrets"
 	"sandbar/app/store"
 	"sandbar/app/workspace"
 	"sandbar/guest/protocol"
-)
-
-// Files in a session's directory besides the workspace and the VM's.
-const (
-	logFile        = "agent.log"
-	transcriptFile = "transcript.jsonl"
 )
 
 // run is one session's life in this process: from clone (or boot, on a
@@ -39,7 +29,7 @@ type run struct {
 	claude   bool
 	idleStop bool
 	restart  bool
-	dir      string
+	dir      config.SessionDir
 	log      *slog.Logger
 	red      *secrets.Redactor
 
@@ -62,38 +52,33 @@ type run struct {
 	agentExit    chan protocol.Event
 	startErr     chan string
 
+	// sink records the session's log lines and transcript.
+	sink *logSink
+
 	mu         sync.Mutex
 	started    bool // the agent started
 	sb         *sandbox.Sandbox
 	net        *sessionNet // while the VM runs with a network
 	joiner     protocol.LineJoiner
-	seq        int64
 	lastActive time.Time
 	activity   string
-	logW       *boundedLog
-	trF        *os.File
-	pending    []store.LogLine
-	flushWake  chan struct{}
-	flushStop  chan struct{}
-	flushDone  chan struct{}
 }
 
 func (m *Manager) newRun(s store.Session, repo workspace.Repo, setup *agentSetup, idleStop bool) *run {
 	ctx, cancel := context.WithCancel(context.Background())
-	dir := m.cfg.Paths.Session(s.ID)
+	dir := m.cfg.Paths.SessionDir(s.ID)
+	log := m.log.With("session", s.ID)
 	return &run{
-		m: m, id: s.ID, s: s, repo: repo, env: setup.env, setup: setup, claude: s.Agent.Kind == "claude", idleStop: idleStop,
+		m: m, id: s.ID, s: s, repo: repo, env: setup.env, setup: setup, claude: kindOf(s.Agent) == AgentClaude, idleStop: idleStop,
 		dir: dir, wsChanged: make(chan struct{}, 1),
-		log: m.log.With("session", s.ID), red: secrets.NewRedactor(setup.values),
-		ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		log: log, red: secrets.NewRedactor(setup.values),
+		sink: newLogSink(s.ID, m.cfg.Store, m.hub, log, &m.storeMu),
+		ctx:  ctx, cancel: cancel, done: make(chan struct{}),
 		stopReq:      make(chan struct{}),
 		agentStarted: make(chan protocol.Event, 1),
 		agentExit:    make(chan protocol.Event, 1),
 		startErr:     make(chan string, 1),
 		lastActive:   time.Now(),
-		flushWake:    make(chan struct{}, 1),
-		flushStop:    make(chan struct{}),
-		flushDone:    make(chan struct{}),
 	}
 }
 
@@ -139,19 +124,28 @@ func (r *run) bootAndRun(ctx context.Context) error {
 	return r.life(ctx, false)
 }
 
+// life is the session's run here, from its log's opening to its final
+// state. What it takes (the log, the network, the watchers of a booted
+// VM) is registered on one cleanup stack as it is taken, and given back
+// newest first when the run ends, however it ends.
 func (r *run) life(ctx context.Context, provision bool) error {
 	defer close(r.done)
-	if err := r.openFiles(); err != nil {
+	var undo cleanups
+	defer func() {
+		if err := undo.run(); err != nil {
+			r.log.Warn("release the session's resources", "err", err)
+		}
+	}()
+	if err := r.sink.open(r.ctx, r.dir); err != nil {
 		return r.fail(ctx, err.Error())
 	}
-	defer r.closeFiles()
-	go r.flusher()
+	undo.add(r.sink.Close)
 	if provision {
 		if err := r.provision(ctx); err != nil {
 			return r.fail(ctx, err.Error())
 		}
 	}
-	return r.boot(ctx)
+	return r.boot(ctx, &undo)
 }
 
 // vmUp reports whether the session's VM is booted and serving.
@@ -161,7 +155,7 @@ func (r *run) vmUp() bool {
 	return r.sb != nil
 }
 
-func (r *run) boot(ctx context.Context) error {
+func (r *run) boot(ctx context.Context, undo *cleanups) error {
 	if reason, stop := r.stopRequested(); stop {
 		return r.finish(ctx, StateStopped, reason, nil)
 	}
@@ -180,7 +174,7 @@ func (r *run) boot(ctx context.Context) error {
 		r.systemLine(n)
 	}
 	opts := sandbox.Options{
-		Name: "sandbar-" + r.id, Dir: r.dir,
+		Name: "sandbar-" + r.id, Dir: r.dir.VMDir(), Scratch: r.dir.Scratch(), Console: r.dir.Console(),
 		CPUs: r.s.Limits.CPUs, Memory: uint64(r.s.Limits.MemoryMiB) << 20,
 		ScratchSize:  int64(r.s.Limits.DiskGiB) << 30,
 		Workspace:    base,
@@ -193,15 +187,16 @@ func (r *run) boot(ctx context.Context) error {
 		if err != nil {
 			return r.fail(ctx, "the session's network: "+err.Error())
 		}
-		defer func() {
+		r.mu.Lock()
+		r.net = sn
+		r.mu.Unlock()
+		undo.add(func() error {
 			r.mu.Lock()
 			r.net = nil
 			r.mu.Unlock()
 			sn.close()
-		}()
-		r.mu.Lock()
-		r.net = sn
-		r.mu.Unlock()
+			return nil
+		})
 		opts.NIC, opts.NICArg = nic, arg
 	} else {
 		r.systemLine("network: off (no network card)")
@@ -242,7 +237,7 @@ func (r *run) boot(ctx context.Context) error {
 	var watching sync.WaitGroup
 	watching.Go(func() { r.watchChanges(stopWatch) })
 	watching.Go(func() { r.keepClock(stopWatch) })
-	defer func() { close(stopWatch); watching.Wait() }()
+	undo.add(func() error { close(stopWatch); watching.Wait(); return nil })
 	r.notifyChanged() // the view starts with the clone as it boots
 	return r.supervise(ctx, vmDone)
 }
@@ -337,7 +332,7 @@ func (r *run) supervise(ctx context.Context, vmDone <-chan error) error {
 			if err != nil {
 				msg += ": " + err.Error()
 			}
-			if tail := sandbox.ConsoleTail(filepath.Join(r.dir, sandbox.ConsoleFile), 10); tail != "" {
+			if tail := sandbox.ConsoleTail(r.dir.Console(), 10); tail != "" {
 				msg += "\nlast console lines:\n" + tail
 			}
 			return r.fail(ctx, msg)
@@ -444,12 +439,12 @@ func (r *run) shutdown() {
 }
 
 // finish records the final state.
-func (r *run) finish(ctx context.Context, state, reason string, exit *int) error {
+func (r *run) finish(ctx context.Context, state store.State, reason string, exit *int) error {
 	if ctx.Err() != nil {
 		ctx = context.Background()
 	}
 	r.systemLine(fmt.Sprintf("session %s: %s", state, reason))
-	r.flushNow()
+	r.sink.flush()
 	_, err := r.m.setState(ctx, r.id, state, "", reason, exit)
 	return err
 }
@@ -485,259 +480,11 @@ func (r *run) setActivity(ctx context.Context, activity, reason string) {
 	r.m.setState(ctx, r.id, StateRunning, activity, reason, nil)
 }
 
-// chat writes a message to the agent's input.
-func (r *run) chat(text string) error {
-	r.mu.Lock()
-	sb := r.sb
-	r.lastActive = time.Now()
-	r.mu.Unlock()
-	if sb == nil {
-		return fmt.Errorf("session %s is not running yet: %w", r.id, ErrState)
-	}
-	line := text
-	if r.claude {
-		line = UserMessage(text)
-	}
-	// Recorded before it is sent, so the agent's answer always follows it.
-	red := r.red.Redact(text)
-	r.addLine("chat", red)
-	if r.claude {
-		r.addEntry(Entry{Kind: EntryUser, Time: time.Now(), Text: red})
-		r.setActivity(r.ctx, ActivityWorking, "working")
-	}
-	if err := sb.Client.Send(protocol.Command{Cmd: protocol.CmdChat, ID: "chat", Text: line}); err != nil {
-		r.systemLine("the message did not reach the agent: " + err.Error())
-		return err
-	}
-	return nil
-}
-
-// exec runs a command in the VM; its output is redacted.
-func (r *run) exec(ctx context.Context, req sandbox.ExecRequest, stdout, stderr io.Writer) (sandbox.ExecResult, error) {
-	r.mu.Lock()
-	sb := r.sb
-	r.mu.Unlock()
-	if sb == nil {
-		return sandbox.ExecResult{}, fmt.Errorf("session %s is not running yet: %w", r.id, ErrState)
-	}
-	r.addLine("exec", "$ "+r.red.Redact(strings.Join(req.Argv, " ")))
-	var outW, errW io.WriteCloser
-	if stdout != nil {
-		outW = r.red.Writer(stdout)
-		stdout = outW
-	}
-	if stderr != nil {
-		errW = r.red.Writer(stderr)
-		stderr = errW
-	}
-	res, err := sb.Client.Exec(ctx, req, stdout, stderr)
-	if outW != nil {
-		outW.Close()
-	}
-	if errW != nil {
-		errW.Close()
-	}
-	return res, err
-}
-
-// onEvent handles the guest's events (on the client's reader goroutine).
-func (r *run) onEvent(ev protocol.Event) {
-	switch ev.Ev {
-	case protocol.EvWorkspace:
-		r.notifyChanged()
-	case protocol.EvPorts:
-		r.mu.Lock()
-		sn := r.net
-		r.mu.Unlock()
-		if sn != nil {
-			sn.guestPorts(ev.Ports)
-		}
-	case protocol.EvAgentStdout, protocol.EvAgentStderr:
-		line, ok := r.joiner.Add(ev)
-		if !ok {
-			return
-		}
-		r.mu.Lock()
-		r.lastActive = time.Now()
-		r.mu.Unlock()
-		text := r.red.Redact(string(line))
-		stream := "stdout"
-		if ev.Ev == protocol.EvAgentStderr {
-			stream = "stderr"
-		}
-		r.addLine(stream, text)
-		if r.claude && stream == "stdout" {
-			entries, _ := ParseClaudeLine([]byte(text), ev.Time())
-			for _, e := range entries {
-				r.addEntry(e)
-				if e.Kind == EntryResult {
-					r.setActivity(r.ctx, ActivityWaiting, "waiting for your message: "+e.Summary())
-					r.m.hub.publish(Event{Session: r.id, Time: e.Time, Kind: EventTurn, Turn: turnOf(e)})
-				}
-			}
-		}
-	case protocol.EvAgentStarted:
-		select {
-		case r.agentStarted <- ev:
-		default:
-		}
-	case protocol.EvAgentExit:
-		select {
-		case r.agentExit <- ev:
-		default:
-		}
-	case protocol.EvStats:
-		st := Stats{CPU: ev.CPU, MemUsed: ev.MemUsed, MemTotal: ev.MemTotal, Procs: ev.Procs}
-		if ev.Disk != nil {
-			st.DiskUsed, st.DiskTotal = ev.Disk.Scratch.Used, ev.Disk.Scratch.Total
-			st.WSUsed, st.WSTotal = ev.Disk.Workspace.Used, ev.Disk.Workspace.Total
-		}
-		r.mu.Lock()
-		sb := r.sb
-		r.mu.Unlock()
-		if sb != nil {
-			if hs, err := sb.Stats(); err == nil {
-				st.HostRSS, st.HostCPUSec = hs.RSS, hs.CPUTime.Seconds()
-			}
-		}
-		r.m.hub.publish(Event{Session: r.id, Time: ev.Time(), Kind: EventStats, Stats: &st})
-	case protocol.EvError:
-		msg := r.red.Redact(ev.Message)
-		if ev.ID == "start" {
-			select {
-			case r.startErr <- msg:
-			default:
-			}
-		}
-		r.systemLine("guest: " + msg)
-	}
-}
-
 // systemLine logs a line of Sandbar's own about the session.
-func (r *run) systemLine(text string) { r.addLine("system", text) }
+func (r *run) systemLine(text string) { r.sink.line("system", text) }
 
-// addLine records one (already redacted) line: log file, store (batched)
-// and subscribers.
-func (r *run) addLine(stream, text string) {
-	r.mu.Lock()
-	r.seq++
-	l := store.LogLine{Seq: r.seq, Stream: stream, Time: time.Now(), Text: boundLogText(text)}
-	if r.logW != nil {
-		fmt.Fprintf(r.logW, "%s %-6s %s\n", l.Time.UTC().Format("2006-01-02T15:04:05.000Z"), stream, l.Text)
-	}
-	r.pending = append(r.pending, l)
-	n := len(r.pending)
-	r.mu.Unlock()
-	if n >= 500 {
-		select {
-		case r.flushWake <- struct{}{}:
-		default:
-		}
-	}
-	r.m.hub.publish(Event{Session: r.id, Time: l.Time, Kind: EventLog, Log: &l})
-}
+// addLine records one (already redacted) line (see logSink.line).
+func (r *run) addLine(stream, text string) { r.sink.line(stream, text) }
 
-func (r *run) addEntry(e Entry) {
-	r.mu.Lock()
-	if r.trF != nil {
-		b, _ := json.Marshal(e)
-		r.trF.Write(append(b, '\n'))
-	}
-	r.mu.Unlock()
-	r.m.hub.publish(Event{Session: r.id, Time: e.Time, Kind: EventTranscript, Entry: &e})
-}
-
-// openFiles opens the log and transcript for appending and finds the
-// log's next sequence number.
-func (r *run) openFiles() error {
-	f, err := openBoundedLog(filepath.Join(r.dir, logFile), maxLogFile)
-	if err != nil {
-		return fmt.Errorf("open the agent log: %w", err)
-	}
-	t, err := os.OpenFile(filepath.Join(r.dir, transcriptFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("open the transcript: %w", err)
-	}
-	last, _ := r.m.cfg.Store.LastLogs(r.ctx, r.id, 1)
-	r.mu.Lock()
-	r.logW, r.trF = f, t
-	if len(last) > 0 && last[0].Seq > r.seq {
-		r.seq = last[0].Seq
-	}
-	r.mu.Unlock()
-	return nil
-}
-
-func (r *run) closeFiles() {
-	close(r.flushStop)
-	<-r.flushDone
-	r.flushNow()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.logW != nil {
-		r.logW.Close()
-		r.trF.Close()
-		r.logW = nil
-		r.trF = nil
-	}
-}
-
-// flusher writes pending lines to the store every 200 ms or 500 lines.
-func (r *run) flusher() {
-	defer close(r.flushDone)
-	t := time.NewTicker(200 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-r.flushWake:
-			r.flushNow()
-		case <-r.flushStop:
-			return
-		case <-t.C:
-			r.flushNow()
-		}
-	}
-}
-
-var flushMu sync.Mutex // one writer per process keeps SQLite contention low
-
-func (r *run) flushNow() {
-	r.mu.Lock()
-	batch := r.pending
-	r.pending = nil
-	if r.logW != nil {
-		r.logW.Flush()
-	}
-	r.mu.Unlock()
-	if len(batch) == 0 {
-		return
-	}
-	flushMu.Lock()
-	defer flushMu.Unlock()
-	if err := r.m.cfg.Store.AppendLogs(context.Background(), r.id, batch); err != nil {
-		r.log.Warn("store log lines", "err", err, "lines", len(batch))
-	}
-}
-
-// readTranscript reads a transcript file.
-func readTranscript(p string) ([]Entry, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	defer f.Close()
-	var out []Entry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var e Entry
-		if json.Unmarshal(sc.Bytes(), &e) == nil {
-			out = append(out, e)
-		}
-	}
-	return out, sc.Err()
-}
+// addEntry records one transcript entry.
+func (r *run) addEntry(e Entry) { r.sink.entry(e) }

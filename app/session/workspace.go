@@ -1,17 +1,12 @@
 package session
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"sandbar/app/sandbox"
@@ -27,22 +22,6 @@ import (
 // its working tree (workspace.SaveScript), and the host takes the pack
 // into Sandbar's repository with git's own checks (ImportSave) before a
 // merge fetches from there.
-
-// Files of a session's directory that name its workspace.
-const (
-	// baseFile holds the commit a session's branch started from.
-	baseFile = "base-commit"
-	// baseDiskFile holds the path of the session's base disk.
-	baseDiskFile = "base-disk"
-	// legacyWorkspace is the clone a Sandbar before the in-VM workspace
-	// shared with the VM; its files are the agent's, so no git runs there.
-	legacyWorkspace = "workspace"
-	// ExportDir is the read-only export of the session's saved files
-	// (workspace.Mirror.Export), for the person's own tools.
-	ExportDir = "export"
-	// savedAtFile holds when the session's work was last saved.
-	savedAtFile = "saved-at"
-)
 
 // Bounds on what the host reads back from a session's VM.
 const (
@@ -66,19 +45,12 @@ var ErrLegacySession = errors.New("session made by an older Sandbar")
 // workspace: its folder is kept as it was.
 func (m *Manager) legacyError(s store.Session) error {
 	return fmt.Errorf("session %s was made by an older Sandbar, which shared its clone with the VM, and Sandbar no longer runs git where an agent wrote: its files are kept, untouched, in %s — look at them yourself (treat its .git as untrusted: do not run git there with your usual configuration), then delete the session with `sandbar rm --force %s`, and start a new one (%w)",
-		s.ID, filepath.Join(m.cfg.Paths.Session(s.ID), legacyWorkspace), short(s.ID), ErrLegacySession)
+		s.ID, m.cfg.Paths.SessionDir(s.ID).LegacyWorkspace(), short(s.ID), ErrLegacySession)
 }
 
 // isLegacy reports whether the session's directory holds a shared clone
 // and no base disk: a session from before the in-VM workspace.
-func (m *Manager) isLegacy(s store.Session) bool {
-	dir := m.cfg.Paths.Session(s.ID)
-	if _, err := os.Lstat(filepath.Join(dir, baseDiskFile)); err == nil {
-		return false
-	}
-	fi, err := os.Lstat(filepath.Join(dir, legacyWorkspace))
-	return err == nil && fi.IsDir()
-}
+func (m *Manager) isLegacy(s store.Session) bool { return m.inspect(s.ID).Legacy }
 
 // mirror opens Sandbar's repository of a project; one user at a time
 // per project, since base disks are built and saves imported there.
@@ -106,22 +78,6 @@ func (m *Manager) mirror(ctx context.Context, projectID int64) (*workspace.Mirro
 		return nil, func() {}, err
 	}
 	return mr, unlock, nil
-}
-
-// readSessionFile reads one small file of a session's directory (Sandbar
-// writes them; the bound and the regular-file check are there all the
-// same).
-func readSessionFile(dir, name string) (string, error) {
-	p := filepath.Join(dir, name)
-	fi, err := os.Lstat(p)
-	if err != nil {
-		return "", err
-	}
-	if !fi.Mode().IsRegular() || fi.Size() > 4096 {
-		return "", fmt.Errorf("%s is not a small regular file", p)
-	}
-	b, err := os.ReadFile(p)
-	return strings.TrimSpace(string(b)), err
 }
 
 // provision makes the session's workspace: the project's history copied
@@ -152,10 +108,10 @@ func (r *run) provision(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(r.dir, baseFile), []byte(commit+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(r.dir.BaseCommit(), []byte(commit+"\n"), 0o600); err != nil {
 		return fmt.Errorf("record the session's base: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(r.dir, baseDiskFile), []byte(info.Path+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(r.dir.BaseDisk(), []byte(info.Path+"\n"), 0o600); err != nil {
 		return fmt.Errorf("record the session's base disk: %w", err)
 	}
 	took := time.Since(start)
@@ -194,7 +150,7 @@ func (r *run) provision(ctx context.Context) error {
 
 // baseDisk is the session's base disk, as provision recorded it.
 func (r *run) baseDisk() (string, error) {
-	p, err := readSessionFile(r.dir, baseDiskFile)
+	p, err := readSmallFile(r.dir.BaseDisk())
 	if err != nil {
 		return "", fmt.Errorf("session %s has no workspace disk recorded (%v): start a new session", r.id, err)
 	}
@@ -274,152 +230,6 @@ func (r *run) watchChanges(stop <-chan struct{}) {
 	}
 }
 
-// save brings the session's work back into Sandbar's repository: the
-// branch, plus a snapshot of uncommitted work (see workspace.SaveScript).
-// Saves run one at a time.
-func (r *run) save(ctx context.Context) (workspace.SaveInfo, error) {
-	r.saveMu.Lock()
-	defer r.saveMu.Unlock()
-	r.mu.Lock()
-	sb := r.sb
-	r.mu.Unlock()
-	if sb == nil {
-		return workspace.SaveInfo{}, fmt.Errorf("session %s is not running: %w", r.id, ErrState)
-	}
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, saveTimeout)
-	defer cancel()
-
-	// The VM's output goes to a file first, at whatever pace the VM
-	// chooses and without the project's lock, so a slow (or hostile)
-	// session holds up no other; only the import takes the lock.
-	spool := filepath.Join(r.dir, saveSpoolFile)
-	f, err := os.OpenFile(spool, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: %w", err)
-	}
-	defer func() { f.Close(); os.Remove(spool) }()
-	out := &spoolWriter{f: f, max: MaxSavedWork + 1<<20, over: cancel}
-	errb := &boundedBuffer{max: 4096}
-	// A save that sends nothing for saveIdle is stalled (the agent owns
-	// the VM: a FIFO where git reads, a git replaced by sleep): it ends,
-	// and the stop goes on.
-	var stalled atomic.Bool
-	idle := time.AfterFunc(saveIdle, func() { stalled.Store(true); cancel() })
-	out.progress = func() { idle.Reset(saveIdle) }
-	res, err := sb.Client.Exec(ctx, sandbox.ExecRequest{
-		Argv:    []string{"sh", "-c", workspace.SaveScript, "sandbar-save", r.s.Branch, r.m.baseCommit(r.s)},
-		Timeout: saveTimeout, // in the workspace
-	}, out, errb)
-	idle.Stop() // the idle bound is the VM's; the import has its own
-	switch {
-	case out.full:
-		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: %w: it passes %d MiB: commit less (large files belong outside git)", workspace.ErrSaveTooLarge, MaxSavedWork>>20)
-	case err != nil && !stalled.Load():
-		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: %w", err)
-	case err != nil:
-		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: the VM sent nothing for %s: ended (did the agent break git in its clone?)", saveIdle)
-	case res.Code != 0:
-		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: git in the VM exited %d: %s", res.Code, strings.TrimSpace(lastLine(errb.String())))
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return workspace.SaveInfo{}, err
-	}
-	mr, unlock, err := r.m.mirror(ctx, r.s.ProjectID)
-	if err != nil {
-		return workspace.SaveInfo{}, err
-	}
-	defer unlock()
-	info, err := mr.ImportSave(ctx, f, r.id, MaxSavedWork)
-	if err != nil {
-		return info, fmt.Errorf("save the session's work: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(r.dir, savedAtFile), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
-		r.log.Warn("record when the work was saved", "err", err)
-	}
-	for _, l := range strings.Split(errb.String(), "\n") {
-		if why, ok := strings.CutPrefix(l, "sandbar-save: left out of the snapshot"); ok {
-			r.systemLine("left out of the saved snapshot of uncommitted work" + why + " (commit it if it belongs in the repository)")
-		}
-	}
-	r.timing(ctx, "save", time.Since(start))
-	r.log.Info("work saved", "branch", short(info.Branch), "snapshot", short(info.Snapshot), "bytes", info.Bytes, "took", time.Since(start))
-	return info, nil
-}
-
-// saveSpoolFile holds the VM's save output until it is imported.
-const saveSpoolFile = "save.partial"
-
-// spoolWriter writes at most max bytes to f; past that it stops the
-// command (over) and drops the rest.
-type spoolWriter struct {
-	f    *os.File
-	max  int64
-	n    int64
-	full bool
-	over func()
-	// progress, if set, hears of each write.
-	progress func()
-}
-
-func (w *spoolWriter) Write(p []byte) (int, error) {
-	if w.progress != nil {
-		w.progress()
-	}
-	if w.full || w.n+int64(len(p)) > w.max {
-		if !w.full {
-			w.full = true
-			w.over()
-		}
-		return len(p), nil
-	}
-	n, err := w.f.Write(p)
-	w.n += int64(n)
-	return n, err
-}
-
-// saveBeforeStop saves the session's work before its VM stops, and says
-// so in the session's log either way.
-func (r *run) saveBeforeStop() {
-	ctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
-	defer cancel()
-	info, err := r.save(ctx)
-	failed := filepath.Join(r.dir, saveErrorFile)
-	if err != nil {
-		msg := err.Error()
-		if len(msg) > 2000 {
-			msg = msg[:2000] + "…"
-		}
-		os.WriteFile(failed, []byte(msg+"\n"), 0o600)
-		r.systemLine("the session's work could not be saved: " + msg + ": its clone is kept on the session's disk; restart the session to try again")
-		return
-	}
-	os.Remove(failed)
-	what := "no changes"
-	if info.Snapshot != info.Head {
-		what = "uncommitted changes kept as a snapshot"
-	}
-	r.systemLine(fmt.Sprintf("work saved: branch %s at %s, %s (%s)", r.s.Branch, short(info.Branch), what, humanSize(info.Bytes)))
-}
-
-// boundedBuffer keeps at most max bytes and notes that more came.
-type boundedBuffer struct {
-	bytes.Buffer
-	max  int
-	over bool
-}
-
-func (b *boundedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.Len(); room < len(p) {
-		b.over = true
-		if room > 0 {
-			b.Buffer.Write(p[:room])
-		}
-		return len(p), nil
-	}
-	return b.Buffer.Write(p)
-}
-
 func lastLine(s string) string {
 	s = strings.TrimRight(s, "\n")
 	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
@@ -440,49 +250,6 @@ func humanSize(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// savedWork opens the project's mirror for reading a session's saved work.
-func (m *Manager) savedWork(ctx context.Context, s store.Session) (*workspace.Mirror, func(), error) {
-	if m.isLegacy(s) {
-		return nil, func() {}, m.legacyError(s)
-	}
-	if err := m.saveFailed(s); err != nil {
-		return nil, func() {}, err
-	}
-	return m.mirror(ctx, s.ProjectID)
-}
-
-// saveErrorFile holds why the session's clone holds work Sandbar has not
-// saved: written when its VM is up (a VM or an engine that dies saves
-// nothing), rewritten when a save fails, and removed when one succeeds.
-const saveErrorFile = "save-error"
-
-// notSavedSinceBoot is saveErrorFile's text while the VM runs.
-const notSavedSinceBoot = "the session stopped before its work was saved: its VM or Sandbar ended unexpectedly"
-
-// markUnsaved records that the clone may hold work not yet saved.
-func (r *run) markUnsaved() {
-	if err := os.WriteFile(filepath.Join(r.dir, saveErrorFile), []byte(notSavedSinceBoot+"\n"), 0o600); err != nil {
-		r.log.Warn("record that the work is not saved", "err", err)
-	}
-}
-
-// ErrNotSaved: the session's last save failed, so what Sandbar holds of
-// its work is older than its clone, or nothing.
-var ErrNotSaved = errors.New("the session's work could not be saved")
-
-// saveFailed says, when the last save of a stopped session failed, why
-// and what to do: its clone is still on its disk.
-func (m *Manager) saveFailed(s store.Session) error {
-	if r := m.running(s.ID); r != nil && r.vmUp() {
-		return nil
-	}
-	why, err := readSessionFile(m.cfg.Paths.Session(s.ID), saveErrorFile)
-	if err != nil {
-		return nil
-	}
-	return fmt.Errorf("%w when it stopped (%s): its clone is kept on the session's disk; restart the session to try again, and look inside with `sandbar shell %s`", ErrNotSaved, why, short(s.ID))
-}
-
 // pruneBases deletes a project's base disks that no session boots on any
 // more, keeping the newest (the next session most likely starts there).
 // A base disk is as large as the repository's checkout and history.
@@ -498,7 +265,7 @@ func (m *Manager) pruneBases(ctx context.Context, projectID int64) {
 	}
 	used := map[string]bool{}
 	for _, s := range sessions {
-		if p, err := readSessionFile(m.cfg.Paths.Session(s.ID), baseDiskFile); err == nil {
+		if p := m.inspect(s.ID).BaseDisk; p != "" {
 			used[p] = true
 		}
 	}
@@ -514,70 +281,4 @@ func (m *Manager) pruneBases(ctx context.Context, projectID int64) {
 			os.Remove(d + ".lfs")
 		}
 	}
-}
-
-// removeSessionDir deletes a session's directory. A scratch disk can be
-// large, and a legacy clone may hold anything the agent made (symlinks
-// included: RemoveAll does not follow them).
-func removeSessionDir(dir string) error {
-	// The export's folders are read-only, and so are those of one left
-	// half-written (.export-*) by a Sandbar that died while writing it.
-	exports := []string{filepath.Join(dir, ExportDir)}
-	if es, err := os.ReadDir(dir); err == nil {
-		for _, e := range es {
-			if e.IsDir() && strings.HasPrefix(e.Name(), ".export-") {
-				exports = append(exports, filepath.Join(dir, e.Name()))
-			}
-		}
-	}
-	for _, d := range exports {
-		if err := workspace.RemoveExport(d); err != nil {
-			return err
-		}
-	}
-	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("delete %s: %w", dir, err)
-	}
-	return nil
-}
-
-// savedAt is when the session's work was last saved: recorded by save,
-// else (a session saved before that was recorded) when it ended.
-func (m *Manager) savedAt(s store.Session) time.Time {
-	if v, err := readSessionFile(m.cfg.Paths.Session(s.ID), savedAtFile); err == nil {
-		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-			return t.Local()
-		}
-	}
-	return s.Ended
-}
-
-// Export writes the session's files, as last saved, into a read-only
-// folder Sandbar owns (see workspace.Mirror.Export) and returns it, with
-// when that work was saved. A session whose VM runs here is saved first,
-// so the export is its latest. The agent's own files stay in its VM:
-// nothing on the host opens them.
-func (m *Manager) Export(ctx context.Context, ref string) (string, time.Time, error) {
-	s, err := m.cfg.Store.FindSession(ctx, ref)
-	if err != nil {
-		return "", time.Time{}, err
-	}
-	if r := m.running(s.ID); r != nil && r.vmUp() {
-		if _, err := r.save(ctx); err != nil {
-			return "", time.Time{}, err
-		}
-	}
-	mr, unlock, err := m.savedWork(ctx, s)
-	if err != nil {
-		return "", time.Time{}, err
-	}
-	defer unlock()
-	info, err := mr.Export(ctx, s.ID, filepath.Join(m.cfg.Paths.Session(s.ID), ExportDir))
-	if err != nil {
-		return "", time.Time{}, err
-	}
-	if len(info.Skipped) > 0 {
-		m.log.Info("export: left out", "session", s.ID, "count", len(info.Skipped), "first", info.Skipped[0])
-	}
-	return info.Dir, m.savedAt(s), nil
 }

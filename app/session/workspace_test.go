@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sandbar/app/config"
+	"sandbar/app/store"
 )
 
 // TestBaseDisksShared: sessions at one commit boot on one base disk; a
@@ -28,7 +31,7 @@ func TestBaseDisksShared(t *testing.T) {
 	}
 	disk := func(id string) string {
 		t.Helper()
-		p, err := readSessionFile(f.paths.Session(id), baseDiskFile)
+		p, err := readSmallFile(f.paths.SessionDir(id).BaseDisk())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,10 +74,10 @@ func TestLegacySession(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.wait(t, s.ID)
-	dir := f.paths.Session(s.ID)
+	dir := f.paths.SessionDir(s.ID)
 	// What an older Sandbar left: a clone the agent wrote, with a trap.
-	os.Remove(filepath.Join(dir, baseDiskFile))
-	ws := filepath.Join(dir, legacyWorkspace)
+	os.Remove(dir.BaseDisk())
+	ws := dir.LegacyWorkspace()
 	os.MkdirAll(filepath.Join(ws, ".git"), 0o755)
 	pwned := filepath.Join(t.TempDir(), "pwned")
 	os.WriteFile(filepath.Join(ws, ".git", "config"), []byte("[core]\n\tfsmonitor = touch "+pwned+"\n"), 0o644)
@@ -94,7 +97,7 @@ func TestLegacySession(t *testing.T) {
 	if err := f.m.Remove(ctx, s.ID, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+	if _, err := os.Stat(dir.Path()); !os.IsNotExist(err) {
 		t.Errorf("rm --force left %s: %v", dir, err)
 	}
 	if _, err := os.Stat(pwned); err == nil {
@@ -123,17 +126,10 @@ func TestSourceRefsRefreshBase(t *testing.T) {
 	}
 	waitBase := func(head string) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		f.until(t, "", 30*time.Second, "a base disk for "+head[:12], func(store.Session) bool {
 			disks, _ := filepath.Glob(filepath.Join(f.paths.ProjectBases(p.ID), "base-"+head[:12]+"-*.ext4"))
-			if len(disks) == 1 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no base disk for %s within 30 s", head[:12])
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return len(disks) == 1
+		})
 	}
 	// At once for where the repository is; then for each commit.
 	waitBase(git(t, f.repo, "rev-parse", "HEAD"))
@@ -150,7 +146,7 @@ func TestSourceRefsRefreshBase(t *testing.T) {
 // person's own uid.)
 func TestRemoveSessionDirWithReadOnlyExports(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "sess [1]")
-	for _, d := range []string{ExportDir + "/sub", ".export-123/sub"} {
+	for _, d := range []string{"export/sub", ".export-123/sub"} {
 		p := filepath.Join(dir, filepath.FromSlash(d))
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			t.Fatal(err)
@@ -159,7 +155,7 @@ func TestRemoveSessionDirWithReadOnlyExports(t *testing.T) {
 		os.Chmod(p, 0o555)
 		os.Chmod(filepath.Dir(p), 0o555)
 	}
-	if err := removeSessionDir(dir); err != nil {
+	if err := removeSessionDir(config.NewSessionDir(dir)); err != nil {
 		t.Fatalf("removeSessionDir: %v", err)
 	}
 	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
@@ -177,17 +173,10 @@ func TestUnsavedWorkKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	f.until(t, s.ID, 30*time.Second, "the agent's start in the log", func(store.Session) bool {
 		lines, _ := f.m.Logs(ctx, s.ID, 0, 100)
-		if len(lines) > 0 && strings.Contains(lines[len(lines)-1].Text, "started") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the agent did not start")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(lines) > 0 && strings.Contains(lines[len(lines)-1].Text, "started")
+	})
 	for _, m := range f.hv.Booted() {
 		m.Kill()
 	}

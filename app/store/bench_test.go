@@ -19,7 +19,7 @@ func BenchmarkAppendLogs(b *testing.B) {
 			s := openStore(b, dbPath(b))
 			ctx := context.Background()
 			_, x := seed(b, s)
-			if err := s.SetSetting(ctx, LogWindowKey, strconv.Itoa(window)); err != nil {
+			if err := s.SetSetting(ctx, SettingLogWindow, strconv.Itoa(window)); err != nil {
 				b.Fatal(err)
 			}
 			lines := make([]LogLine, 100)

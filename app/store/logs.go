@@ -34,9 +34,6 @@ type Event struct {
 // keeps, the newest, unless the setting "log_window" says otherwise.
 const DefaultLogWindow = 100000
 
-// LogWindowKey is the setting that bounds the log lines kept per session.
-const LogWindowKey = "log_window"
-
 // AppendLogs stores lines of the session in one transaction. A line whose
 // Seq is 0 is numbered after the highest stored or given so far (lines is
 // not changed: a caller that needs the numbers gives them); a line whose
@@ -102,7 +99,7 @@ func (s *Store) AppendLogs(ctx context.Context, sessionID string, lines []LogLin
 // logWindow reads the setting "log_window" in tx.
 func logWindow(ctx context.Context, tx *sql.Tx) (int64, error) {
 	var v string
-	err := tx.QueryRowContext(ctx, "SELECT value FROM settings WHERE key = ?", LogWindowKey).Scan(&v)
+	err := tx.QueryRowContext(ctx, "SELECT value FROM settings WHERE key = ?", SettingLogWindow).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return DefaultLogWindow, nil
 	}
@@ -119,7 +116,7 @@ func logWindow(ctx context.Context, tx *sql.Tx) (int64, error) {
 func parseLogWindow(v string) (int64, error) {
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 	if err != nil || n < 1 {
-		return 0, fmt.Errorf("setting %s: %q is not a number of lines: give a whole number above 0 (default %d)", LogWindowKey, v, DefaultLogWindow)
+		return 0, fmt.Errorf("setting %s: %q is not a number of lines: give a whole number above 0 (default %d)", SettingLogWindow, v, DefaultLogWindow)
 	}
 	return n, nil
 }

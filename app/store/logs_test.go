@@ -187,7 +187,7 @@ func TestLogWindow(t *testing.T) {
 	if err := s.AppendLogs(ctx, "quiet", quiet); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetSetting(ctx, LogWindowKey, "1000"); err != nil {
+	if err := s.SetSetting(ctx, SettingLogWindow, "1000"); err != nil {
 		t.Fatal(err)
 	}
 	for b := range 50 {
@@ -215,7 +215,7 @@ func TestLogWindow(t *testing.T) {
 	}
 
 	// Shrinking the window trims at the next append.
-	if err := s.SetSetting(ctx, LogWindowKey, "10"); err != nil {
+	if err := s.SetSetting(ctx, SettingLogWindow, "10"); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.AppendLogs(ctx, x.ID, []LogLine{{Stream: "stdout", Text: "last"}}); err != nil {
@@ -227,7 +227,7 @@ func TestLogWindow(t *testing.T) {
 
 	// A value not set through SetSetting (by hand, say) that is not a
 	// number leaves the default in force rather than failing appends.
-	if _, err := s.db.Exec("UPDATE settings SET value = 'lots' WHERE key = ?", LogWindowKey); err != nil {
+	if _, err := s.db.Exec("UPDATE settings SET value = 'lots' WHERE key = ?", SettingLogWindow); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.AppendLogs(ctx, x.ID, []LogLine{{Stream: "stdout", Text: "still fine"}}); err != nil {

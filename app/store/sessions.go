@@ -30,7 +30,7 @@ type Limits struct {
 type Agent struct {
 	Command string   `json:"command"`
 	Args    []string `json:"args,omitempty"`
-	Kind    string   `json:"kind"` // "claude" or "custom"
+	Kind    string   `json:"kind"` // app/session's AgentKind: "claude" or "custom"
 }
 
 // Owner is the process that runs a session's VM. Other processes ask it,
@@ -52,9 +52,8 @@ type Owner struct {
 }
 
 // Session is one agent session: what it runs, on what, and how it went.
-// State is one of provisioning, booting, running, stopping, stopped,
-// failed, interrupted (the session manager owns the meaning); Activity,
-// while running, is "working", "waiting" or "".
+// State is one of the State constants (the session manager owns the
+// meaning); Activity, while running, is "working", "waiting" or "".
 type Session struct {
 	ID        string
 	ProjectID int64
@@ -63,7 +62,7 @@ type Session struct {
 	Prompt    string
 	Agent     Agent
 	Limits    Limits
-	State     string
+	State     State
 	Reason    string // why it is in State, for a person
 	Activity  string
 	ExitCode  *int // the agent's, once it exited
@@ -79,7 +78,7 @@ type Session struct {
 // SessionFilter narrows Sessions; zero fields match every session.
 type SessionFilter struct {
 	ProjectID int64
-	States    []string // any of these
+	States    []State // any of these
 }
 
 const sessionCols = "id, project_id, branch, base, prompt, agent, limits, state, activity, reason, exit_code, error, owner, timings, created, updated, started, ended"

@@ -183,7 +183,7 @@ func TestSessionsFilterAndOrder(t *testing.T) {
 	for i, c := range []struct {
 		id      string
 		project int64
-		state   string
+		state   State
 	}{{"s1", p1.ID, "running"}, {"s2", p2.ID, "stopped"}, {"s3", p1.ID, "failed"}, {"s4", p2.ID, "running"}, {"s5", p1.ID, "interrupted"}} {
 		if err := s.CreateSession(ctx, Session{ID: c.id, ProjectID: c.project, State: c.state, Created: base.Add(time.Duration(i) * time.Second)}); err != nil {
 			t.Fatal(err)
@@ -195,11 +195,11 @@ func TestSessionsFilterAndOrder(t *testing.T) {
 	}{
 		{SessionFilter{}, "s5,s4,s3,s2,s1"},
 		{SessionFilter{ProjectID: p1.ID}, "s5,s3,s1"},
-		{SessionFilter{States: []string{"running"}}, "s4,s1"},
-		{SessionFilter{States: []string{"running", "failed", "interrupted"}}, "s5,s4,s3,s1"},
-		{SessionFilter{ProjectID: p2.ID, States: []string{"running", "provisioning"}}, "s4"},
+		{SessionFilter{States: []State{"running"}}, "s4,s1"},
+		{SessionFilter{States: []State{"running", "failed", "interrupted"}}, "s5,s4,s3,s1"},
+		{SessionFilter{ProjectID: p2.ID, States: []State{"running", "provisioning"}}, "s4"},
 		{SessionFilter{ProjectID: 999}, ""},
-		{SessionFilter{States: []string{"booting"}}, ""},
+		{SessionFilter{States: []State{"booting"}}, ""},
 	} {
 		l, err := s.Sessions(ctx, c.f)
 		if err != nil {

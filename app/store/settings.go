@@ -61,30 +61,30 @@ func (s *Store) RemoveSecretName(ctx context.Context, name string) error {
 }
 
 // Setting returns the value of a setting and whether it is set.
-func (s *Store) Setting(ctx context.Context, key string) (string, bool, error) {
+func (s *Store) Setting(ctx context.Context, key SettingKey) (string, bool, error) {
 	var v string
 	err := s.db.QueryRowContext(ctx, "SELECT value FROM settings WHERE key = ?", key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
 	if err != nil {
-		return "", false, s.fail("read the setting "+key, err)
+		return "", false, s.fail("read the setting "+string(key), err)
 	}
 	return v, true, nil
 }
 
 // SetSetting sets a setting, replacing any value it had. The settings the
-// store itself reads ("log_window") are checked first.
-func (s *Store) SetSetting(ctx context.Context, key, value string) error {
-	if strings.TrimSpace(key) == "" {
+// store itself reads (SettingLogWindow) are checked first.
+func (s *Store) SetSetting(ctx context.Context, key SettingKey, value string) error {
+	if strings.TrimSpace(string(key)) == "" {
 		return errors.New("change a setting: its name is empty")
 	}
-	if key == LogWindowKey {
+	if key == SettingLogWindow {
 		if _, err := parseLogWindow(value); err != nil {
 			return err
 		}
 	}
-	op := "change the setting " + key
+	op := "change the setting " + string(key)
 	return s.tx(ctx, op, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value)
 		if err != nil {

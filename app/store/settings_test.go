@@ -70,15 +70,15 @@ func TestSettings(t *testing.T) {
 
 	// log_window is the store's own: only a number of lines is taken.
 	for _, bad := range []string{"lots", "0", "-5", "1.5", ""} {
-		err := s.SetSetting(ctx, LogWindowKey, bad)
+		err := s.SetSetting(ctx, SettingLogWindow, bad)
 		if err == nil || !strings.Contains(err.Error(), "whole number above 0") {
 			t.Errorf("log_window %q: %v", bad, err)
 		}
 	}
-	if _, ok, _ := s.Setting(ctx, LogWindowKey); ok {
+	if _, ok, _ := s.Setting(ctx, SettingLogWindow); ok {
 		t.Error("a refused log_window was stored")
 	}
-	if err := s.SetSetting(ctx, LogWindowKey, "2000"); err != nil {
+	if err := s.SetSetting(ctx, SettingLogWindow, "2000"); err != nil {
 		t.Errorf("log_window 2000: %v", err)
 	}
 }

@@ -2,7 +2,10 @@
 // data directory): projects, sessions, their events and a bounded window of
 // their log lines, the names of secrets (never their values) and settings.
 // It is not a cache of the VMs: it records what the session manager tells
-// it and hands it back; it never looks at a VM, a clone or the keyring.
+// it and hands it back; it never looks at a VM, a clone, a session's
+// directory or the keyring, and it does not decide a session's moves
+// between states (app/session does). It defines the typed values the
+// rows hold (State, SettingKey) so that each is written down once.
 //
 // Several Sandbar processes (the GUI and a CLI) may open the same file at
 // once. The journal is WAL, so readers never wait for the writer; every

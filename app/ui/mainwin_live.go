@@ -57,7 +57,7 @@ func sessionHeader() fyne.CanvasObject {
 
 // cellsFor renders a session's row at now.
 func cellsFor(s store.Session, st *session.Stats, project string, now time.Time) sessionCells {
-	c := sessionCells{project: project, branch: s.Branch, detail: s.Reason, state: s.State,
+	c := sessionCells{project: project, branch: s.Branch, detail: s.Reason, state: string(s.State),
 		uptime: "—", cpu: "—", mem: "—"}
 	if c.project == "" {
 		c.project = fmt.Sprintf("project %d", s.ProjectID)

@@ -12,12 +12,13 @@ import (
 
 	"sandbar/app/session"
 	"sandbar/app/session/sessiontest"
+	"sandbar/app/store"
 )
 
 func trayExitCode(c int) *int { return &c }
 
 func TestTransitions(t *testing.T) {
-	state := func(state, activity, reason string, exit *int) session.Event {
+	state := func(state store.State, activity, reason string, exit *int) session.Event {
 		return session.Event{Session: "s1", Kind: session.EventState, State: state, Activity: activity, Reason: reason, ExitCode: exit}
 	}
 	log := session.Event{Session: "s1", Kind: session.EventLog}

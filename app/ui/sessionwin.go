@@ -442,7 +442,7 @@ func (w *sessionWindow) applySession(s store.Session) {
 		w.chatSend.Disable()
 		why := "Chat opens once the agent runs."
 		if !live {
-			why = "The session is " + s.State + ": restart it to talk to the agent."
+			why = "The session is " + string(s.State) + ": restart it to talk to the agent."
 		}
 		w.chatNote.Importance = widget.LowImportance
 		w.chatNote.SetText(why)

@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"sandbar/app/session"
+	"sandbar/app/store"
 )
 
 func setEnabled(b *widget.Button, on bool) {
@@ -25,7 +26,7 @@ func setEnabled(b *widget.Button, on bool) {
 // stateDotColor is the dot beside a session's state: green working, amber
 // waiting for the person or interrupted, blue on the way, red failed,
 // grey stopped.
-func stateDotColor(state, activity string) color.Color {
+func stateDotColor(state store.State, activity string) color.Color {
 	switch state {
 	case session.StateRunning:
 		if activity == session.ActivityWaiting {
@@ -43,7 +44,7 @@ func stateDotColor(state, activity string) color.Color {
 }
 
 // stateWords is a session's state for a person.
-func stateWords(state, activity string) string {
+func stateWords(state store.State, activity string) string {
 	switch state {
 	case session.StateProvisioning:
 		return "Cloning"
@@ -66,7 +67,7 @@ func stateWords(state, activity string) string {
 	case session.StateInterrupted:
 		return "Interrupted"
 	}
-	return state
+	return string(state)
 }
 
 func shortCommit(c string) string {

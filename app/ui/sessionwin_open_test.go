@@ -12,7 +12,6 @@ import (
 
 	"fyne.io/fyne/v2/test"
 
-	"sandbar/app/session"
 )
 
 func TestWorkspaceOpeners(t *testing.T) {
@@ -110,7 +109,7 @@ func TestSessionWindowOpenButtons(t *testing.T) {
 	if !strings.Contains(w.openMsg.Text, "read-only copy") || !strings.Contains(w.openMsg.Text, "VM") {
 		t.Errorf("the window does not say the buttons open a read-only copy, the agent's files being in its VM: %q", w.openMsg.Text)
 	}
-	export := filepath.Join(h.env.Paths.Session(s.ID), session.ExportDir)
+	export := h.env.Paths.SessionDir(s.ID).Export()
 	tapped := 0
 	for _, b := range w.openers {
 		if b.o.missing != "" {

@@ -11,13 +11,14 @@ import (
 	"sandbar/app/store"
 )
 
-// Settings keys, as app/session reads them.
+// Settings keys: the store's (store.SettingKey), as SettingsBackend takes
+// them.
 const (
-	KeyDefaultCPUs      = "default_cpus"
-	KeyDefaultMemoryMiB = "default_memory_mib"
-	KeyDefaultDiskGiB   = "default_disk_gib"
-	KeyDefaultAgent     = "default_agent" // a shell command; empty: Claude Code
-	KeyMemoryBudget     = "memory_budget" // share of host memory, 0 < x ≤ 1
+	KeyDefaultCPUs      = string(store.SettingDefaultCPUs)
+	KeyDefaultMemoryMiB = string(store.SettingDefaultMemoryMiB)
+	KeyDefaultDiskGiB   = string(store.SettingDefaultDiskGiB)
+	KeyDefaultAgent     = string(store.SettingDefaultAgent)
+	KeyMemoryBudget     = string(store.SettingMemoryBudget)
 )
 
 // SettingsBackend is what the Settings and first-run windows need beyond
@@ -115,12 +116,12 @@ var _ SettingsBackend = (*Prefs)(nil)
 
 // Setting implements SettingsBackend.
 func (p *Prefs) Setting(ctx context.Context, key string) (string, bool, error) {
-	return p.Store.Setting(ctx, key)
+	return p.Store.Setting(ctx, store.SettingKey(key))
 }
 
 // SetSetting implements SettingsBackend.
 func (p *Prefs) SetSetting(ctx context.Context, key, value string) error {
-	return p.Store.SetSetting(ctx, key, value)
+	return p.Store.SetSetting(ctx, store.SettingKey(key), value)
 }
 
 // SecretNames implements SettingsBackend.

@@ -8,6 +8,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"sandbar/app/session"
+	"sandbar/app/store"
 )
 
 // networkTab is Settings → Network: the mode and rules of every session
@@ -37,7 +38,7 @@ func (w *settingsWindow) loadNetwork() {
 		return
 	}
 	w.u.background(func(ctx context.Context) {
-		v, _, err := s.Setting(ctx, session.SettingPublishPorts)
+		v, _, err := s.Setting(ctx, string(store.SettingPublishPorts))
 		w.u.post(func() {
 			if err != nil {
 				setStatus(w.publishStatus, widget.DangerImportance, sentence(err.Error()))
@@ -59,7 +60,7 @@ func (w *settingsWindow) setPublish(on bool) {
 		v = "off"
 	}
 	w.u.background(func(ctx context.Context) {
-		err := w.u.Settings.SetSetting(ctx, session.SettingPublishPorts, v)
+		err := w.u.Settings.SetSetting(ctx, string(store.SettingPublishPorts), v)
 		w.u.post(func() {
 			if err != nil {
 				setStatus(w.publishStatus, widget.DangerImportance, sentence(err.Error()))

@@ -96,12 +96,12 @@ func TestSettingsPublishPorts(t *testing.T) {
 	}
 	test.Tap(w.publish)
 	h.waitFor(t, 5*time.Second, "the setting saved", func() bool { return strings.HasPrefix(w.publishStatus.Text, "Saved") })
-	if v, _, _ := h.env.Store.Setting(context.Background(), session.SettingPublishPorts); v != "off" {
-		t.Errorf("%s = %q, want off", session.SettingPublishPorts, v)
+	if v, _, _ := h.env.Store.Setting(context.Background(), store.SettingPublishPorts); v != "off" {
+		t.Errorf("%s = %q, want off", store.SettingPublishPorts, v)
 	}
 	test.Tap(w.publish)
 	h.waitFor(t, 5*time.Second, "the setting saved again", func() bool {
-		v, _, _ := h.env.Store.Setting(context.Background(), session.SettingPublishPorts)
+		v, _, _ := h.env.Store.Setting(context.Background(), store.SettingPublishPorts)
 		return v != "off" && strings.Contains(w.publishStatus.Text, "are published")
 	})
 }

@@ -52,7 +52,7 @@ func (w *settingsWindow) storageTab() fyne.CanvasObject {
 // ended reports whether a session in state s is over and may be cleaned
 // up (interrupted ones can still be restarted and are kept).
 func ended(state string) bool {
-	return state == session.StateStopped || state == session.StateFailed
+	return store.State(state) == session.StateStopped || store.State(state) == session.StateFailed
 }
 
 func (w *settingsWindow) loadStorage() {
@@ -96,7 +96,7 @@ func storageRows(usage map[string]int64, sessions []store.Session, projects []st
 	seen := map[string]bool{}
 	for _, s := range sessions {
 		seen[s.ID] = true
-		rows = append(rows, storageRow{id: s.ID, label: names[s.ProjectID] + " · " + s.Branch, state: s.State, bytes: usage[s.ID]})
+		rows = append(rows, storageRow{id: s.ID, label: names[s.ProjectID] + " · " + s.Branch, state: string(s.State), bytes: usage[s.ID]})
 	}
 	for id, n := range usage {
 		if !seen[id] {

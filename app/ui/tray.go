@@ -302,7 +302,7 @@ func sessionLabel(s store.Session, project string, n notice, now time.Time) stri
 	if project == "" {
 		project = fmt.Sprintf("project %d", s.ProjectID)
 	}
-	state := s.State
+	state := string(s.State)
 	switch {
 	case s.State == session.StateRunning && s.Activity == session.ActivityWaiting:
 		state = "waiting for input"

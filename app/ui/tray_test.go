@@ -42,7 +42,7 @@ func TestElapsed(t *testing.T) {
 func TestBuildTrayModel(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	projects := []store.Project{{ID: 1, Name: "web"}, {ID: 2, Name: "api"}}
-	sess := func(id, state, activity string, started time.Duration, ended time.Duration) store.Session {
+	sess := func(id string, state store.State, activity string, started time.Duration, ended time.Duration) store.Session {
 		s := store.Session{ID: id, ProjectID: 1, Branch: "sandbar/" + id, State: state, Activity: activity, Started: now.Add(-started)}
 		if ended > 0 {
 			s.Ended = now.Add(-ended)

@@ -70,7 +70,7 @@ func New(t testing.TB) *Env {
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	paths := config.Paths{Home: filepath.Join(root, "sandbar"), Images: filepath.Join(root, "images"), Downloads: filepath.Join(root, "downloads")}
 	os.MkdirAll(paths.Home, 0o755)
-	st, err := store.Open(filepath.Join(paths.Home, "sandbar.db"))
+	st, err := store.Open(paths.DB())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func Shell(script string) session.AgentSpec {
 }
 
 // WaitState polls until the session is in state, or fails t after d.
-func (e *Env) WaitState(t testing.TB, id, state string, d time.Duration) store.Session {
+func (e *Env) WaitState(t testing.TB, id string, state store.State, d time.Duration) store.Session {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {

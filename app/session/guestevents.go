@@ -1,0 +1,110 @@
+package session
+
+import (
+	"time"
+
+	"sandbar/guest/protocol"
+)
+
+// The guest's events, as a run takes them. Each arrives on the sandbox
+// client's reader goroutine, so a handler never blocks: what the state
+// machine waits for (agent:started, agent:exit, a start's error) is handed
+// over on a buffered channel, and the rest is recorded and published.
+// Everything the guest sends is hostile input: text is redacted before it
+// is recorded, and lines are bounded by the joiner and the log sink.
+
+// onEvent dispatches one of the guest's events.
+func (r *run) onEvent(ev protocol.Event) {
+	switch ev.Ev {
+	case protocol.EvWorkspace:
+		r.notifyChanged()
+	case protocol.EvPorts:
+		r.onPorts(ev)
+	case protocol.EvAgentStdout, protocol.EvAgentStderr:
+		r.onAgentOutput(ev)
+	case protocol.EvAgentStarted:
+		handOver(r.agentStarted, ev)
+	case protocol.EvAgentExit:
+		handOver(r.agentExit, ev)
+	case protocol.EvStats:
+		r.onStats(ev)
+	case protocol.EvError:
+		r.onGuestError(ev)
+	}
+}
+
+// handOver gives v to whoever waits on c, dropping it if one is already
+// waiting to be taken.
+func handOver[T any](c chan T, v T) {
+	select {
+	case c <- v:
+	default:
+	}
+}
+
+// onPorts hands the guest's listening ports to the session's network.
+func (r *run) onPorts(ev protocol.Event) {
+	r.mu.Lock()
+	sn := r.net
+	r.mu.Unlock()
+	if sn != nil {
+		sn.guestPorts(ev.Ports)
+	}
+}
+
+// onAgentOutput records a line of the agent's output, once the joiner has
+// a whole one; Claude Code's stdout is also read as its transcript, whose
+// end of a turn means the agent waits for the person.
+func (r *run) onAgentOutput(ev protocol.Event) {
+	line, ok := r.joiner.Add(ev)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	r.lastActive = time.Now()
+	r.mu.Unlock()
+	text := r.red.Redact(string(line))
+	stream := "stdout"
+	if ev.Ev == protocol.EvAgentStderr {
+		stream = "stderr"
+	}
+	r.addLine(stream, text)
+	if !r.claude || stream != "stdout" {
+		return
+	}
+	entries, _ := ParseClaudeLine([]byte(text), ev.Time())
+	for _, e := range entries {
+		r.addEntry(e)
+		if e.Kind == EntryResult {
+			r.setActivity(r.ctx, ActivityWaiting, "waiting for your message: "+e.Summary())
+			r.m.hub.publish(Event{Session: r.id, Time: e.Time, Kind: EventTurn, Turn: turnOf(e)})
+		}
+	}
+}
+
+// onStats publishes the guest's figures with the host's view of the VM.
+func (r *run) onStats(ev protocol.Event) {
+	st := Stats{CPU: ev.CPU, MemUsed: ev.MemUsed, MemTotal: ev.MemTotal, Procs: ev.Procs}
+	if ev.Disk != nil {
+		st.DiskUsed, st.DiskTotal = ev.Disk.Scratch.Used, ev.Disk.Scratch.Total
+		st.WSUsed, st.WSTotal = ev.Disk.Workspace.Used, ev.Disk.Workspace.Total
+	}
+	r.mu.Lock()
+	sb := r.sb
+	r.mu.Unlock()
+	if sb != nil {
+		if hs, err := sb.Stats(); err == nil {
+			st.HostRSS, st.HostCPUSec = hs.RSS, hs.CPUTime.Seconds()
+		}
+	}
+	r.m.hub.publish(Event{Session: r.id, Time: ev.Time(), Kind: EventStats, Stats: &st})
+}
+
+// onGuestError logs the guest's error; one answering start fails it.
+func (r *run) onGuestError(ev protocol.Event) {
+	msg := r.red.Redact(ev.Message)
+	if ev.ID == "start" {
+		handOver(r.startErr, msg)
+	}
+	r.systemLine("guest: " + msg)
+}

@@ -1,0 +1,159 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"sandbar/app/config"
+	"sandbar/app/store"
+)
+
+// logSink records one session's lines and transcript entries: each goes
+// to subscribers at once, to the agent log and transcript files, and to
+// the store in batches (every 200 ms or 500 lines) that a flusher
+// goroutine writes. It takes its lines already redacted.
+//
+// Lines taken before open or after Close still reach subscribers and the
+// store's batch (flush writes it); only the files miss them.
+type logSink struct {
+	id  string
+	st  *store.Store
+	hub *hub
+	log *slog.Logger
+	// storeMu is the Manager's: one batch written at a time per process
+	// keeps SQLite's lock contention low.
+	storeMu *sync.Mutex
+
+	mu      sync.Mutex
+	seq     int64
+	logW    *boundedLog
+	trF     *os.File
+	pending []store.LogLine
+
+	wake chan struct{}
+	stop chan struct{}
+	done chan struct{} // nil until open starts the flusher
+}
+
+func newLogSink(id string, st *store.Store, h *hub, log *slog.Logger, storeMu *sync.Mutex) *logSink {
+	return &logSink{id: id, st: st, hub: h, log: log, storeMu: storeMu, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+}
+
+// open opens the session's agent log and transcript for appending, finds
+// the log's next sequence number, and starts the flusher. Close undoes it.
+func (l *logSink) open(ctx context.Context, dir config.SessionDir) error {
+	f, err := openBoundedLog(dir.AgentLog(), maxLogFile)
+	if err != nil {
+		return fmt.Errorf("open the agent log: %w", err)
+	}
+	t, err := os.OpenFile(dir.Transcript(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("open the transcript: %w", err)
+	}
+	last, _ := l.st.LastLogs(ctx, l.id, 1)
+	l.mu.Lock()
+	l.logW, l.trF = f, t
+	if len(last) > 0 && last[0].Seq > l.seq {
+		l.seq = last[0].Seq
+	}
+	l.mu.Unlock()
+	l.done = make(chan struct{})
+	go l.flusher()
+	return nil
+}
+
+// Close stops the flusher, writes what is pending, and closes the files.
+func (l *logSink) Close() error {
+	if l.done != nil {
+		close(l.stop)
+		<-l.done
+	}
+	l.flush()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.logW == nil {
+		return nil
+	}
+	err := errors.Join(l.logW.Close(), l.trF.Close())
+	l.logW, l.trF = nil, nil
+	if err != nil {
+		return fmt.Errorf("close the session's log: %w", err)
+	}
+	return nil
+}
+
+// line records one (already redacted) line of a stream: "stdout",
+// "stderr", "system", "chat" or "exec".
+func (l *logSink) line(stream, text string) {
+	l.mu.Lock()
+	l.seq++
+	ln := store.LogLine{Seq: l.seq, Stream: stream, Time: time.Now(), Text: boundLogText(text)}
+	if l.logW != nil {
+		fmt.Fprintf(l.logW, "%s %-6s %s\n", ln.Time.UTC().Format("2006-01-02T15:04:05.000Z"), stream, ln.Text)
+	}
+	l.pending = append(l.pending, ln)
+	n := len(l.pending)
+	l.mu.Unlock()
+	if n >= 500 {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+	l.hub.publish(Event{Session: l.id, Time: ln.Time, Kind: EventLog, Log: &ln})
+}
+
+// entry records one transcript entry.
+func (l *logSink) entry(e Entry) {
+	l.mu.Lock()
+	if l.trF != nil {
+		b, _ := json.Marshal(e)
+		l.trF.Write(append(b, '\n'))
+	}
+	l.mu.Unlock()
+	l.hub.publish(Event{Session: l.id, Time: e.Time, Kind: EventTranscript, Entry: &e})
+}
+
+// flusher writes pending lines to the store every 200 ms or 500 lines.
+func (l *logSink) flusher() {
+	defer close(l.done)
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.wake:
+			l.flush()
+		case <-l.stop:
+			return
+		case <-t.C:
+			l.flush()
+		}
+	}
+}
+
+// flush writes the pending lines to the store now, and the log file's
+// buffer to disk.
+func (l *logSink) flush() {
+	l.mu.Lock()
+	batch := l.pending
+	l.pending = nil
+	if l.logW != nil {
+		l.logW.Flush()
+	}
+	l.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	l.storeMu.Lock()
+	defer l.storeMu.Unlock()
+	if err := l.st.AppendLogs(context.Background(), l.id, batch); err != nil {
+		l.log.Warn("store log lines", "err", err, "lines", len(batch))
+	}
+}

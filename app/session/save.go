@@ -1,0 +1,203 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"sandbar/app/sandbox"
+	"sandbar/app/store"
+	"sandbar/app/workspace"
+)
+
+// save brings the session's work back into Sandbar's repository: the
+// branch, plus a snapshot of uncommitted work (see workspace.SaveScript).
+// Saves run one at a time.
+func (r *run) save(ctx context.Context) (workspace.SaveInfo, error) {
+	r.saveMu.Lock()
+	defer r.saveMu.Unlock()
+	r.mu.Lock()
+	sb := r.sb
+	r.mu.Unlock()
+	if sb == nil {
+		return workspace.SaveInfo{}, fmt.Errorf("session %s is not running: %w", r.id, ErrState)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, saveTimeout)
+	defer cancel()
+
+	// The VM's output goes to a file first, at whatever pace the VM
+	// chooses and without the project's lock, so a slow (or hostile)
+	// session holds up no other; only the import takes the lock.
+	spool := r.dir.SaveSpool()
+	f, err := os.OpenFile(spool, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: %w", err)
+	}
+	defer func() { f.Close(); os.Remove(spool) }()
+	out := &spoolWriter{f: f, max: MaxSavedWork + 1<<20, over: cancel}
+	errb := &boundedBuffer{max: 4096}
+	// A save that sends nothing for saveIdle is stalled (the agent owns
+	// the VM: a FIFO where git reads, a git replaced by sleep): it ends,
+	// and the stop goes on.
+	var stalled atomic.Bool
+	idle := time.AfterFunc(saveIdle, func() { stalled.Store(true); cancel() })
+	out.progress = func() { idle.Reset(saveIdle) }
+	res, err := sb.Client.Exec(ctx, sandbox.ExecRequest{
+		Argv:    []string{"sh", "-c", workspace.SaveScript, "sandbar-save", r.s.Branch, r.m.baseCommit(r.s)},
+		Timeout: saveTimeout, // in the workspace
+	}, out, errb)
+	idle.Stop() // the idle bound is the VM's; the import has its own
+	switch {
+	case out.full:
+		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: %w: it passes %d MiB: commit less (large files belong outside git)", workspace.ErrSaveTooLarge, MaxSavedWork>>20)
+	case err != nil && !stalled.Load():
+		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: %w", err)
+	case err != nil:
+		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: the VM sent nothing for %s: ended (did the agent break git in its clone?)", saveIdle)
+	case res.Code != 0:
+		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: git in the VM exited %d: %s", res.Code, strings.TrimSpace(lastLine(errb.String())))
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return workspace.SaveInfo{}, err
+	}
+	mr, unlock, err := r.m.mirror(ctx, r.s.ProjectID)
+	if err != nil {
+		return workspace.SaveInfo{}, err
+	}
+	defer unlock()
+	info, err := mr.ImportSave(ctx, f, r.id, MaxSavedWork)
+	if err != nil {
+		return info, fmt.Errorf("save the session's work: %w", err)
+	}
+	if err := os.WriteFile(r.dir.SavedAt(), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
+		r.log.Warn("record when the work was saved", "err", err)
+	}
+	for _, l := range strings.Split(errb.String(), "\n") {
+		if why, ok := strings.CutPrefix(l, "sandbar-save: left out of the snapshot"); ok {
+			r.systemLine("left out of the saved snapshot of uncommitted work" + why + " (commit it if it belongs in the repository)")
+		}
+	}
+	r.timing(ctx, "save", time.Since(start))
+	r.log.Info("work saved", "branch", short(info.Branch), "snapshot", short(info.Snapshot), "bytes", info.Bytes, "took", time.Since(start))
+	return info, nil
+}
+
+// spoolWriter writes at most max bytes to f; past that it stops the
+// command (over) and drops the rest.
+type spoolWriter struct {
+	f    *os.File
+	max  int64
+	n    int64
+	full bool
+	over func()
+	// progress, if set, hears of each write.
+	progress func()
+}
+
+func (w *spoolWriter) Write(p []byte) (int, error) {
+	if w.progress != nil {
+		w.progress()
+	}
+	if w.full || w.n+int64(len(p)) > w.max {
+		if !w.full {
+			w.full = true
+			w.over()
+		}
+		return len(p), nil
+	}
+	n, err := w.f.Write(p)
+	w.n += int64(n)
+	return n, err
+}
+
+// saveBeforeStop saves the session's work before its VM stops, and says
+// so in the session's log either way.
+func (r *run) saveBeforeStop() {
+	ctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
+	defer cancel()
+	info, err := r.save(ctx)
+	failed := r.dir.SaveError()
+	if err != nil {
+		msg := err.Error()
+		if len(msg) > 2000 {
+			msg = msg[:2000] + "…"
+		}
+		os.WriteFile(failed, []byte(msg+"\n"), 0o600)
+		r.systemLine("the session's work could not be saved: " + msg + ": its clone is kept on the session's disk; restart the session to try again")
+		return
+	}
+	os.Remove(failed)
+	what := "no changes"
+	if info.Snapshot != info.Head {
+		what = "uncommitted changes kept as a snapshot"
+	}
+	r.systemLine(fmt.Sprintf("work saved: branch %s at %s, %s (%s)", r.s.Branch, short(info.Branch), what, humanSize(info.Bytes)))
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.Len(); room < len(p) {
+		b.over = true
+		if room > 0 {
+			b.Buffer.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return b.Buffer.Write(p)
+}
+
+// savedWork opens the project's mirror for reading a session's saved work.
+func (m *Manager) savedWork(ctx context.Context, s store.Session) (*workspace.Mirror, func(), error) {
+	if m.isLegacy(s) {
+		return nil, func() {}, m.legacyError(s)
+	}
+	if err := m.saveFailed(s); err != nil {
+		return nil, func() {}, err
+	}
+	return m.mirror(ctx, s.ProjectID)
+}
+
+// notSavedSinceBoot is the save-error file's text while the VM runs. That
+// file (config.SessionDir.SaveError) says why the session's clone holds
+// work Sandbar has not saved: written when its VM is up (a VM or an
+// engine that dies saves nothing), rewritten when a save fails, and
+// removed when one succeeds.
+const notSavedSinceBoot = "the session stopped before its work was saved: its VM or Sandbar ended unexpectedly"
+
+// markUnsaved records that the clone may hold work not yet saved.
+func (r *run) markUnsaved() {
+	if err := os.WriteFile(r.dir.SaveError(), []byte(notSavedSinceBoot+"\n"), 0o600); err != nil {
+		r.log.Warn("record that the work is not saved", "err", err)
+	}
+}
+
+// ErrNotSaved: the session's last save failed, so what Sandbar holds of
+// its work is older than its clone, or nothing.
+var ErrNotSaved = errors.New("the session's work could not be saved")
+
+// saveFailed says, when the last save of a stopped session failed, why
+// and what to do: its clone is still on its disk.
+func (m *Manager) saveFailed(s store.Session) error {
+	if r := m.running(s.ID); r != nil && r.vmUp() {
+		return nil
+	}
+	why := m.inspect(s.ID).SaveError
+	if why == "" {
+		return nil
+	}
+	return fmt.Errorf("%w when it stopped (%s): its clone is kept on the session's disk; restart the session to try again, and look inside with `sandbar shell %s`", ErrNotSaved, why, short(s.ID))
+}
+
+// boundedBuffer keeps at most max bytes and notes that more came.
+type boundedBuffer struct {
+	bytes.Buffer
+	max  int
+	over bool
+}

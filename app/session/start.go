@@ -1,0 +1,108 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"sandbar/app/net/policy"
+	"sandbar/app/store"
+	"sandbar/app/workspace"
+)
+
+// Start validates opts, records a new session and starts it in the
+// background: clone, boot, agent. It returns once the session is recorded;
+// its progress arrives as events. Errors of the options (no such project,
+// impossible limits, not enough memory, no credentials) are returned here
+// and nothing is created.
+func (m *Manager) Start(ctx context.Context, o Options) (_ store.Session, err error) {
+	var proj store.Project
+	switch {
+	case o.Repo != "":
+		proj, err = m.projectForRepo(ctx, o.Repo)
+	case o.Project != "":
+		proj, err = m.findProject(ctx, o.Project)
+	default:
+		err = fmt.Errorf("no project: give a project or a repository path: %w", ErrBadOptions)
+	}
+	if err != nil {
+		return store.Session{}, err
+	}
+	repo, err := workspace.Resolve(ctx, proj.Path)
+	if err != nil {
+		return store.Session{}, fmt.Errorf("project %s: %w", proj.Name, err)
+	}
+	m.limits(ctx, &o)
+	if err := m.validate(o); err != nil {
+		return store.Session{}, err
+	}
+	repoRules, err := workspace.ReadNetworkFile(repo.Root)
+	if err != nil {
+		return store.Session{}, fmt.Errorf("project %s: %w: %w", proj.Name, err, ErrNetworkRules)
+	}
+	if len(repoRules) > 0 {
+		if _, err := parseRules(string(repoRules), policy.SourceRepository, filepath.Join(repo.Root, workspace.NetworkFile)); err != nil {
+			return store.Session{}, err
+		}
+	}
+	id, err := newID()
+	if err != nil {
+		return store.Session{}, err
+	}
+	now := time.Now()
+	s := store.Session{
+		ID: id, ProjectID: proj.ID, Branch: "sandbar/" + id, Base: o.Base, Prompt: o.Prompt,
+		Agent: o.Agent.stored(),
+		Limits: store.Limits{CPUs: o.CPUs, MemoryMiB: o.MemoryMiB, DiskGiB: o.DiskGiB, Network: !o.NoNetwork && o.Network != NetworkOff,
+			NetMode: netMode(o), Timeout: o.Timeout, IdleTimeout: o.IdleTimeout},
+		State: StateProvisioning, Reason: "preparing a clone of " + repo.Root, Owner: m.owner,
+		Timings: map[string]time.Duration{}, Created: now, Updated: now, Started: now,
+	}
+
+	// What a start takes before the session is recorded is given back if
+	// it goes no further.
+	var undo cleanups
+	defer func() {
+		if err != nil {
+			if cerr := undo.run(); cerr != nil {
+				m.log.Warn("undo a start that failed", "session", id, "err", cerr)
+			}
+		}
+	}()
+	dir := m.cfg.Paths.SessionDir(id)
+	if err := os.MkdirAll(dir.Path(), 0o700); err != nil {
+		return store.Session{}, fmt.Errorf("create the session directory: %w", err)
+	}
+	undo.add(func() error { return os.RemoveAll(dir.Path()) })
+	if len(repoRules) > 0 {
+		if err := os.WriteFile(dir.NetworkRepo(), repoRules, 0o600); err != nil {
+			return store.Session{}, fmt.Errorf("keep the session's copy of %s: %w", workspace.NetworkFile, err)
+		}
+	}
+	setup, err := m.admit(ctx, s, o.Agent, false)
+	if err != nil {
+		return store.Session{}, err
+	}
+	if err := m.cfg.Store.CreateSession(ctx, s); err != nil {
+		return store.Session{}, err
+	}
+	undo.keep()
+	m.cfg.Store.TouchProject(ctx, proj.ID, now)
+	m.watchSource(proj)
+	m.publishState(s)
+	r := m.newRun(s, repo, setup, o.IdleStop)
+	m.launch(r, func(ctx context.Context) error { return r.provisionAndRun(ctx) })
+	return s, nil
+}
+
+func newID() (string, error) {
+	b := make([]byte, 5)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}

@@ -1,0 +1,32 @@
+package store
+
+// SettingKey names one of Sandbar's own settings (Store.Setting). Every
+// key any part reads is declared here, once.
+type SettingKey string
+
+// Settings keys.
+const (
+	// SettingDefaultCPUs, SettingDefaultMemoryMiB and SettingDefaultDiskGiB
+	// are a new session's limits when it asks for none (whole numbers).
+	SettingDefaultCPUs      SettingKey = "default_cpus"
+	SettingDefaultMemoryMiB SettingKey = "default_memory_mib"
+	SettingDefaultDiskGiB   SettingKey = "default_disk_gib"
+	// SettingDefaultAgent is a shell command a new session runs as its
+	// agent; empty: Claude Code.
+	SettingDefaultAgent SettingKey = "default_agent"
+	// SettingMemoryBudget is the share of host memory sessions may use,
+	// 0 < x ≤ 1.
+	SettingMemoryBudget SettingKey = "memory_budget"
+	// SettingNetwork is Sandbar's own network rules (app/net/policy's
+	// syntax), under every project's.
+	SettingNetwork SettingKey = "network"
+	// SettingAnthropicUpstream is where the model-API broker sends the
+	// agent's requests (an http(s) URL); empty: the real API.
+	SettingAnthropicUpstream SettingKey = "anthropic_upstream"
+	// SettingPublishPorts is "off" to publish only the ports a person
+	// asks for, not every port the guest listens on.
+	SettingPublishPorts SettingKey = "publish_ports"
+	// SettingLogWindow bounds the log lines kept per session (see
+	// DefaultLogWindow); the store itself reads it.
+	SettingLogWindow SettingKey = "log_window"
+)
