@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2/test"
-
 )
 
 func TestWorkspaceOpeners(t *testing.T) {
