@@ -12,10 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"sandbar/app/sandbox"
 	"sandbar/app/session"
 	"sandbar/app/store"
-	"sandbar/guest/protocol"
 )
 
 func projectAdd(ctx context.Context, env *Env, args []string) error {
@@ -26,7 +24,7 @@ func projectAdd(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() == 0 {
 		return UsageError{Msg: "sandbar project add: give the repository folder: sandbar project add PATH"}
 	}
-	e, err := engine(ctx, env)
+	e, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -52,12 +50,11 @@ func projectList(ctx context.Context, env *Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	st, err := openStore(env)
+	svc, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	ps, err := st.Projects(ctx)
+	ps, err := svc.Projects(ctx)
 	if err != nil {
 		return err
 	}
@@ -129,7 +126,7 @@ func start(ctx context.Context, env *Env, args []string) error {
 	if _, err := imageOrBuild(ctx, env); err != nil {
 		return err
 	}
-	e, err := engine(ctx, env)
+	e, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -145,16 +142,14 @@ func start(ctx context.Context, env *Env, args []string) error {
 	return nil
 }
 
-// startAndWait is `start --wait`: it starts the session through the
-// engine e and follows it.
-func startAndWait(ctx context.Context, env *Env, e *session.Remote, o session.Options) error {
-	// Subscribed first, so nothing the session does is missed.
+// startAndWait is `start --wait`: it starts the session through e and
+// follows it.
+func startAndWait(ctx context.Context, env *Env, e session.Service, o session.Options) error {
+	// Subscribed first (Subscribe returns once it is), so nothing the
+	// session does is missed.
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	events, err := e.Subscribe(sctx, "")
-	if err != nil {
-		return err
-	}
+	events := e.Subscribe(sctx, "")
 	s, err := e.Start(ctx, o)
 	if err != nil {
 		return err
@@ -167,7 +162,7 @@ func startAndWait(ctx context.Context, env *Env, e *session.Remote, o session.Op
 // agent's exit code; or, for Claude Code, until its turn ends, then exits
 // with the turn's result (0, or 1 for an error) and leaves the session
 // waiting for a message. Ctrl-C stops the session.
-func follow(ctx context.Context, env *Env, e *session.Remote, id string, events <-chan session.Event) error {
+func follow(ctx context.Context, env *Env, e session.Service, id string, events <-chan session.Event) error {
 	lastReason := ""
 	for {
 		select {
@@ -263,17 +258,16 @@ func list(ctx context.Context, env *Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	st, err := openStore(env)
+	svc, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	ss, err := st.Sessions(ctx, store.SessionFilter{})
+	ss, err := svc.List(ctx)
 	if err != nil {
 		return err
 	}
 	projects := map[int64]store.Project{}
-	if ps, err := st.Projects(ctx); err == nil {
+	if ps, err := svc.Projects(ctx); err == nil {
 		for _, p := range ps {
 			projects[p.ID] = p
 		}
@@ -334,11 +328,11 @@ func logs(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() != 1 {
 		return UsageError{Msg: "sandbar logs: give one session id: sandbar logs [-f] ID"}
 	}
-	st, err := openStore(env)
+	// The store itself: the tail of a log (LastLogs) is no Service's.
+	st, err := env.Store()
 	if err != nil {
 		return err
 	}
-	defer st.Close()
 	s, err := st.FindSession(ctx, fs.Arg(0))
 	if err != nil {
 		return err
@@ -396,7 +390,7 @@ func chat(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() < 2 {
 		return UsageError{Msg: "sandbar chat: give a session id and the text: sandbar chat ID TEXT"}
 	}
-	e, err := engine(ctx, env)
+	e, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -405,7 +399,7 @@ func chat(ctx context.Context, env *Env, args []string) error {
 
 func execCmd(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "sandbar exec")
-	user := fs.String("user", protocol.UserAgent, "agent or root")
+	user := fs.String("user", session.UserAgent, "agent or root")
 	cwd := fs.String("cwd", "", "working directory in the guest (default /workspace)")
 	timeout := fs.Duration("timeout", 0, "kill the command after this long")
 	if err := parseArgs(fs, args); err != nil {
@@ -414,7 +408,7 @@ func execCmd(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() < 2 {
 		return UsageError{Msg: "sandbar exec: give a session id and a command: sandbar exec ID -- CMD [ARGS...]"}
 	}
-	e, err := engine(ctx, env)
+	e, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -425,7 +419,7 @@ func execCmd(ctx context.Context, env *Env, args []string) error {
 	if len(argv) == 0 {
 		return UsageError{Msg: "sandbar exec: no command after --"}
 	}
-	res, err := e.Exec(ctx, fs.Arg(0), sandbox.ExecRequest{Argv: argv, User: *user, Cwd: *cwd, Timeout: *timeout}, env.Stdout, env.Stderr)
+	res, err := e.Exec(ctx, fs.Arg(0), session.ExecRequest{Argv: argv, User: *user, Cwd: *cwd, Timeout: *timeout}, env.Stdout, env.Stderr)
 	if err != nil {
 		return err
 	}
@@ -436,7 +430,7 @@ func execCmd(ctx context.Context, env *Env, args []string) error {
 }
 
 func stop(ctx context.Context, env *Env, args []string) error {
-	return oneID(ctx, env, args, "stop", func(e *session.Remote, id string) error {
+	return oneID(ctx, env, args, "stop", func(e session.Service, id string) error {
 		s, err := e.Stop(ctx, id)
 		if err == nil {
 			fmt.Fprintf(env.Stdout, "session %s %s: %s\n", s.ID, s.State, s.Reason)
@@ -446,7 +440,7 @@ func stop(ctx context.Context, env *Env, args []string) error {
 }
 
 func restart(ctx context.Context, env *Env, args []string) error {
-	return oneID(ctx, env, args, "restart", func(e *session.Remote, id string) error {
+	return oneID(ctx, env, args, "restart", func(e session.Service, id string) error {
 		s, err := e.Restart(ctx, id)
 		if err == nil {
 			fmt.Fprintf(env.Stdout, "session %s restarting\n", s.ID)
@@ -455,7 +449,7 @@ func restart(ctx context.Context, env *Env, args []string) error {
 	})
 }
 
-func oneID(ctx context.Context, env *Env, args []string, verb string, do func(*session.Remote, string) error) error {
+func oneID(ctx context.Context, env *Env, args []string, verb string, do func(session.Service, string) error) error {
 	fs := newFlags(env, "sandbar "+verb)
 	if err := parseArgs(fs, args); err != nil {
 		return err
@@ -463,7 +457,7 @@ func oneID(ctx context.Context, env *Env, args []string, verb string, do func(*s
 	if fs.NArg() != 1 {
 		return UsageError{Msg: fmt.Sprintf("sandbar %s: give one session id", verb)}
 	}
-	e, err := engine(ctx, env)
+	e, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -479,7 +473,7 @@ func merge(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() != 1 {
 		return UsageError{Msg: "sandbar merge: give one session id"}
 	}
-	e, err := engine(ctx, env)
+	e, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -488,14 +482,11 @@ func merge(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	branch, repo := "the session's branch", "the repository"
-	if st, err := openStore(env); err == nil {
-		if s, err := st.FindSession(ctx, fs.Arg(0)); err == nil {
-			branch = "branch " + s.Branch
-			if p, err := st.Project(ctx, s.ProjectID); err == nil {
-				repo = p.Path
-			}
+	if s, err := e.Get(ctx, fs.Arg(0)); err == nil {
+		branch = "branch " + s.Branch
+		if p, err := e.Project(ctx, s.ProjectID); err == nil {
+			repo = p.Path
 		}
-		st.Close()
 	}
 	how := "is at"
 	switch {
@@ -542,7 +533,7 @@ func remove(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() == 0 {
 		return UsageError{Msg: "sandbar rm: give session ids"}
 	}
-	e, err := engine(ctx, env)
+	e, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}

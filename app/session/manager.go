@@ -8,7 +8,7 @@
 //
 // A session's VM belongs to the process that booted it (its Owner in the
 // store). Other processes see such a session as owned elsewhere and reach
-// it through that process (see Engine and Remote).
+// it through that process (the engine, app/engine).
 package session
 
 import (
@@ -108,7 +108,7 @@ type Config struct {
 	StopGrace time.Duration
 	// WatchSources makes the Manager watch each project's refs and keep
 	// its base disk at the checked-out commit built (see refwatch.go) from
-	// the start; Listen turns it on for the engine in any case.
+	// the start; engine.Listen turns it on for the engine in any case.
 	WatchSources bool
 	// AnthropicUpstream overrides where the model-API broker sends the
 	// agent's requests (main reads SANDBAR_ANTHROPIC_UPSTREAM into it).

@@ -18,7 +18,7 @@ import (
 )
 
 // Backend is what the UI needs of the session manager; *session.Manager
-// implements it, and so does *session.Client (a window beside another
+// implements it, and so does *engine.Client (a window beside another
 // process's engine). All methods are safe for concurrent use; the UI calls
 // the slow ones (Start's validation, Stop, Merge, Remove, Exec) off the
 // UI goroutine and posts results back with fyne.Do.
@@ -74,7 +74,4 @@ type Backend interface {
 	SetProjectSecrets(ctx context.Context, projectRef string, names []string) error
 }
 
-var (
-	_ Backend = (*session.Manager)(nil)
-	_ Backend = (*session.Client)(nil)
-)
+var _ Backend = (*session.Manager)(nil)
