@@ -19,11 +19,14 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"sandbar/app/cli"
 	"sandbar/app/config"
+	"sandbar/app/imagebuild"
+	"sandbar/app/session"
 	"sandbar/guest/image"
 	"sandbar/vm"
 	"sandbar/vm/qemu"
@@ -32,6 +35,9 @@ import (
 
 // version is set by `make build` from git describe.
 var version = "dev"
+
+// closeGrace bounds how long quitting waits for sessions to stop.
+const closeGrace = 30 * time.Second
 
 func main() {
 	os.Exit(run())
@@ -55,24 +61,40 @@ func run() int {
 		logrus.SetOutput(io.Discard)
 	}
 	wd, _ := os.Getwd()
-	env := &cli.Env{
-		Paths:       paths,
-		Stdin:       os.Stdin,
-		Stdout:      os.Stdout,
-		Stderr:      os.Stderr,
-		IsTerminal:  isTerminal(os.Stdout),
-		Term:        os.Getenv("TERM"),
-		WorkDir:     wd,
-		Logger:      logger,
-		Version:     version,
-		Hypervisors: hypervisors(paths, logger),
-		Backend:     os.Getenv("SANDBAR_HYPERVISOR"),
+	self, _ := os.Executable()
+	p := &parts{
+		paths:             paths,
+		logger:            logger,
+		hypervisors:       hypervisors(paths, logger),
+		backend:           os.Getenv("SANDBAR_HYPERVISOR"),
+		images:            &imagebuild.Builder{Paths: paths, WorkDir: wd, Logger: logger},
+		self:              self,
+		environ:           os.Environ(),
+		anthropicUpstream: os.Getenv(session.EnvAnthropicUpstream),
 	}
+	defer func() {
+		// Sessions this process runs were stopped by whoever ran them
+		// (the GUI, `sandbar serve`); what is left is closing.
+		ctx, cancel := context.WithTimeout(context.Background(), closeGrace)
+		defer cancel()
+		if err := p.close(ctx); err != nil {
+			logger.Warn("close", "err", err)
+		}
+	}()
+	env := p.cliEnv(&cli.Env{
+		Stdin:      os.Stdin,
+		Stdout:     os.Stdout,
+		Stderr:     os.Stderr,
+		IsTerminal: isTerminal(os.Stdout),
+		Term:       os.Getenv("TERM"),
+		WorkDir:    wd,
+		Version:    version,
+	})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	if gui, args := command(os.Args[1:]); gui {
-		err = runGUI(ctx, env)
+		err = runGUI(ctx, p, env)
 	} else {
 		err = cli.Run(ctx, env, args)
 	}

@@ -5,21 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/app"
 	"fyne.io/fyne/v2/driver/desktop"
 
 	"sandbar/app/cli"
+	"sandbar/app/config"
 	"sandbar/app/doctor"
-	"sandbar/app/imagebuild"
-	"sandbar/app/secrets"
+	"sandbar/app/engine"
 	"sandbar/app/session"
 	"sandbar/app/ui"
 	"sandbar/assets"
@@ -28,9 +26,6 @@ import (
 // appID is the app's identity to the desktop (FyneApp.toml's ID): its
 // preferences folder, notifications' sender, the macOS bundle id.
 const appID = "dev.sandbar.app"
-
-// closeGrace bounds how long quitting waits for sessions to stop.
-const closeGrace = 30 * time.Second
 
 // runGUI runs the menu-bar app over env's data directory until the
 // person quits: it builds the real session manager, becomes the data
@@ -41,23 +36,30 @@ const closeGrace = 30 * time.Second
 // When another process is the engine already (`sandbar serve`, started
 // by a CLI command, or another window), the app is its client instead:
 // the windows and the tray show and drive the sessions that process runs
-// (session.Client), and quitting leaves them running there.
-func runGUI(parent context.Context, env *cli.Env) error {
+// (engine.Client), and quitting leaves them running there.
+func runGUI(parent context.Context, p *parts, env *cli.Env) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	m, st, err := cli.OpenManager(ctx, env)
+	m, err := p.Manager(ctx)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	st, err := p.Store()
+	if err != nil {
+		return err
+	}
+	sec, err := p.Secrets()
+	if err != nil {
+		return err
+	}
 
 	var backend session.Service = m
-	eng, err := session.Listen(m)
+	eng, err := engine.Listen(p.paths, m, p.logger)
 	switch {
 	case err == nil:
-	case errors.Is(err, session.ErrEngineRunning):
-		env.Logger.Info("another Sandbar process is the engine for this data folder: this one is its client", "home", env.Paths.Home)
-		backend = &session.Client{Manager: m, Engine: func(ctx context.Context) (*session.Remote, error) { return cli.Engine(ctx, env) }}
+	case errors.Is(err, engine.ErrRunning):
+		p.logger.Info("another Sandbar process is the engine for this data folder: this one is its client", "home", p.paths.Home)
+		backend = p.client(m)
 	default:
 		return err
 	}
@@ -65,11 +67,10 @@ func runGUI(parent context.Context, env *cli.Env) error {
 	prepareMenuBarApp()
 	a := app.NewWithID(appID)
 	a.SetIcon(assets.AppIcon)
-	u := ui.New(a, backend, ui.NewPrefs(st, secrets.New(st, secrets.Options{}),
-		&imagebuild.Builder{Paths: env.Paths, WorkDir: env.WorkDir, Logger: env.Logger},
-		&doctor.Doctor{Paths: env.Paths, Hypervisors: env.Hypervisors, Backend: env.Backend}))
+	u := ui.New(a, backend, ui.NewPrefs(st, sec, p.images,
+		&doctor.Doctor{Paths: p.paths, Hypervisors: p.hypervisors, Backend: p.backend}))
 	if eng == nil {
-		u.Notice = clientNotice(env.Paths.Home)
+		u.Notice = clientNotice(p.paths)
 	}
 
 	// Set on the UI goroutine (which, with Fyne's GLFW driver, is this
@@ -110,7 +111,7 @@ func runGUI(parent context.Context, env *cli.Env) error {
 	// closing the last window quits, as Fyne does for an app without one.
 	desk, _ := a.(desktop.App)
 	if desk != nil && !trayHost() {
-		env.Logger.Warn("this desktop shows no tray icons (no StatusNotifierWatcher on the session bus): Sandbar quits when its last window closes")
+		p.logger.Warn("this desktop shows no tray icons (no StatusNotifierWatcher on the session bus): Sandbar quits when its last window closes")
 		desk = nil
 	}
 	// The tray first: Fyne starts a tray only if it has a menu when Run
@@ -120,13 +121,13 @@ func runGUI(parent context.Context, env *cli.Env) error {
 	}
 	a.Lifecycle().SetOnStarted(func() {
 		err := menuBarApp(func() {
-			env.Logger.Info("the system asks Sandbar to quit (a logout, restart or shutdown?): stopping the sessions")
+			p.logger.Info("the system asks Sandbar to quit (a logout, restart or shutdown?): stopping the sessions")
 			if err := stop(); err != nil {
-				env.Logger.Error("quit for the system", "err", err)
+				p.logger.Error("quit for the system", "err", err)
 			}
 		})
 		if err != nil {
-			env.Logger.Warn("menu-bar app", "err", err)
+			p.logger.Warn("menu-bar app", "err", err)
 		}
 		if eng != nil {
 			serving.Store(true)
@@ -169,12 +170,12 @@ func runGUI(parent context.Context, env *cli.Env) error {
 
 // clientNotice tells the person that another process, named by its pid
 // when engine.lock holds it, runs the sessions this app shows.
-func clientNotice(home string) string {
+func clientNotice(paths config.Paths) string {
 	who := "Another Sandbar process"
-	if b, err := os.ReadFile(filepath.Join(home, "engine.lock")); err == nil {
+	if b, err := os.ReadFile(paths.EngineLock()); err == nil {
 		if pid := strings.TrimSpace(string(b)); pid != "" {
 			who += " (pid " + pid + ")"
 		}
 	}
-	return who + " runs the sessions of this data folder, " + home + ": this app shows and drives them there, and quitting it leaves them running."
+	return who + " runs the sessions of this data folder, " + paths.Home + ": this app shows and drives them there, and quitting it leaves them running."
 }

@@ -7,42 +7,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"sandbar/app/session"
 	"sandbar/app/workspace"
 )
-
-// workReader reads a session's work: the engine for a live session (only
-// the process that runs a VM can ask it), else a Manager here, from the
-// work the session last saved.
-type workReader interface {
-	Changes(ctx context.Context, id string) (workspace.Changes, error)
-	FileDiff(ctx context.Context, id string, f workspace.FileChange) (string, error)
-}
-
-// sessionWork picks the workReader for session id; done releases it.
-func sessionWork(ctx context.Context, env *Env, id string) (workReader, func(), error) {
-	st, err := openStore(env)
-	if err != nil {
-		return nil, nil, err
-	}
-	s, err := st.FindSession(ctx, id)
-	st.Close()
-	if err != nil {
-		return nil, nil, err
-	}
-	if session.Live(s.State) {
-		e, err := engine(ctx, env)
-		if err != nil {
-			return nil, nil, fmt.Errorf("session %s runs in the Sandbar engine, which could not be reached: %w", s.ID, err)
-		}
-		return e, func() {}, nil
-	}
-	m, st2, err := OpenManager(ctx, env)
-	if err != nil {
-		return nil, nil, err
-	}
-	return m, func() { st2.Close() }, nil
-}
 
 func changesCmd(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "sandbar changes")
@@ -53,11 +19,12 @@ func changesCmd(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() != 1 {
 		return UsageError{Msg: "sandbar changes: give one session id: sandbar changes [--json] ID"}
 	}
-	w, done, err := sessionWork(ctx, env, fs.Arg(0))
+	// The engine reads a live session's work (only the process that runs
+	// a VM can ask it); a stopped one's is read here, from what it saved.
+	w, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer done()
 	ch, err := w.Changes(ctx, fs.Arg(0))
 	if err != nil {
 		return err
@@ -123,11 +90,10 @@ func diffCmd(ctx context.Context, env *Env, args []string) error {
 		return UsageError{Msg: "sandbar diff: give a session id and one changed file: sandbar diff ID PATH (`sandbar changes ID` lists them)"}
 	}
 	id, p := fs.Arg(0), strings.TrimPrefix(fs.Arg(1), "./")
-	w, done, err := sessionWork(ctx, env, id)
+	w, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer done()
 	ch, err := w.Changes(ctx, id)
 	if err != nil {
 		return err

@@ -11,7 +11,6 @@ import (
 	"sandbar/app/session"
 	"sandbar/app/session/sessiontest"
 	"sandbar/app/workspace"
-	"sandbar/vm"
 )
 
 // changesAgent edits, commits and leaves files uncommitted, one with a
@@ -32,11 +31,12 @@ func TestChangesAndDiff(t *testing.T) {
 	r, cli, stdout, _ := engineFor(t, env)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	events := env.Manager.Subscribe(ctx, "") // before the session's first line
 	s, err := r.Start(ctx, session.Options{Repo: env.Repo(t, "changes répo"), MemoryMiB: 512, Agent: sessiontest.Shell(changesAgent)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitLog(t, env, s.ID, "ready")
+	waitLog(t, events, s.ID, "ready")
 
 	run := func(args ...string) (string, error) {
 		stdout.Reset()
@@ -92,9 +92,6 @@ func TestChangesAndDiff(t *testing.T) {
 	// Stopped, and no engine needed: the saved work is read here (the
 	// uncommitted files were saved as part of the snapshot, so they show
 	// as added).
-	hvs := vm.NewRegistry()
-	hvs.Register(env.Hypervisor, true)
-	cli.Hypervisors = hvs
 	check("stopped", "A added    ")
 
 	if err := Run(ctx, cli, []string{"changes"}); err == nil {
@@ -105,21 +102,27 @@ func TestChangesAndDiff(t *testing.T) {
 	}
 }
 
-// waitLog waits for a line of session id's log holding text.
-func waitLog(t *testing.T, env *sessiontest.Env, id, text string) {
+// waitLog waits for a line the agent of session id printed holding text
+// (Sandbar's own lines, such as the agent's command line, do not count),
+// among the events of a subscription made before the session began.
+func waitLog(t *testing.T, events <-chan session.Event, id, text string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.After(30 * time.Second)
 	for {
-		lines, _ := env.Manager.Logs(context.Background(), id, 0, 10000)
-		for _, l := range lines {
-			if strings.Contains(l.Text, text) {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatalf("the events ended before a log line %q from session %s", text, id)
+			}
+			if ev.Kind == session.EventDropped {
+				t.Fatalf("events were dropped while waiting for a log line %q from session %s", text, id)
+			}
+			if ev.Session == id && ev.Kind == session.EventLog && ev.Log.Stream == "stdout" && strings.Contains(ev.Log.Text, text) {
 				return
 			}
-		}
-		if time.Now().After(deadline) {
+		case <-deadline:
 			t.Fatalf("no log line %q from session %s within 30 s", text, id)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -1,6 +1,14 @@
 // Package cli is the sandbar command line: one subcommand per verb, each a
-// thin layer that parses flags, calls the library that does the work, and
-// prints. It owns no state of its own; main wires the real parts in.
+// thin layer that parses flags, calls the library that does the work
+// (mostly a session.Service), and prints.
+//
+// It is not where the app is wired: main builds the parts (the store, the
+// keyring, the hypervisors, the image builder, the session manager and
+// the engine dialer) once and hands them in through Env. It reads no
+// environment variable and starts no process of its own, and it boots no
+// VM of a session: anything that touches one goes through the Service to
+// the engine (`sandbar vm run`'s throwaway VM, which no session owns, is
+// the one VM it boots itself).
 package cli
 
 import (
@@ -14,6 +22,10 @@ import (
 	"strings"
 
 	"sandbar/app/config"
+	"sandbar/app/imagebuild"
+	"sandbar/app/secrets"
+	"sandbar/app/session"
+	"sandbar/app/store"
 	"sandbar/vm"
 )
 
@@ -35,9 +47,19 @@ type Env struct {
 	// use ("" for the platform default).
 	Hypervisors *vm.Registry
 	Backend     string
-	// Self is the sandbar binary, started as the engine; default
-	// os.Executable.
-	Self string
+	// Images finds and builds the guest images.
+	Images *imagebuild.Builder
+	// Store is the data directory's database, opened on first need.
+	Store func() (*store.Store, error)
+	// Secrets are the named secrets in the keyring.
+	Secrets func() (*secrets.Secrets, error)
+	// Sessions are the data directory's sessions as this process sees
+	// them: read here, and sent to the engine (started when none answers)
+	// for anything that touches a VM.
+	Sessions func(ctx context.Context) (session.Service, error)
+	// Manager is the session manager that runs VMs in this process: what
+	// `sandbar serve` makes the engine.
+	Manager func(ctx context.Context) (*session.Manager, error)
 }
 
 // ExitError carries a process exit code out of a command without printing
@@ -169,4 +191,12 @@ func parseArgs(fs *flag.FlagSet, args []string) error {
 		return UsageError{Msg: err.Error()}
 	}
 	return nil
+}
+
+// sessions is the data directory's sessions, as main wired them.
+func sessions(ctx context.Context, env *Env) (session.Service, error) {
+	if env.Sessions == nil {
+		return nil, errors.New("no session service is wired into this sandbar")
+	}
+	return env.Sessions(ctx)
 }

@@ -38,7 +38,7 @@ func imageBuild(ctx context.Context, env *Env, args []string) error {
 // the one image builder, showing its progress bar and notes on w. Other
 // commands call it when they need an image and none is built yet.
 func buildImage(ctx context.Context, env *Env, w io.Writer, arch, mirror string) (*imagebuild.Image, error) {
-	b := &imagebuild.Builder{Paths: env.Paths, WorkDir: env.WorkDir, Logger: env.Logger}
+	b := env.Images
 	bar := newProgressBar(w, env.IsTerminal)
 	defer bar.Done()
 	start := time.Now()

@@ -84,7 +84,7 @@ func netCmd(ctx context.Context, env *Env, args []string) error {
 	case len(pos) == 1:
 		return netAttempts(ctx, env, pos[0], *asJSON)
 	case len(pos) == 3 && (pos[1] == "allow" || pos[1] == "deny"):
-		e, err := engine(ctx, env)
+		e, err := sessions(ctx, env)
 		if err != nil {
 			return err
 		}
@@ -105,16 +105,15 @@ func netCmd(ctx context.Context, env *Env, args []string) error {
 }
 
 func netAttempts(ctx context.Context, env *Env, ref string, asJSON bool) error {
-	st, err := openStore(env)
+	svc, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	s, err := st.FindSession(ctx, ref)
+	s, err := svc.Get(ctx, ref)
 	if err != nil {
 		return err
 	}
-	as, err := st.NetAttempts(ctx, s.ID, 0)
+	as, err := svc.NetAttempts(ctx, s.ID)
 	if err != nil {
 		return err
 	}
@@ -198,12 +197,11 @@ func netRules(ctx context.Context, env *Env, args []string) error {
 		scope, ref = session.ScopeSession, *sessionID
 	}
 	if *set == "" {
-		m, st, err := OpenManager(ctx, env)
+		svc, err := sessions(ctx, env)
 		if err != nil {
 			return err
 		}
-		defer st.Close()
-		text, err := m.NetworkRules(ctx, scope, ref)
+		text, err := svc.NetworkRules(ctx, scope, ref)
 		if err != nil {
 			return err
 		}
@@ -233,11 +231,11 @@ func netRules(ctx context.Context, env *Env, args []string) error {
 	if len(b) > 1<<20 {
 		return fmt.Errorf("%s is over 1 MiB: network rules are a few lines", *set)
 	}
-	e, err := engine(ctx, env)
+	e, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
-	if err := e.SetNetworkRules(ctx, scope, ref, string(b)); err != nil {
+	if err := e.SetNetworkRules(ctx, scope, ref, string(b), 0); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "%s network rules replaced; running sessions follow them from their next connection\n", scope)
@@ -266,7 +264,7 @@ func portsCmd(ctx context.Context, env *Env, args []string) error {
 	if len(pos) == 0 {
 		return UsageError{Msg: "sandbar ports: give a session id (sandbar ports -h)"}
 	}
-	e, err := engine(ctx, env)
+	e, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -349,11 +347,10 @@ func projectSecrets(ctx context.Context, env *Env, args []string) error {
 	if len(pos) == 0 {
 		return UsageError{Msg: "sandbar project secrets: give a project (id, name or path)"}
 	}
-	m, st, err := OpenManager(ctx, env)
+	m, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
 	if len(pos) > 1 || *clear {
 		if err := m.SetProjectSecrets(ctx, pos[0], pos[1:]); err != nil {
 			return err
@@ -371,7 +368,7 @@ func projectSecrets(ctx context.Context, env *Env, args []string) error {
 	return nil
 }
 
-func projectSecretNames(ctx context.Context, m *session.Manager, ref string) ([]string, error) {
+func projectSecretNames(ctx context.Context, m session.Service, ref string) ([]string, error) {
 	proj, err := m.FindProject(ctx, ref)
 	if err != nil {
 		return nil, err

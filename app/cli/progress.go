@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"sandbar/guest/image"
+	"sandbar/app/imagebuild"
 )
 
 // progressBar draws image-build progress: a redrawn bar on a terminal, a
@@ -25,7 +25,7 @@ type progressBar struct {
 
 func newProgressBar(w io.Writer, tty bool) *progressBar { return &progressBar{w: w, tty: tty} }
 
-func (p *progressBar) Update(pr image.Progress) {
+func (p *progressBar) Update(pr imagebuild.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if pr.Stage != p.stage {
@@ -60,7 +60,7 @@ func (p *progressBar) Update(pr image.Progress) {
 }
 
 // renderProgress formats one progress line with a bar of the given width.
-func renderProgress(pr image.Progress, width int) string {
+func renderProgress(pr imagebuild.Progress, width int) string {
 	var frac float64
 	var counts string
 	switch {

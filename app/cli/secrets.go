@@ -10,7 +10,6 @@ import (
 
 	"golang.org/x/term"
 
-	"sandbar/app/secrets"
 	"sandbar/app/session"
 	"sandbar/app/store"
 )
@@ -43,12 +42,15 @@ func secretsSet(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(env)
+	st, err := env.Store()
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	if err := secrets.New(st, secrets.Options{}).Set(ctx, name, value); err != nil {
+	sec, err := env.Secrets()
+	if err != nil {
+		return err
+	}
+	if err := sec.Set(ctx, name, value); err != nil {
 		return err
 	}
 	if err := st.SetSecretBroker(ctx, name, bind); err != nil {
@@ -93,12 +95,15 @@ func secretsList(ctx context.Context, env *Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	st, err := openStore(env)
+	st, err := env.Store()
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	names, err := secrets.New(st, secrets.Options{}).Names(ctx)
+	sec, err := env.Secrets()
+	if err != nil {
+		return err
+	}
+	names, err := sec.Names(ctx)
 	if err != nil {
 		return err
 	}
@@ -131,12 +136,10 @@ func secretsRemove(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() == 0 {
 		return UsageError{Msg: "sandbar secrets rm: give secret names"}
 	}
-	st, err := openStore(env)
+	s, err := env.Secrets()
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	s := secrets.New(st, secrets.Options{})
 	for _, n := range fs.Args() {
 		if err := s.Delete(ctx, n); err != nil {
 			return err

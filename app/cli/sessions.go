@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -12,10 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"sandbar/app/sandbox"
 	"sandbar/app/session"
 	"sandbar/app/store"
-	"sandbar/guest/protocol"
 )
 
 func projectAdd(ctx context.Context, env *Env, args []string) error {
@@ -26,7 +22,7 @@ func projectAdd(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() == 0 {
 		return UsageError{Msg: "sandbar project add: give the repository folder: sandbar project add PATH"}
 	}
-	e, err := engine(ctx, env)
+	e, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -52,12 +48,11 @@ func projectList(ctx context.Context, env *Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	st, err := openStore(env)
+	svc, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	ps, err := st.Projects(ctx)
+	ps, err := svc.Projects(ctx)
 	if err != nil {
 		return err
 	}
@@ -74,168 +69,6 @@ func projectList(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", p.ID, p.Name, orDash(p.DefaultBranch), p.Path)
 	}
 	return tw.Flush()
-}
-
-// startFlags registers start's options on fs.
-func startFlags(fs *flag.FlagSet, o *session.Options) (memory, disk *int, agent *string) {
-	fs.StringVar(&o.Repo, "repo", "", "repository folder (added as a project if new)")
-	fs.StringVar(&o.Base, "base", "", "branch, tag or commit to start from (default: the repository's current branch)")
-	fs.StringVar(&o.Prompt, "prompt", "", "the agent's first message")
-	agent = fs.String("agent", "", "run this shell command as the agent instead of Claude Code")
-	fs.IntVar(&o.CPUs, "cpus", 0, "vCPUs (default 2)")
-	memory = fs.Int("memory", 0, "memory in MiB (default 2048)")
-	disk = fs.Int("disk", 0, "scratch disk in GiB (default 8)")
-	fs.BoolVar(&o.NoNetwork, "no-network", false, "no network in the VM (the same as --network off)")
-	fs.StringVar(&o.Network, "network", "", "the VM's network: allowlist (only what the rules allow), open (anything public) or off; default: the project's and Sandbar's settings (allowlist)")
-	fs.DurationVar(&o.Timeout, "timeout", 0, "stop the session after this long (e.g. 30m; default none)")
-	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 0, "mark the session waiting after this long without output or input")
-	fs.BoolVar(&o.IdleStop, "idle-stop", false, "stop the session at the idle timeout instead")
-	return memory, disk, agent
-}
-
-func start(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "sandbar start")
-	var o session.Options
-	memory, disk, agent := startFlags(fs, &o)
-	wait := fs.Bool("wait", false, "show the agent's output live and exit with its exit code; with Claude Code, return when its turn ends (0, or 1 for an error result) and leave the session waiting")
-	fs.Usage = func() {
-		fmt.Fprintf(env.Stderr, "usage: sandbar start [flags] [PROJECT]\n\nStarts an agent session on a fresh clone of the project's repository, in its own VM.\n\nflags:\n")
-		fs.PrintDefaults()
-	}
-	if err := parseArgs(fs, args); err != nil {
-		return err
-	}
-	switch fs.NArg() {
-	case 0:
-		if o.Repo == "" {
-			o.Repo = env.WorkDir
-		}
-	case 1:
-		o.Project = fs.Arg(0)
-	default:
-		return UsageError{Msg: "sandbar start: give at most one project"}
-	}
-	if o.Repo != "" && !filepath.IsAbs(o.Repo) {
-		o.Repo = filepath.Join(env.WorkDir, o.Repo)
-	}
-	o.MemoryMiB, o.DiskGiB = *memory, *disk
-	if *agent != "" {
-		o.Agent = session.AgentSpec{Command: "sh", Args: []string{"-c", *agent}}
-	}
-	if *wait && o.Agent.Claude() && o.Prompt == "" {
-		return UsageError{Msg: "sandbar start --wait: Claude Code waits for a first message, so there is no turn to wait for: give one with --prompt"}
-	}
-	// The image build is long the first time: do it here, with progress.
-	if _, err := imageOrBuild(ctx, env); err != nil {
-		return err
-	}
-	e, err := engine(ctx, env)
-	if err != nil {
-		return err
-	}
-	if *wait {
-		return startAndWait(ctx, env, e, o)
-	}
-	s, err := e.Start(ctx, o)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(env.Stdout, "session %s started on branch %s\n", s.ID, s.Branch)
-	fmt.Fprintf(env.Stdout, "  follow it: sandbar logs -f %s\n", s.ID[:6])
-	return nil
-}
-
-// startAndWait is `start --wait`: it starts the session through the
-// engine e and follows it.
-func startAndWait(ctx context.Context, env *Env, e *session.Remote, o session.Options) error {
-	// Subscribed first, so nothing the session does is missed.
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	events, err := e.Subscribe(sctx, "")
-	if err != nil {
-		return err
-	}
-	s, err := e.Start(ctx, o)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(env.Stderr, "sandbar: session %s on branch %s\n", s.ID, s.Branch)
-	return follow(ctx, env, e, s.ID, events)
-}
-
-// follow prints a session's events until it ends, then exits with the
-// agent's exit code; or, for Claude Code, until its turn ends, then exits
-// with the turn's result (0, or 1 for an error) and leaves the session
-// waiting for a message. Ctrl-C stops the session.
-func follow(ctx context.Context, env *Env, e *session.Remote, id string, events <-chan session.Event) error {
-	lastReason := ""
-	for {
-		select {
-		case <-ctx.Done():
-			fmt.Fprintln(env.Stderr, "sandbar: stopping the session")
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			defer cancel()
-			e.Stop(sctx, id)
-			return ExitError{Code: 130}
-		case ev, ok := <-events:
-			if !ok {
-				return errors.New("lost the engine while following the session: `sandbar ls` shows its state")
-			}
-			if ev.Session != id && ev.Kind != session.EventDropped {
-				continue
-			}
-			switch ev.Kind {
-			case session.EventLog:
-				printLogLine(env, *ev.Log)
-			case session.EventDropped:
-				fmt.Fprintf(env.Stderr, "sandbar: %d events not shown (this terminal fell behind): `sandbar logs %s` has every line\n", ev.Dropped, short(id))
-			case session.EventTurn:
-				if ev.Turn == nil {
-					continue
-				}
-				fmt.Fprintf(env.Stderr, "sandbar: the agent's turn ended (%s); the session waits for your message: sandbar chat %s TEXT, or sandbar stop %s\n",
-					ev.Turn.Summary, short(id), short(id))
-				if ev.Turn.Code != 0 {
-					return ExitError{Code: ev.Turn.Code}
-				}
-				return nil
-			case session.EventState:
-				if ev.Reason != lastReason && env.IsTerminal {
-					fmt.Fprintf(env.Stderr, "sandbar: %s %s: %s\n", ev.State, ev.Activity, ev.Reason)
-				}
-				lastReason = ev.Reason
-				switch ev.State {
-				case session.StateStopped, session.StateFailed, session.StateInterrupted:
-					if ev.State == session.StateFailed {
-						fmt.Fprintf(env.Stderr, "sandbar: session failed: %s\n", ev.Reason)
-					}
-					code := 0
-					if ev.ExitCode != nil {
-						code = *ev.ExitCode
-					} else if ev.State != session.StateStopped {
-						code = 1
-					}
-					if code != 0 {
-						return ExitError{Code: code}
-					}
-					return nil
-				}
-			}
-		}
-	}
-}
-
-func printLogLine(env *Env, l store.LogLine) {
-	switch l.Stream {
-	case "stdout":
-		fmt.Fprintln(env.Stdout, l.Text)
-	case "stderr":
-		fmt.Fprintln(env.Stderr, l.Text)
-	case "chat":
-		fmt.Fprintf(env.Stdout, "> %s\n", l.Text)
-	default:
-		fmt.Fprintf(env.Stderr, "[%s] %s\n", l.Stream, l.Text)
-	}
 }
 
 type sessionJSON struct {
@@ -263,17 +96,16 @@ func list(ctx context.Context, env *Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	st, err := openStore(env)
+	svc, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	ss, err := st.Sessions(ctx, store.SessionFilter{})
+	ss, err := svc.List(ctx)
 	if err != nil {
 		return err
 	}
 	projects := map[int64]store.Project{}
-	if ps, err := st.Projects(ctx); err == nil {
+	if ps, err := svc.Projects(ctx); err == nil {
 		for _, p := range ps {
 			projects[p.ID] = p
 		}
@@ -334,11 +166,11 @@ func logs(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() != 1 {
 		return UsageError{Msg: "sandbar logs: give one session id: sandbar logs [-f] ID"}
 	}
-	st, err := openStore(env)
+	// The store itself: the tail of a log (LastLogs) is no Service's.
+	st, err := env.Store()
 	if err != nil {
 		return err
 	}
-	defer st.Close()
 	s, err := st.FindSession(ctx, fs.Arg(0))
 	if err != nil {
 		return err
@@ -396,7 +228,7 @@ func chat(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() < 2 {
 		return UsageError{Msg: "sandbar chat: give a session id and the text: sandbar chat ID TEXT"}
 	}
-	e, err := engine(ctx, env)
+	e, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -405,7 +237,7 @@ func chat(ctx context.Context, env *Env, args []string) error {
 
 func execCmd(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "sandbar exec")
-	user := fs.String("user", protocol.UserAgent, "agent or root")
+	user := fs.String("user", session.UserAgent, "agent or root")
 	cwd := fs.String("cwd", "", "working directory in the guest (default /workspace)")
 	timeout := fs.Duration("timeout", 0, "kill the command after this long")
 	if err := parseArgs(fs, args); err != nil {
@@ -414,7 +246,7 @@ func execCmd(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() < 2 {
 		return UsageError{Msg: "sandbar exec: give a session id and a command: sandbar exec ID -- CMD [ARGS...]"}
 	}
-	e, err := engine(ctx, env)
+	e, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -425,7 +257,7 @@ func execCmd(ctx context.Context, env *Env, args []string) error {
 	if len(argv) == 0 {
 		return UsageError{Msg: "sandbar exec: no command after --"}
 	}
-	res, err := e.Exec(ctx, fs.Arg(0), sandbox.ExecRequest{Argv: argv, User: *user, Cwd: *cwd, Timeout: *timeout}, env.Stdout, env.Stderr)
+	res, err := e.Exec(ctx, fs.Arg(0), session.ExecRequest{Argv: argv, User: *user, Cwd: *cwd, Timeout: *timeout}, env.Stdout, env.Stderr)
 	if err != nil {
 		return err
 	}
@@ -436,7 +268,7 @@ func execCmd(ctx context.Context, env *Env, args []string) error {
 }
 
 func stop(ctx context.Context, env *Env, args []string) error {
-	return oneID(ctx, env, args, "stop", func(e *session.Remote, id string) error {
+	return oneID(ctx, env, args, "stop", func(e session.Service, id string) error {
 		s, err := e.Stop(ctx, id)
 		if err == nil {
 			fmt.Fprintf(env.Stdout, "session %s %s: %s\n", s.ID, s.State, s.Reason)
@@ -446,7 +278,7 @@ func stop(ctx context.Context, env *Env, args []string) error {
 }
 
 func restart(ctx context.Context, env *Env, args []string) error {
-	return oneID(ctx, env, args, "restart", func(e *session.Remote, id string) error {
+	return oneID(ctx, env, args, "restart", func(e session.Service, id string) error {
 		s, err := e.Restart(ctx, id)
 		if err == nil {
 			fmt.Fprintf(env.Stdout, "session %s restarting\n", s.ID)
@@ -455,7 +287,7 @@ func restart(ctx context.Context, env *Env, args []string) error {
 	})
 }
 
-func oneID(ctx context.Context, env *Env, args []string, verb string, do func(*session.Remote, string) error) error {
+func oneID(ctx context.Context, env *Env, args []string, verb string, do func(session.Service, string) error) error {
 	fs := newFlags(env, "sandbar "+verb)
 	if err := parseArgs(fs, args); err != nil {
 		return err
@@ -463,7 +295,7 @@ func oneID(ctx context.Context, env *Env, args []string, verb string, do func(*s
 	if fs.NArg() != 1 {
 		return UsageError{Msg: fmt.Sprintf("sandbar %s: give one session id", verb)}
 	}
-	e, err := engine(ctx, env)
+	e, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -479,7 +311,7 @@ func merge(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() != 1 {
 		return UsageError{Msg: "sandbar merge: give one session id"}
 	}
-	e, err := engine(ctx, env)
+	e, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -488,14 +320,11 @@ func merge(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	branch, repo := "the session's branch", "the repository"
-	if st, err := openStore(env); err == nil {
-		if s, err := st.FindSession(ctx, fs.Arg(0)); err == nil {
-			branch = "branch " + s.Branch
-			if p, err := st.Project(ctx, s.ProjectID); err == nil {
-				repo = p.Path
-			}
+	if s, err := e.Get(ctx, fs.Arg(0)); err == nil {
+		branch = "branch " + s.Branch
+		if p, err := e.Project(ctx, s.ProjectID); err == nil {
+			repo = p.Path
 		}
-		st.Close()
 	}
 	how := "is at"
 	switch {
@@ -542,7 +371,7 @@ func remove(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() == 0 {
 		return UsageError{Msg: "sandbar rm: give session ids"}
 	}
-	e, err := engine(ctx, env)
+	e, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}

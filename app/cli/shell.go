@@ -13,9 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
-	"sandbar/app/sandbox"
 	"sandbar/app/session"
-	"sandbar/guest/protocol"
 )
 
 // shellCmd is `sandbar shell ID [-- CMD...]`: a terminal into the
@@ -26,7 +24,7 @@ import (
 // prints hi. It exits with the command's exit code.
 func shellCmd(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "sandbar shell")
-	user := fs.String("user", protocol.UserAgent, "agent or root")
+	user := fs.String("user", session.UserAgent, "agent or root")
 	cwd := fs.String("cwd", "", "working directory in the guest (default /workspace)")
 	if err := parseArgs(fs, args); err != nil {
 		return err
@@ -38,8 +36,8 @@ func shellCmd(ctx context.Context, env *Env, args []string) error {
 	if len(argv) > 0 && argv[0] == "--" {
 		argv = argv[1:]
 	}
-	req := sandbox.ExecRequest{Argv: argv, User: *user, Cwd: *cwd}
-	e, err := engine(ctx, env)
+	req := session.ExecRequest{Argv: argv, User: *user, Cwd: *cwd}
+	e, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -51,7 +49,7 @@ func shellCmd(ctx context.Context, env *Env, args []string) error {
 	fd := int(in.Fd())
 	req.PTY, req.Term = true, env.Term
 	if cols, rows, err := term.GetSize(fd); err == nil && rows > 0 && cols > 0 {
-		req.Rows, req.Cols = min(rows, protocol.MaxWinSize), min(cols, protocol.MaxWinSize)
+		req.Rows, req.Cols = min(rows, session.MaxWinSize), min(cols, session.MaxWinSize)
 	}
 	old, err := term.MakeRaw(fd)
 	if err != nil {
@@ -79,7 +77,7 @@ func forwardResizes(fd int, t session.Terminal) (stop func()) {
 				return
 			case <-winch:
 				if cols, rows, err := term.GetSize(fd); err == nil && rows > 0 && cols > 0 {
-					t.Resize(min(rows, protocol.MaxWinSize), min(cols, protocol.MaxWinSize))
+					t.Resize(min(rows, session.MaxWinSize), min(cols, session.MaxWinSize))
 				}
 			}
 		}
@@ -91,7 +89,7 @@ func forwardResizes(fd int, t session.Terminal) (stop func()) {
 	}
 }
 
-func runShell(ctx context.Context, env *Env, e *session.Remote, id string, req sandbox.ExecRequest,
+func runShell(ctx context.Context, env *Env, e session.Service, id string, req session.ExecRequest,
 	stdout, stderr io.Writer, watch func(session.Terminal) func()) error {
 	t, err := e.Shell(ctx, id, req, stdout, stderr)
 	if err != nil {

@@ -7,12 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
+	"sandbar/app/imagebuild"
 	"sandbar/app/sandbox"
-	"sandbar/guest/image"
-	"sandbar/guest/protocol"
 	"sandbar/vm"
 )
 
@@ -26,17 +24,17 @@ func hypervisor(env *Env) (vm.Hypervisor, error) {
 }
 
 // imageOrBuild returns the newest built guest image, building one first
-// when there is none.
-func imageOrBuild(ctx context.Context, env *Env) (*image.Image, error) {
-	img, err := image.Latest(env.Paths.Images)
+// (with its progress on stderr) when there is none.
+func imageOrBuild(ctx context.Context, env *Env) (*imagebuild.Image, error) {
+	img, err := env.Images.Latest()
 	if err == nil {
 		return img, nil
 	}
-	if !errors.Is(err, image.ErrNotBuilt) {
+	if !errors.Is(err, imagebuild.ErrNotBuilt) {
 		return nil, err
 	}
 	fmt.Fprintln(env.Stderr, "no guest image yet: building it (once; later runs reuse it)")
-	return buildImage(ctx, env, env.Stderr, runtime.GOARCH, "")
+	return buildImage(ctx, env, env.Stderr, "", "")
 }
 
 func vmRun(ctx context.Context, env *Env, args []string) error {
@@ -47,7 +45,7 @@ func vmRun(ctx context.Context, env *Env, args []string) error {
 	network := fs.Bool("network", false, "give the guest a NAT network (default: none)")
 	share := fs.String("share", "", "host folder mounted read-write at /workspace")
 	readOnly := fs.Bool("read-only", false, "mount --share read-only")
-	user := fs.String("user", protocol.UserAgent, "run CMD as agent (uid 1000) or root")
+	user := fs.String("user", sandbox.UserAgent, "run CMD as agent (uid 1000) or root")
 	cwd := fs.String("cwd", "", "working directory in the guest (default /workspace with --share, else the user's home)")
 	timeout := fs.Duration("timeout", 0, "kill CMD after this long (0: no limit)")
 	stdin := fs.Bool("i", false, "pass this command's standard input to CMD")
@@ -68,7 +66,7 @@ func vmRun(ctx context.Context, env *Env, args []string) error {
 	if *disk < 0 || *memory <= 0 {
 		return UsageError{Msg: "sandbar vm run: --disk and --memory must be positive"}
 	}
-	if *user != protocol.UserAgent && *user != protocol.UserRoot {
+	if *user != sandbox.UserAgent && *user != sandbox.UserRoot {
 		return UsageError{Msg: fmt.Sprintf("sandbar vm run: --user %q: use agent or root", *user)}
 	}
 	var shareDir string
@@ -82,7 +80,7 @@ func vmRun(ctx context.Context, env *Env, args []string) error {
 			return fmt.Errorf("--share %s: not a folder: give an existing folder", *share)
 		}
 		if *cwd == "" {
-			*cwd = protocol.DefaultWorkdir
+			*cwd = sandbox.DefaultWorkdir
 		}
 	}
 	var input []byte

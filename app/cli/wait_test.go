@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"sandbar/app/engine"
 	"sandbar/app/session"
 	"sandbar/app/session/sessiontest"
+	"sandbar/app/store"
+	"sandbar/guest/image"
 )
 
 // fakeClaude stands in for Claude Code: it speaks stream-json, answers
@@ -27,11 +30,12 @@ done
 `
 
 // engineFor serves env's Manager as the engine of its data directory, as
-// `sandbar serve` would, and returns a client of it over the socket, and
-// a CLI Env on the same data directory.
-func engineFor(t *testing.T, env *sessiontest.Env) (*session.Remote, *Env, *bytes.Buffer, *bytes.Buffer) {
+// `sandbar serve` would, and returns a client of it over the socket (as
+// main wires one: a Manager of its own over the same store, which runs
+// nothing, for the reads), and a CLI Env on the same data directory.
+func engineFor(t *testing.T, env *sessiontest.Env) (session.Service, *Env, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
-	e, err := session.Listen(env.Manager)
+	e, err := engine.Listen(env.Paths, env.Manager, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,13 +47,24 @@ func engineFor(t *testing.T, env *sessiontest.Env) (*session.Remote, *Env, *byte
 		<-served
 		e.Close()
 	})
-	r, err := session.Dial(ctx, session.EngineSocket(env.Paths.Home))
+	img := &image.Image{Dir: t.TempDir()}
+	local, err := session.New(ctx, session.Config{
+		Paths: env.Paths, Store: env.Store, Hypervisor: env.Hypervisor,
+		Image:      func(context.Context) (*image.Image, error) { return img, nil },
+		HostMemory: 16 << 30, HostCPUs: 4,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { local.Close(context.Background()) })
+	paths := env.Paths
+	c := &engine.Client{Local: local, Engine: func(ctx context.Context) (*engine.Remote, error) { return engine.Dial(ctx, paths) }}
 	var stdout, stderr bytes.Buffer
-	return r, &Env{Paths: env.Paths, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
-		Logger: slog.New(slog.DiscardHandler), Version: "test"}, &stdout, &stderr
+	return c, &Env{Paths: env.Paths, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
+		Logger: slog.New(slog.DiscardHandler), Version: "test",
+		Store:    func() (*store.Store, error) { return env.Store, nil },
+		Sessions: func(context.Context) (session.Service, error) { return c, nil },
+	}, &stdout, &stderr
 }
 
 // claudeOn puts fakeClaude on the agent's PATH with result as its turns'

@@ -1,40 +1,14 @@
 package config
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"os"
 	"path/filepath"
 )
 
 // Names of the files a data directory holds besides the sessions.
 const (
-	dbFile           = "sandbar.db"
-	engineLockFile   = "engine.lock"
-	engineSocketFile = "engine.sock"
-	engineLogFile    = "engine.log"
-	sessionsDir      = "sessions"
+	dbFile      = "sandbar.db"
+	sessionsDir = "sessions"
 )
-
-// EngineLock is the file the engine of this data directory holds locked
-// while it runs, with its pid inside.
-func (p Paths) EngineLock() string { return filepath.Join(p.Home, engineLockFile) }
-
-// EngineSocket is the engine's socket: inside the data directory when the
-// path is short enough for a unix socket (104 bytes on macOS), else in
-// the temp directory under a name derived from the data directory.
-func (p Paths) EngineSocket() string {
-	s := filepath.Join(p.Home, engineSocketFile)
-	if len(s) < 100 {
-		return s
-	}
-	sum := sha256.Sum256([]byte(p.Home))
-	return filepath.Join(os.TempDir(), "sandbar-"+hex.EncodeToString(sum[:6])+".sock")
-}
-
-// EngineLog is where a headless engine (`sandbar serve` started by a CLI
-// command) writes its log.
-func (p Paths) EngineLog() string { return filepath.Join(p.Home, engineLogFile) }
 
 // SessionDir is the directory session id owns, with the name of every
 // file in it.

@@ -18,6 +18,13 @@ const (
 	UserRoot  = protocol.UserRoot
 )
 
+// MaxWinSize bounds an ExecRequest's (and a Resize's) rows and columns;
+// DefaultWorkdir is where a session's workspace is in the guest.
+const (
+	MaxWinSize     = protocol.MaxWinSize
+	DefaultWorkdir = protocol.DefaultWorkdir
+)
+
 // ExecRequest is one command to run in the guest.
 type ExecRequest struct {
 	Argv []string

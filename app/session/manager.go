@@ -15,7 +15,7 @@
 //
 // A session's VM belongs to the process that booted it (its Owner in the
 // store). Other processes see such a session as owned elsewhere and reach
-// it through that process (see Engine and Remote).
+// it through that process (the engine, app/engine).
 //
 // It is not the VM (app/sandbox and vm boot and speak to it), not the
 // record (app/store keeps what the Manager tells it), not git
@@ -99,7 +99,7 @@ type Config struct {
 	StopGrace time.Duration
 	// WatchSources makes the Manager watch each project's refs and keep
 	// its base disk at the checked-out commit built (see refwatch.go) from
-	// the start; Listen turns it on for the engine in any case.
+	// the start; engine.Listen turns it on for the engine in any case.
 	WatchSources bool
 	// AnthropicUpstream overrides where the model-API broker sends the
 	// agent's requests (main reads SANDBAR_ANTHROPIC_UPSTREAM into it).
@@ -186,9 +186,6 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	return m, nil
 }
 
-// SessionDir is the directory session id owns (its workspace, logs and
-// disks), for the windows that show or open its files.
-func (m *Manager) SessionDir(id string) string { return m.cfg.Paths.SessionDir(id).Path() }
 
 // Owner is this process as the store records VM owners.
 func (m *Manager) Owner() store.Owner { return m.owner }

@@ -20,8 +20,10 @@ import (
 // so the next session at that commit starts without waiting for it.
 const refreshQuiet = 2 * time.Second
 
-// watchSources starts watching every project's repository: what the
-// engine does (see Listen).
+// WatchSources starts watching every project's repository, and each
+// project added later: what the engine does (engine.Listen turns it on).
+func (m *Manager) WatchSources(ctx context.Context) { m.watchSources(ctx) }
+
 func (m *Manager) watchSources(ctx context.Context) {
 	m.mu.Lock()
 	m.watching = true

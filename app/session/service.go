@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"io"
 	"time"
 
@@ -29,6 +30,8 @@ type Service interface {
 	AddProject(ctx context.Context, path string) (store.Project, string, error)
 	Projects(ctx context.Context) ([]store.Project, error)
 	Project(ctx context.Context, id int64) (store.Project, error)
+	// FindProject finds a project by id, name or path.
+	FindProject(ctx context.Context, ref string) (store.Project, error)
 	RemoveProject(ctx context.Context, ref string) error
 
 	List(ctx context.Context) ([]store.Session, error)
@@ -42,6 +45,10 @@ type Service interface {
 	Merge(ctx context.Context, id string, force bool) (workspace.MergeResult, error)
 	Chat(ctx context.Context, id, text string) error
 	Exec(ctx context.Context, id string, req ExecRequest, stdout, stderr io.Writer) (ExecResult, error)
+	// Shell starts an interactive command in a running session's VM (by
+	// default ShellCommand), on a pseudo-terminal when req.PTY; the
+	// caller must Wait for it.
+	Shell(ctx context.Context, id string, req ExecRequest, stdout, stderr io.Writer) (Terminal, error)
 
 	Logs(ctx context.Context, id string, afterSeq int64, limit int) ([]store.LogLine, error)
 	Transcript(ctx context.Context, id string) ([]Entry, error)
@@ -92,8 +99,19 @@ type (
 	ExecResult  = sandbox.ExecResult
 )
 
-// UserRoot runs an Exec as root in the guest (ExecRequest.User); the
-// default is the agent's unprivileged user.
-const UserRoot = sandbox.UserRoot
+// The users an Exec may run as (ExecRequest.User): UserAgent, the
+// agent's unprivileged user, is the default.
+const (
+	UserAgent = sandbox.UserAgent
+	UserRoot  = sandbox.UserRoot
+)
+
+// MaxWinSize bounds a shell's terminal rows and columns.
+const MaxWinSize = sandbox.MaxWinSize
+
+// ErrDirty is what a refusal to remove a session whose work is not in its
+// repository is once it has crossed from the engine to a client; in the
+// engine's process it is a *workspace.DirtyError.
+var ErrDirty = errors.New("the workspace has work not in the repository")
 
 var _ Service = (*Manager)(nil)

@@ -1,4 +1,4 @@
-package session
+package engine
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"sandbar/app/sandbox"
+	"sandbar/app/session"
 	"sandbar/app/store"
 )
 
@@ -57,17 +57,17 @@ func (n *notifyBuffer) waitFor(t *testing.T, re string) {
 // caller that hangs up kills what it ran.
 func TestShellThroughTheEngine(t *testing.T) {
 	f := newFixture(t)
-	serveEngine(t, f)
+	serve(t, f)
 	c := newClient(t, f)
 	ctx := context.Background()
-	s, err := c.Start(ctx, Options{Repo: f.repo, Agent: AgentSpec{Command: "sleep", Args: []string{"600"}}, MemoryMiB: 512})
+	s, err := c.Start(ctx, session.Options{Repo: f.repo, Agent: session.AgentSpec{Command: "sleep", Args: []string{"600"}}, MemoryMiB: 512})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, f, s.ID, "agent started")
+	waitLog(t, f, s.ID, "agent started")
 
 	out := &notifyBuffer{notify: make(chan struct{}, 1)}
-	term, err := c.Shell(ctx, s.ID, sandbox.ExecRequest{Argv: []string{"sh"}, PTY: true, Rows: 25, Cols: 90}, out, nil)
+	term, err := c.Shell(ctx, s.ID, session.ExecRequest{Argv: []string{"sh"}, PTY: true, Rows: 25, Cols: 90}, out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestShellThroughTheEngine(t *testing.T) {
 
 	// Pipe mode: stdin is a stream, output is not a terminal's.
 	var pout, perr bytes.Buffer
-	term, err = c.Shell(ctx, s.ID, sandbox.ExecRequest{}, &pout, &perr)
+	term, err = c.Shell(ctx, s.ID, session.ExecRequest{}, &pout, &perr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,10 +94,10 @@ func TestShellThroughTheEngine(t *testing.T) {
 	if err != nil || res.Code != 0 || pout.String() != "hi\nno-tty\n" || perr.String() != "oops\n" {
 		t.Fatalf("pipe shell: %+v, %v; out %q err %q", res, err, pout.String(), perr.String())
 	}
-	waitFor(t, f, s.ID, "(shell on a terminal)")
+	waitLog(t, f, s.ID, "(shell on a terminal)")
 
 	// Hanging up kills it.
-	term, err = c.Shell(ctx, s.ID, sandbox.ExecRequest{Argv: []string{"sleep", "100"}, PTY: true}, nil, nil)
+	term, err = c.Shell(ctx, s.ID, session.ExecRequest{Argv: []string{"sleep", "100"}, PTY: true}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestShellThroughTheEngine(t *testing.T) {
 	var ps bytes.Buffer
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		ps.Reset()
-		c.Exec(ctx, s.ID, sandbox.ExecRequest{Argv: []string{"sh", "-c", "pgrep -fx 'sleep 100' || true"}}, &ps, nil)
+		c.Exec(ctx, s.ID, session.ExecRequest{Argv: []string{"sh", "-c", "pgrep -fx 'sleep 100' || true"}}, &ps, nil)
 		if ps.Len() == 0 {
 			break
 		}
@@ -118,7 +118,7 @@ func TestShellThroughTheEngine(t *testing.T) {
 		}
 	}
 
-	if _, err := c.Shell(ctx, "nosuchsession", sandbox.ExecRequest{}, nil, nil); !errors.Is(err, store.ErrNotFound) {
+	if _, err := c.Shell(ctx, "nosuchsession", session.ExecRequest{}, nil, nil); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("shell in an unknown session: %v, want ErrNotFound", err)
 	}
 	if _, err := c.Stop(ctx, s.ID); err != nil {

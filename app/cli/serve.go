@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"sandbar/app/engine"
+)
+
+// serve is the headless engine: it runs sessions for CLI commands and
+// exits when it has had nothing to do for --idle-exit. (main's context
+// ends on SIGINT and SIGTERM.)
+func serve(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "sandbar serve")
+	idleExit := fs.Duration("idle-exit", time.Minute, "exit after this long with no session and no client (0: never)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	m, err := env.Manager(ctx)
+	if err != nil {
+		return err
+	}
+	e, err := engine.Listen(env.Paths, m, env.Logger)
+	if err != nil {
+		if errors.Is(err, engine.ErrRunning) {
+			fmt.Fprintln(env.Stderr, "sandbar: an engine already runs for", env.Paths.Home)
+			return nil
+		}
+		return err
+	}
+	defer e.Close()
+	sctx, stopServing := context.WithCancel(ctx)
+	defer stopServing()
+	served := make(chan error, 1)
+	go func() { served <- e.Serve(sctx) }()
+	env.Logger.Info("engine serving", "socket", env.Paths.EngineSocket(), "api", engine.APIVersion)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case err := <-served:
+			served = nil
+			if err != nil {
+				env.Logger.Error("engine", "err", err)
+			}
+			break loop
+		case <-tick.C:
+			if *idleExit > 0 && e.Idle() > *idleExit {
+				break loop
+			}
+		}
+	}
+	// The engine stops taking requests; it keeps its lock until the
+	// sessions are down.
+	stopServing()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	closeErr := m.Close(cctx)
+	if served != nil {
+		<-served
+	}
+	return closeErr
+}

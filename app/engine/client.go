@@ -1,0 +1,369 @@
+package engine
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"time"
+
+	"sandbar/app/net/netstack"
+	"sandbar/app/net/policy"
+	"sandbar/app/session"
+	"sandbar/app/store"
+	"sandbar/app/workspace"
+)
+
+// Client is the sessions of a data directory as a process that is not its
+// engine sees them: a CLI command, or a window opened while `sandbar
+// serve` or another window runs the sessions. It reads in this process,
+// through Local, and asks the engine for everything that touches a VM:
+// the changes, diffs and export of a live session come from the engine,
+// since only the process that runs a VM can ask it.
+//
+// Every method says which side answers it; a new one must too (the
+// compiler asks for it, since Client implements session.Service without
+// embedding anything).
+type Client struct {
+	// Local answers the reads: the store, the session folders and the
+	// saved work of sessions that do not run. It runs nothing: in a
+	// process that is not the engine, it has no VM to run.
+	Local *session.Manager
+	// Engine reaches the engine. main's dialer starts a headless one when
+	// none answers, so an engine quitting or dying costs a client a
+	// moment of reconnection.
+	Engine func(ctx context.Context) (*Remote, error)
+	// Logger gets what the client cannot tell its caller (a subscription
+	// that lost its engine); nil discards it.
+	Logger *slog.Logger
+}
+
+var _ session.Service = (*Client)(nil)
+
+// call runs op in the engine and returns its reply.
+func call[Rep, Req any](ctx context.Context, c *Client, op string, req Req) (Rep, error) {
+	r, err := c.Engine(ctx)
+	if err != nil {
+		var zero Rep
+		return zero, err
+	}
+	return unaryCall[Rep](ctx, r, op, req)
+}
+
+// live reports whether session ref is live, so that its VM, if it has
+// one, belongs to the engine. One whose owner died is the engine's too:
+// it marks it interrupted and answers from the saved work.
+func (c *Client) live(ctx context.Context, ref string) bool {
+	s, err := c.Local.Get(ctx, ref)
+	return err == nil && session.Live(s.State)
+}
+
+// Reads, answered here.
+
+// Projects lists the projects, here.
+func (c *Client) Projects(ctx context.Context) ([]store.Project, error) { return c.Local.Projects(ctx) }
+
+// Project reads a project, here.
+func (c *Client) Project(ctx context.Context, id int64) (store.Project, error) {
+	return c.Local.Project(ctx, id)
+}
+
+// FindProject finds a project by id, name or path, here.
+func (c *Client) FindProject(ctx context.Context, ref string) (store.Project, error) {
+	return c.Local.FindProject(ctx, ref)
+}
+
+// List lists the sessions, here.
+func (c *Client) List(ctx context.Context) ([]store.Session, error) { return c.Local.List(ctx) }
+
+// Get reads a session, here.
+func (c *Client) Get(ctx context.Context, id string) (store.Session, error) {
+	return c.Local.Get(ctx, id)
+}
+
+// Logs reads a session's log lines, here.
+func (c *Client) Logs(ctx context.Context, id string, afterSeq int64, limit int) ([]store.LogLine, error) {
+	return c.Local.Logs(ctx, id, afterSeq, limit)
+}
+
+// Transcript reads a session's transcript, here.
+func (c *Client) Transcript(ctx context.Context, id string) ([]session.Entry, error) {
+	return c.Local.Transcript(ctx, id)
+}
+
+// AgentLog names a session's agent log file, here.
+func (c *Client) AgentLog(ctx context.Context, id string) (string, error) {
+	return c.Local.AgentLog(ctx, id)
+}
+
+
+// Budget reads what the running sessions take of this machine, here.
+func (c *Client) Budget(ctx context.Context) (session.Budget, error) { return c.Local.Budget(ctx) }
+
+// HostCPUs is this machine's, here.
+func (c *Client) HostCPUs() int { return c.Local.HostCPUs() }
+
+// DiskUsage measures the session folders, here.
+func (c *Client) DiskUsage(ctx context.Context) (map[string]int64, error) {
+	return c.Local.DiskUsage(ctx)
+}
+
+// NetAttempts reads what a session's VM tried to reach, here.
+func (c *Client) NetAttempts(ctx context.Context, ref string) ([]store.NetAttempt, error) {
+	return c.Local.NetAttempts(ctx, ref)
+}
+
+// NetSummary sums up a session's network, here.
+func (c *Client) NetSummary(ctx context.Context, ref string) (session.NetSummary, error) {
+	return c.Local.NetSummary(ctx, ref)
+}
+
+// NetworkRules reads a scope's rules, here.
+func (c *Client) NetworkRules(ctx context.Context, scope session.NetScope, ref string) (string, error) {
+	return c.Local.NetworkRules(ctx, scope, ref)
+}
+
+// ProjectSecrets reads the secrets a project's sessions get, here.
+func (c *Client) ProjectSecrets(ctx context.Context, projectID int64) ([]string, error) {
+	return c.Local.ProjectSecrets(ctx, projectID)
+}
+
+// SetProjectSecrets chooses the secrets a project's sessions get, here:
+// a setting in the store, which a session reads when it starts.
+func (c *Client) SetProjectSecrets(ctx context.Context, projectRef string, names []string) error {
+	return c.Local.SetProjectSecrets(ctx, projectRef, names)
+}
+
+// A live session's work, from the engine; a stopped one's, here.
+
+// Changes reads a live session's changes through the engine, and a
+// stopped one's from its saved work here.
+func (c *Client) Changes(ctx context.Context, id string) (workspace.Changes, error) {
+	if !c.live(ctx, id) {
+		return c.Local.Changes(ctx, id)
+	}
+	rep, err := call[ChangesReply](ctx, c, OpChanges, SessionRef{ID: id})
+	return rep.Changes, err
+}
+
+// FileDiff is one file's diff, through the engine for a live session.
+func (c *Client) FileDiff(ctx context.Context, id string, f workspace.FileChange) (string, error) {
+	if !c.live(ctx, id) {
+		return c.Local.FileDiff(ctx, id, f)
+	}
+	rep, err := call[FileDiffReply](ctx, c, OpFileDiff, FileDiffRequest{ID: id, File: f})
+	return rep.Diff, err
+}
+
+// Export writes a session's read-only export; the engine saves a live
+// session's work first.
+func (c *Client) Export(ctx context.Context, id string) (string, time.Time, error) {
+	if !c.live(ctx, id) {
+		return c.Local.Export(ctx, id)
+	}
+	rep, err := call[ExportReply](ctx, c, OpExport, SessionRef{ID: id})
+	return rep.Dir, rep.When, err
+}
+
+// Everything else, in the engine.
+
+// AddProject adds a project in the engine, which watches its repository.
+func (c *Client) AddProject(ctx context.Context, path string) (store.Project, string, error) {
+	rep, err := call[AddProjectReply](ctx, c, OpAddProject, AddProjectRequest{Path: path})
+	return rep.Project, rep.Note, err
+}
+
+// RemoveProject forgets a project in the engine, which ends its watch.
+func (c *Client) RemoveProject(ctx context.Context, ref string) error {
+	_, err := call[None](ctx, c, OpRemoveProject, RemoveProjectRequest{Ref: ref})
+	return err
+}
+
+// Start starts a session in the engine.
+func (c *Client) Start(ctx context.Context, o session.Options) (store.Session, error) {
+	rep, err := call[SessionReply](ctx, c, OpStart, StartRequest{Options: o})
+	return rep.Session, err
+}
+
+// Stop stops a session in the engine.
+func (c *Client) Stop(ctx context.Context, id string) (store.Session, error) {
+	rep, err := call[SessionReply](ctx, c, OpStop, SessionRef{ID: id})
+	return rep.Session, err
+}
+
+// Restart restarts a session in the engine.
+func (c *Client) Restart(ctx context.Context, id string) (store.Session, error) {
+	rep, err := call[SessionReply](ctx, c, OpRestart, SessionRef{ID: id})
+	return rep.Session, err
+}
+
+// Wait waits, in the engine, until a session has ended.
+func (c *Client) Wait(ctx context.Context, id string) (store.Session, error) {
+	rep, err := call[SessionReply](ctx, c, OpWait, SessionRef{ID: id})
+	return rep.Session, err
+}
+
+// Remove removes a session through the engine, which stops it first if
+// it runs.
+func (c *Client) Remove(ctx context.Context, id string, force bool) error {
+	_, err := call[None](ctx, c, OpRemove, RemoveRequest{ID: id, Force: force})
+	return err
+}
+
+// Merge merges a session's branch through the engine.
+func (c *Client) Merge(ctx context.Context, id string, force bool) (workspace.MergeResult, error) {
+	rep, err := call[MergeReply](ctx, c, OpMerge, MergeRequest{ID: id, Force: force})
+	return rep.Result, err
+}
+
+// Chat sends text to a session's agent in the engine.
+func (c *Client) Chat(ctx context.Context, id, text string) error {
+	_, err := call[None](ctx, c, OpChat, ChatRequest{ID: id, Text: text})
+	return err
+}
+
+// Exec runs a command in a session's VM, through the engine.
+func (c *Client) Exec(ctx context.Context, id string, req session.ExecRequest, stdout, stderr io.Writer) (session.ExecResult, error) {
+	r, err := c.Engine(ctx)
+	if err != nil {
+		return session.ExecResult{}, err
+	}
+	stdout, stderr = orDiscard(stdout), orDiscard(stderr)
+	rep, err := streamCall[ExecReply](ctx, r, OpExec, ExecRequest{ID: id, Exec: req}, func(o Output) error {
+		if o.Stdout != nil {
+			if _, err := stdout.Write(o.Stdout); err != nil {
+				return err
+			}
+		}
+		if o.Stderr != nil {
+			if _, err := stderr.Write(o.Stderr); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return rep.Result, err
+}
+
+// Shell starts an interactive command in a session's VM, through the
+// engine.
+func (c *Client) Shell(ctx context.Context, id string, req session.ExecRequest, stdout, stderr io.Writer) (session.Terminal, error) {
+	r, err := c.Engine(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Shell(ctx, id, req, stdout, stderr)
+}
+
+// AddNetRule adds a network rule through the engine, which runs the
+// sessions that follow it.
+func (c *Client) AddNetRule(ctx context.Context, ref string, scope session.NetScope, action, target string) (policy.Rule, error) {
+	rep, err := call[AddNetRuleReply](ctx, c, OpAddNetRule, AddNetRuleRequest{Ref: ref, Scope: scope, Action: action, Target: target})
+	return rep.Rule, err
+}
+
+// SetNetworkRules replaces a scope's rules through the engine.
+func (c *Client) SetNetworkRules(ctx context.Context, scope session.NetScope, ref, text string, projectID int64) error {
+	_, err := call[None](ctx, c, OpSetNetRules, SetNetRulesRequest{Scope: scope, Ref: ref, Text: text, ProjectID: projectID})
+	return err
+}
+
+// ReloadNetworks recomposes the running sessions' policies, in the
+// engine.
+func (c *Client) ReloadNetworks(ctx context.Context) error {
+	_, err := call[None](ctx, c, OpReloadNet, None{})
+	return err
+}
+
+// Ports lists a running session's published ports, from the engine.
+func (c *Client) Ports(ctx context.Context, id string) ([]netstack.Port, error) {
+	rep, err := call[PortsReply](ctx, c, OpPorts, SessionRef{ID: id})
+	return rep.Ports, err
+}
+
+// PublishPort publishes a guest port through the engine.
+func (c *Client) PublishPort(ctx context.Context, id string, guest, host uint16) (netstack.Port, error) {
+	rep, err := call[PortReply](ctx, c, OpPublish, PublishRequest{ID: id, Guest: guest, Host: host})
+	return rep.Port, err
+}
+
+// UnpublishPort closes a published port through the engine.
+func (c *Client) UnpublishPort(ctx context.Context, id string, guest uint16) error {
+	_, err := call[None](ctx, c, OpUnpublish, UnpublishRequest{ID: id, Guest: guest})
+	return err
+}
+
+// clientRetryMax bounds the wait between attempts to reach an engine.
+const clientRetryMax = 5 * time.Second
+
+// Subscribe follows the engine's events until ctx is done. It returns
+// once the engine has the subscription (when it can be reached at once).
+// The channel stays open across engines: when the engine hangs up (it
+// quit, or died) Subscribe reaches the next one (Engine starts it) and
+// goes on; events in between are not seen, and readers resynchronise
+// from the store as they do anyway.
+func (c *Client) Subscribe(ctx context.Context, id string) <-chan session.Event {
+	out := make(chan session.Event, 256)
+	first, err := c.subscribe(ctx, id)
+	if err != nil {
+		c.warn(ctx, err, 100*time.Millisecond)
+	}
+	go func() {
+		defer close(out)
+		wait := 100 * time.Millisecond
+		for ctx.Err() == nil {
+			var lasted time.Duration
+			events := first
+			first = nil
+			if events == nil {
+				events, err = c.subscribe(ctx, id)
+				if err != nil {
+					c.warn(ctx, err, wait)
+				}
+			}
+			if events != nil {
+				lasted = pass(ctx, events, out)
+			}
+			if lasted > clientRetryMax {
+				wait = 100 * time.Millisecond
+				continue
+			}
+			// An engine that cannot be reached, or hangs up at once, is
+			// not hammered.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, clientRetryMax)
+		}
+	}()
+	return out
+}
+
+func (c *Client) subscribe(ctx context.Context, id string) (<-chan session.Event, error) {
+	r, err := c.Engine(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Subscribe(ctx, id)
+}
+
+func (c *Client) warn(ctx context.Context, err error, wait time.Duration) {
+	if ctx.Err() == nil && c.Logger != nil {
+		c.Logger.Warn("reach the Sandbar engine for events", "err", err, "retry in", wait)
+	}
+}
+
+// pass passes one engine's events to out until that engine hangs up or
+// ctx is done, and returns how long that lasted.
+func pass(ctx context.Context, events <-chan session.Event, out chan<- session.Event) time.Duration {
+	began := time.Now()
+	for ev := range events {
+		select {
+		case out <- ev:
+		case <-ctx.Done():
+			return time.Since(began)
+		}
+	}
+	return time.Since(began)
+}

@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"sandbar/app/session"
+	"sandbar/app/session/sessiontest"
+	"sandbar/app/store"
+)
+
+// conformanceAgent commits a file, says so, and answers each message.
+const conformanceAgent = `echo new > added.txt && git add added.txt && git -c user.name=A -c user.email=a@example.com commit -qm add
+echo ready
+trap 'exit 143' TERM
+while read -r line; do echo "heard: $line"; done`
+
+// TestConformance runs one scenario through the engine's own Manager and
+// through a client of that engine (engine.Client, over the socket): both
+// are a session.Service, and a caller cannot tell them apart.
+func TestConformance(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		svc  func(t *testing.T, f *fixture) session.Service
+	}{
+		{"manager", func(t *testing.T, f *fixture) session.Service { return f.env.Manager }},
+		{"engine client", func(t *testing.T, f *fixture) session.Service {
+			serve(t, f)
+			return newClient(t, f)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			conformance(t, f, tc.svc(t, f))
+		})
+	}
+}
+
+func conformance(t *testing.T, f *fixture, svc session.Service) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	events := svc.Subscribe(ctx, "")
+
+	p, _, err := svc.AddProject(ctx, f.repo)
+	if err != nil {
+		t.Fatalf("add project: %v", err)
+	}
+	if _, _, err := svc.AddProject(ctx, f.repo); !errors.Is(err, store.ErrExists) {
+		t.Errorf("adding the project again: %v, want ErrExists", err)
+	}
+	if ps, err := svc.Projects(ctx); err != nil || len(ps) != 1 || ps[0].ID != p.ID {
+		t.Errorf("projects: %+v, %v", ps, err)
+	}
+
+	s, err := svc.Start(ctx, session.Options{Project: p.Name, Agent: sessiontest.Shell(conformanceAgent), MemoryMiB: 512, Prompt: "first"})
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	waitEvent(t, events, s.ID, "running", func(ev session.Event) bool {
+		return ev.Kind == session.EventState && ev.State == session.StateRunning
+	})
+	waitEvent(t, events, s.ID, "ready", func(ev session.Event) bool {
+		return ev.Kind == session.EventLog && ev.Log.Stream == "stdout" && ev.Log.Text == "ready"
+	})
+	if got, err := svc.Get(ctx, s.ID[:8]); err != nil || got.ID != s.ID || got.State != session.StateRunning {
+		t.Errorf("get by prefix: %+v, %v", got, err)
+	}
+
+	var out bytes.Buffer
+	res, err := svc.Exec(ctx, s.ID, session.ExecRequest{Argv: []string{"cat", "README.md", "added.txt"}}, &out, nil)
+	if err != nil || res.Code != 0 || out.String() != "hello\nnew\n" {
+		t.Fatalf("exec: %+v, %v, printed %q", res, err, out.String())
+	}
+	if err := svc.Chat(ctx, s.ID, "from the test"); err != nil {
+		t.Fatalf("chat: %v", err)
+	}
+	waitEvent(t, events, s.ID, "the agent hearing the chat", func(ev session.Event) bool {
+		return ev.Kind == session.EventLog && ev.Log.Text == "heard: from the test"
+	})
+
+	ch, err := svc.Changes(ctx, s.ID)
+	if err != nil || ch.Ahead != 1 || len(ch.Files) != 1 || ch.Files[0].Path != "added.txt" {
+		t.Errorf("live changes: %+v, %v; want added.txt, one commit ahead", ch, err)
+	}
+
+	stopped, err := svc.Stop(ctx, s.ID)
+	if err != nil || stopped.State != session.StateStopped || stopped.ExitCode == nil || *stopped.ExitCode != 143 {
+		t.Fatalf("stop: %+v, %v", stopped, err)
+	}
+	waitEvent(t, events, s.ID, "stopped", func(ev session.Event) bool {
+		return ev.Kind == session.EventState && ev.State == session.StateStopped
+	})
+	if ch, err := svc.Changes(ctx, s.ID); err != nil || ch.Ahead != 1 {
+		t.Errorf("saved changes: %+v, %v", ch, err)
+	}
+
+	merged, err := svc.Merge(ctx, s.ID, false)
+	if err != nil || !merged.Created || merged.Commit == "" {
+		t.Fatalf("merge: %+v, %v", merged, err)
+	}
+	if got := sessiontest.Git(t, f.repo, "rev-parse", s.Branch); got != merged.Commit {
+		t.Errorf("the repository's %s is at %s, the merge said %s", s.Branch, got, merged.Commit)
+	}
+
+	if err := svc.Remove(ctx, s.ID, false); err != nil {
+		t.Fatalf("remove a merged session: %v", err)
+	}
+	waitEvent(t, events, s.ID, "removed", func(ev session.Event) bool { return ev.Kind == session.EventRemoved })
+	if ss, err := svc.List(ctx); err != nil || len(ss) != 0 {
+		t.Errorf("sessions after remove: %+v, %v", ss, err)
+	}
+
+	// An unknown session is not found, on either side of the socket.
+	if _, err := svc.Get(ctx, s.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("get a removed session: %v, want ErrNotFound", err)
+	}
+	if _, err := svc.Stop(ctx, "nosuchsession"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("stop an unknown session: %v, want ErrNotFound", err)
+	}
+	if _, err := svc.Exec(ctx, "nosuchsession", session.ExecRequest{Argv: []string{"true"}}, nil, nil); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("exec in an unknown session: %v, want ErrNotFound", err)
+	}
+	if err := svc.Chat(ctx, "nosuchsession", "hello?"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("chat with an unknown session: %v, want ErrNotFound", err)
+	}
+}

@@ -1,0 +1,392 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"sandbar/app/config"
+	"sandbar/app/session"
+)
+
+// ErrRunning is returned by Listen when another process is the engine
+// for this data directory.
+var ErrRunning = errors.New("another Sandbar is already running for this data directory")
+
+// Server serves a Manager to the other processes of its data directory:
+// it is what makes a process the engine.
+type Server struct {
+	m        *session.Manager
+	ops      map[string]handler
+	log      *slog.Logger
+	lock     *os.File
+	ln       net.Listener
+	sock     string
+	active   atomic.Int64 // open connections
+	lastUsed atomic.Int64 // unix nanos
+	conns    sync.WaitGroup
+
+	// subs counts the subscriptions being served; subsChanged is closed
+	// (and replaced) whenever that changes, for a test to wait on.
+	subsMu      sync.Mutex
+	subs        int
+	subsChanged chan struct{}
+}
+
+// Listen takes the engine lock of the data directory p and opens its
+// socket. It fails with ErrRunning when another process holds the lock.
+// The Manager then watches the projects' repositories, as the engine
+// does.
+func Listen(p config.Paths, m *session.Manager, log *slog.Logger) (*Server, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(p.Home, 0o700); err != nil {
+		return nil, err
+	}
+	lock, err := os.OpenFile(p.EngineLock(), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("engine lock: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, ErrRunning
+	}
+	sock := p.EngineSocket()
+	os.Remove(sock) // a stale socket of a dead engine: we hold the lock
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("engine socket %s: %w", sock, err)
+	}
+	os.Chmod(sock, 0o600)
+	lock.Truncate(0)
+	fmt.Fprintf(lock, "%d\n", os.Getpid())
+	s := &Server{m: m, ops: operations(), log: log, lock: lock, ln: ln, sock: sock, subsChanged: make(chan struct{})}
+	s.lastUsed.Store(time.Now().UnixNano())
+	// The engine keeps the projects' base disks fresh; a client does not.
+	m.WatchSources(context.Background())
+	return s, nil
+}
+
+// Serve accepts connections until ctx is done or Close, then waits for
+// the operations under way, which ctx ending cancels.
+func (s *Server) Serve(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() { s.ln.Close() })
+	defer stop()
+	defer s.conns.Wait()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		s.conns.Add(1)
+		s.active.Add(1)
+		go func() {
+			defer s.conns.Done()
+			defer s.active.Add(-1)
+			defer s.lastUsed.Store(time.Now().UnixNano())
+			s.handle(ctx, c)
+		}()
+	}
+}
+
+// Idle reports how long the engine has had no connection and no session.
+func (s *Server) Idle() time.Duration {
+	if s.active.Load() > 0 || len(s.m.Running()) > 0 {
+		s.lastUsed.Store(time.Now().UnixNano())
+		return 0
+	}
+	return time.Since(time.Unix(0, s.lastUsed.Load()))
+}
+
+// Close stops accepting and releases the lock; running sessions are the
+// Manager's to stop.
+func (s *Server) Close() error {
+	err := s.ln.Close()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	os.Remove(s.sock)
+	return errors.Join(err, s.lock.Close())
+}
+
+// sender writes frames to one connection, one at a time.
+type sender struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+func (w *sender) send(f frame) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.enc.Encode(f)
+}
+
+// done sends the final frame: the reply, or the error with its code.
+func (w *sender) done(reply any, err error) {
+	f := frame{Done: true}
+	if err != nil {
+		f.Error, f.Code = err.Error(), codeOf(err)
+	} else if reply != nil {
+		b, merr := json.Marshal(reply)
+		if merr != nil {
+			f.Error = "encode the reply: " + merr.Error()
+		}
+		f.Reply = b
+	}
+	w.send(f)
+}
+
+// item sends one item of a stream.
+func (w *sender) item(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return w.send(frame{Item: b})
+}
+
+func (s *Server) handle(ctx context.Context, c net.Conn) {
+	defer c.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	br := bufio.NewReader(c)
+	out := &sender{enc: json.NewEncoder(c)}
+
+	// The handshake: each side learns the other's version.
+	line, err := readLine(br, maxCallLine)
+	if err != nil {
+		return
+	}
+	var hi Hello
+	if err := json.Unmarshal(line, &hi); err != nil || hi.Op != OpHello {
+		// A Sandbar from before the handshake sends its call first.
+		out.done(nil, fmt.Errorf("the Sandbar engine running as process %d speaks API v%d, and the sandbar that called it an older one: quit that sandbar, or this Sandbar, and try again", os.Getpid(), APIVersion))
+		return
+	}
+	if out.send(frame{Hello: &Hello{API: APIVersion, PID: os.Getpid()}}) != nil || hi.API != APIVersion {
+		return // the client refuses the mismatch, saying why
+	}
+
+	line, err = readLine(br, maxCallLine)
+	if err != nil {
+		return
+	}
+	var cl callLine
+	if err := json.Unmarshal(line, &cl); err != nil {
+		out.done(nil, fmt.Errorf("bad request: %w", err))
+		return
+	}
+	if cl.Op == OpShell {
+		// The caller keeps talking: stdin, its end and resizes.
+		s.serveShell(ctx, cancel, c, br, cl.Req, out)
+		return
+	}
+	h, ok := s.ops[cl.Op]
+	if !ok {
+		out.done(nil, fmt.Errorf("unknown operation %q: is this Sandbar engine older than the sandbar calling it?", cl.Op))
+		return
+	}
+	// The caller hanging up cancels what it asked for (exec, subscribe).
+	go func() {
+		io.Copy(io.Discard, br)
+		cancel()
+	}()
+	out.done(h(ctx, s, cl.Req, out))
+}
+
+// maxCallLine bounds a hello or call line (a start's options, a chat
+// message, an exec's stdin are the big ones).
+const maxCallLine = 64 << 20
+
+// readLine reads one line of at most max bytes.
+func readLine(br *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > max {
+			return nil, fmt.Errorf("a line from an engine client is longer than %d bytes", max)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return line, err
+	}
+}
+
+// subscribed counts a subscription in (+1) or out (-1).
+func (s *Server) subscribed(delta int) {
+	s.subsMu.Lock()
+	defer s.subsMu.Unlock()
+	s.subs += delta
+	close(s.subsChanged)
+	s.subsChanged = make(chan struct{})
+}
+
+// subscriptions is how many subscriptions are served, and a channel
+// closed when that changes.
+func (s *Server) subscriptions() (int, <-chan struct{}) {
+	s.subsMu.Lock()
+	defer s.subsMu.Unlock()
+	return s.subs, s.subsChanged
+}
+
+// handler serves one operation: it decodes the request, runs it and
+// returns the reply; a stream sends its items through out first.
+type handler func(ctx context.Context, s *Server, req json.RawMessage, out *sender) (any, error)
+
+// emitter is what a streaming operation sends before its reply.
+type emitter[Item any] struct {
+	out *sender
+}
+
+// Send sends one item.
+func (st emitter[Item]) Send(it Item) error { return st.out.item(it) }
+
+// Started tells the caller the operation is under way.
+func (st emitter[Item]) Started() error { return st.out.send(frame{Started: true}) }
+
+// unary makes a handler of an operation that answers once.
+func unary[Req, Rep any](f func(ctx context.Context, svc session.Service, req Req) (Rep, error)) handler {
+	return func(ctx context.Context, s *Server, raw json.RawMessage, _ *sender) (any, error) {
+		var req Req
+		if err := decode(raw, &req); err != nil {
+			return nil, err
+		}
+		return f(ctx, s.m, req)
+	}
+}
+
+// streaming makes a handler of an operation that sends items (output,
+// events) before its reply.
+func streaming[Req, Item, Rep any](f func(ctx context.Context, s *Server, req Req, st emitter[Item]) (Rep, error)) handler {
+	return func(ctx context.Context, s *Server, raw json.RawMessage, out *sender) (any, error) {
+		var req Req
+		if err := decode(raw, &req); err != nil {
+			return nil, err
+		}
+		return f(ctx, s, req, emitter[Item]{out: out})
+	}
+}
+
+func decode(raw json.RawMessage, v any) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("bad request: %w: %w", err, session.ErrBadOptions)
+	}
+	return nil
+}
+
+// operations is the server's table: every operation but the handshake
+// and the shell (serveShell), by name.
+func operations() map[string]handler {
+	return map[string]handler{
+		OpAddProject: unary(func(ctx context.Context, svc session.Service, r AddProjectRequest) (AddProjectReply, error) {
+			p, note, err := svc.AddProject(ctx, r.Path)
+			return AddProjectReply{Project: p, Note: note}, err
+		}),
+		OpRemoveProject: unary(func(ctx context.Context, svc session.Service, r RemoveProjectRequest) (None, error) {
+			return None{}, svc.RemoveProject(ctx, r.Ref)
+		}),
+		OpStart: unary(func(ctx context.Context, svc session.Service, r StartRequest) (SessionReply, error) {
+			s, err := svc.Start(ctx, r.Options)
+			return SessionReply{Session: s}, err
+		}),
+		OpStop: unary(func(ctx context.Context, svc session.Service, r SessionRef) (SessionReply, error) {
+			s, err := svc.Stop(ctx, r.ID)
+			return SessionReply{Session: s}, err
+		}),
+		OpRestart: unary(func(ctx context.Context, svc session.Service, r SessionRef) (SessionReply, error) {
+			s, err := svc.Restart(ctx, r.ID)
+			return SessionReply{Session: s}, err
+		}),
+		OpWait: unary(func(ctx context.Context, svc session.Service, r SessionRef) (SessionReply, error) {
+			s, err := svc.Wait(ctx, r.ID)
+			return SessionReply{Session: s}, err
+		}),
+		OpRemove: unary(func(ctx context.Context, svc session.Service, r RemoveRequest) (None, error) {
+			return None{}, svc.Remove(ctx, r.ID, r.Force)
+		}),
+		OpMerge: unary(func(ctx context.Context, svc session.Service, r MergeRequest) (MergeReply, error) {
+			res, err := svc.Merge(ctx, r.ID, r.Force)
+			return MergeReply{Result: res}, err
+		}),
+		OpChat: unary(func(ctx context.Context, svc session.Service, r ChatRequest) (None, error) {
+			return None{}, svc.Chat(ctx, r.ID, r.Text)
+		}),
+		OpExec: streaming(func(ctx context.Context, s *Server, r ExecRequest, st emitter[Output]) (ExecReply, error) {
+			stdout := writerFunc(func(p []byte) (int, error) { return len(p), st.Send(Output{Stdout: p}) })
+			stderr := writerFunc(func(p []byte) (int, error) { return len(p), st.Send(Output{Stderr: p}) })
+			res, err := s.m.Exec(ctx, r.ID, r.Exec, stdout, stderr)
+			return ExecReply{Result: res}, err
+		}),
+		OpChanges: unary(func(ctx context.Context, svc session.Service, r SessionRef) (ChangesReply, error) {
+			ch, err := svc.Changes(ctx, r.ID)
+			return ChangesReply{Changes: ch}, err
+		}),
+		OpFileDiff: unary(func(ctx context.Context, svc session.Service, r FileDiffRequest) (FileDiffReply, error) {
+			d, err := svc.FileDiff(ctx, r.ID, r.File)
+			return FileDiffReply{Diff: d}, err
+		}),
+		OpExport: unary(func(ctx context.Context, svc session.Service, r SessionRef) (ExportReply, error) {
+			dir, when, err := svc.Export(ctx, r.ID)
+			return ExportReply{Dir: dir, When: when}, err
+		}),
+		OpSubscribe: streaming(func(ctx context.Context, s *Server, r SubscribeRequest, st emitter[session.Event]) (None, error) {
+			events := s.m.Subscribe(ctx, r.Session)
+			s.subscribed(+1)
+			defer s.subscribed(-1)
+			if err := st.Started(); err != nil {
+				return None{}, err
+			}
+			for ev := range events {
+				if err := st.Send(ev); err != nil {
+					return None{}, err
+				}
+			}
+			return None{}, nil
+		}),
+		OpAddNetRule: unary(func(ctx context.Context, svc session.Service, r AddNetRuleRequest) (AddNetRuleReply, error) {
+			rule, err := svc.AddNetRule(ctx, r.Ref, r.Scope, r.Action, r.Target)
+			return AddNetRuleReply{Rule: rule}, err
+		}),
+		OpSetNetRules: unary(func(ctx context.Context, svc session.Service, r SetNetRulesRequest) (None, error) {
+			return None{}, svc.SetNetworkRules(ctx, r.Scope, r.Ref, r.Text, r.ProjectID)
+		}),
+		OpReloadNet: unary(func(ctx context.Context, svc session.Service, _ None) (None, error) {
+			return None{}, svc.ReloadNetworks(ctx)
+		}),
+		OpPorts: unary(func(ctx context.Context, svc session.Service, r SessionRef) (PortsReply, error) {
+			ports, err := svc.Ports(ctx, r.ID)
+			return PortsReply{Ports: ports}, err
+		}),
+		OpPublish: unary(func(ctx context.Context, svc session.Service, r PublishRequest) (PortReply, error) {
+			p, err := svc.PublishPort(ctx, r.ID, r.Guest, r.Host)
+			return PortReply{Port: p}, err
+		}),
+		OpUnpublish: unary(func(ctx context.Context, svc session.Service, r UnpublishRequest) (None, error) {
+			return None{}, svc.UnpublishPort(ctx, r.ID, r.Guest)
+		}),
+	}
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
