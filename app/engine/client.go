@@ -95,7 +95,6 @@ func (c *Client) AgentLog(ctx context.Context, id string) (string, error) {
 	return c.Local.AgentLog(ctx, id)
 }
 
-
 // Budget reads what the running sessions take of this machine, here.
 func (c *Client) Budget(ctx context.Context) (session.Budget, error) { return c.Local.Budget(ctx) }
 

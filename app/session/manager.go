@@ -186,7 +186,6 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	return m, nil
 }
 
-
 // Owner is this process as the store records VM owners.
 func (m *Manager) Owner() store.Owner { return m.owner }
 
