@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"sandbar/guest/protocol"
 )
 
 // Chat sends text to the agent's input.
@@ -37,7 +35,7 @@ func (r *run) chat(text string) error {
 		r.addEntry(Entry{Kind: EntryUser, Time: time.Now(), Text: red})
 		r.setActivity(r.ctx, ActivityWorking, "working")
 	}
-	if err := sb.Client.Send(protocol.Command{Cmd: protocol.CmdChat, ID: "chat", Text: line}); err != nil {
+	if err := sb.Chat(line); err != nil {
 		r.systemLine("the message did not reach the agent: " + err.Error())
 		return err
 	}

@@ -2,8 +2,6 @@ package session
 
 import (
 	"time"
-
-	"sandbar/guest/protocol"
 )
 
 // Keeping the guest's clock. The guest's clock is set at boot and at the
@@ -102,7 +100,7 @@ func (r *run) keepClock(stop <-chan struct{}) {
 		if sb == nil {
 			continue
 		}
-		if err := sb.Client.Send(protocol.Command{Cmd: protocol.CmdSetTime, ID: "settime", Time: now.UnixNano()}); err != nil {
+		if err := sb.SetTime(now); err != nil {
 			r.log.Debug("set the guest's clock", "err", err)
 		}
 	}

@@ -3,7 +3,7 @@ package session
 import (
 	"time"
 
-	"sandbar/guest/protocol"
+	"sandbar/app/sandbox"
 )
 
 // The guest's events, as a run takes them. Each arrives on the sandbox
@@ -14,21 +14,21 @@ import (
 // is recorded, and lines are bounded by the joiner and the log sink.
 
 // onEvent dispatches one of the guest's events.
-func (r *run) onEvent(ev protocol.Event) {
+func (r *run) onEvent(ev sandbox.Event) {
 	switch ev.Ev {
-	case protocol.EvWorkspace:
+	case sandbox.EvWorkspace:
 		r.notifyChanged()
-	case protocol.EvPorts:
+	case sandbox.EvPorts:
 		r.onPorts(ev)
-	case protocol.EvAgentStdout, protocol.EvAgentStderr:
+	case sandbox.EvAgentStdout, sandbox.EvAgentStderr:
 		r.onAgentOutput(ev)
-	case protocol.EvAgentStarted:
+	case sandbox.EvAgentStarted:
 		handOver(r.agentStarted, ev)
-	case protocol.EvAgentExit:
+	case sandbox.EvAgentExit:
 		handOver(r.agentExit, ev)
-	case protocol.EvStats:
+	case sandbox.EvStats:
 		r.onStats(ev)
-	case protocol.EvError:
+	case sandbox.EvError:
 		r.onGuestError(ev)
 	}
 }
@@ -43,7 +43,7 @@ func handOver[T any](c chan T, v T) {
 }
 
 // onPorts hands the guest's listening ports to the session's network.
-func (r *run) onPorts(ev protocol.Event) {
+func (r *run) onPorts(ev sandbox.Event) {
 	r.mu.Lock()
 	sn := r.net
 	r.mu.Unlock()
@@ -55,7 +55,7 @@ func (r *run) onPorts(ev protocol.Event) {
 // onAgentOutput records a line of the agent's output, once the joiner has
 // a whole one; Claude Code's stdout is also read as its transcript, whose
 // end of a turn means the agent waits for the person.
-func (r *run) onAgentOutput(ev protocol.Event) {
+func (r *run) onAgentOutput(ev sandbox.Event) {
 	line, ok := r.joiner.Add(ev)
 	if !ok {
 		return
@@ -65,7 +65,7 @@ func (r *run) onAgentOutput(ev protocol.Event) {
 	r.mu.Unlock()
 	text := r.red.Redact(string(line))
 	stream := "stdout"
-	if ev.Ev == protocol.EvAgentStderr {
+	if ev.Ev == sandbox.EvAgentStderr {
 		stream = "stderr"
 	}
 	r.addLine(stream, text)
@@ -83,7 +83,7 @@ func (r *run) onAgentOutput(ev protocol.Event) {
 }
 
 // onStats publishes the guest's figures with the host's view of the VM.
-func (r *run) onStats(ev protocol.Event) {
+func (r *run) onStats(ev sandbox.Event) {
 	st := Stats{CPU: ev.CPU, MemUsed: ev.MemUsed, MemTotal: ev.MemTotal, Procs: ev.Procs}
 	if ev.Disk != nil {
 		st.DiskUsed, st.DiskTotal = ev.Disk.Scratch.Used, ev.Disk.Scratch.Total
@@ -101,7 +101,7 @@ func (r *run) onStats(ev protocol.Event) {
 }
 
 // onGuestError logs the guest's error; one answering start fails it.
-func (r *run) onGuestError(ev protocol.Event) {
+func (r *run) onGuestError(ev sandbox.Event) {
 	msg := r.red.Redact(ev.Message)
 	if ev.ID == "start" {
 		handOver(r.startErr, msg)

@@ -6,14 +6,14 @@ import (
 	"net"
 	"slices"
 
+	"sandbar/app/sandbox"
 	"sandbar/app/store"
-	"sandbar/guest/protocol"
 )
 
 // guestPorts follows the ports the guest listens on (its ports event):
 // a new one is published (unless store.SettingPublishPorts is off), one that
 // closed is unpublished; ports a person published stay.
-func (sn *sessionNet) guestPorts(ports []protocol.Port) {
+func (sn *sessionNet) guestPorts(ports []sandbox.Port) {
 	if v, _, _ := sn.r.m.cfg.Store.Setting(context.Background(), store.SettingPublishPorts); v == "off" {
 		return
 	}

@@ -12,8 +12,8 @@ import (
 
 	"sandbar/app/net/broker"
 	"sandbar/app/net/netstack"
+	"sandbar/app/sandbox"
 	"sandbar/app/store"
-	"sandbar/guest/protocol"
 )
 
 // TestGuestPortsNeverTakeTheirNumber: a port the guest listens on is
@@ -28,7 +28,7 @@ func TestGuestPortsNeverTakeTheirNumber(t *testing.T) {
 	r, sn := runningNet(t, f)
 	id := r.id
 	guest := freePort(t)
-	sn.guestPorts([]protocol.Port{{Port: guest}})
+	sn.guestPorts([]sandbox.Port{{Port: guest}})
 	ports := sn.n.Published()
 	if len(ports) != 1 || ports[0].Guest != guest {
 		t.Fatalf("published %v, want guest port %d", ports, guest)

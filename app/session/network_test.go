@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"sandbar/app/net/netstack"
+	"sandbar/app/sandbox"
 	"sandbar/app/store"
-	"sandbar/guest/protocol"
 )
 
 // runningNet starts a session whose agent sleeps and returns its run and
@@ -156,7 +156,7 @@ func TestGuestPortsPublished(t *testing.T) {
 	defer ln.Close()
 	taken := uint16(ln.Addr().(*net.TCPAddr).Port)
 	free := freePort(t)
-	sn.guestPorts([]protocol.Port{{Port: free}, {Port: 5432}, {Port: taken}, {Port: 80}})
+	sn.guestPorts([]sandbox.Port{{Port: free}, {Port: 5432}, {Port: taken}, {Port: 80}})
 	got := map[uint16]uint16{}
 	for _, p := range sn.n.Published() {
 		got[p.Guest] = p.Host
@@ -170,7 +170,7 @@ func TestGuestPortsPublished(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sn.guestPorts([]protocol.Port{{Port: free}})
+	sn.guestPorts([]sandbox.Port{{Port: free}})
 	left := map[uint16]bool{}
 	for _, p := range sn.n.Published() {
 		left[p.Guest] = true

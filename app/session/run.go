@@ -14,7 +14,6 @@ import (
 	"sandbar/app/secrets"
 	"sandbar/app/store"
 	"sandbar/app/workspace"
-	"sandbar/guest/protocol"
 )
 
 // run is one session's life in this process: from clone (or boot, on a
@@ -48,8 +47,8 @@ type run struct {
 	stopMu     sync.Mutex
 	stopReason string
 
-	agentStarted chan protocol.Event
-	agentExit    chan protocol.Event
+	agentStarted chan sandbox.Event
+	agentExit    chan sandbox.Event
 	startErr     chan string
 
 	// sink records the session's log lines and transcript.
@@ -59,7 +58,7 @@ type run struct {
 	started    bool // the agent started
 	sb         *sandbox.Sandbox
 	net        *sessionNet // while the VM runs with a network
-	joiner     protocol.LineJoiner
+	joiner     sandbox.LineJoiner
 	lastActive time.Time
 	activity   string
 }
@@ -75,8 +74,8 @@ func (m *Manager) newRun(s store.Session, repo workspace.Repo, setup *agentSetup
 		sink: newLogSink(s.ID, m.cfg.Store, m.hub, log, &m.storeMu),
 		ctx:  ctx, cancel: cancel, done: make(chan struct{}),
 		stopReq:      make(chan struct{}),
-		agentStarted: make(chan protocol.Event, 1),
-		agentExit:    make(chan protocol.Event, 1),
+		agentStarted: make(chan sandbox.Event, 1),
+		agentExit:    make(chan sandbox.Event, 1),
 		startErr:     make(chan string, 1),
 		lastActive:   time.Now(),
 	}
@@ -256,19 +255,13 @@ func (r *run) startAgent(ctx context.Context, vmDone <-chan error) error {
 	if r.claude && r.restart {
 		args = append(append([]string{}, args...), "--continue")
 	}
-	cmd := protocol.Command{
-		// Workdir left to the guest: its workspace mount.
-		Cmd: protocol.CmdStart, ID: "start", Branch: r.s.Branch,
-		Agent: &protocol.Agent{Command: r.s.Agent.Command, Args: args},
-		Env:   r.env, Time: r.now().UnixNano(),
-		CACert: r.setup.caPEM,
-	}
-	if name != "" || email != "" {
-		cmd.Git = &protocol.GitIdentity{Name: name, Email: email}
-	}
 	agentStart := time.Now()
-	if err := r.sb.Client.Send(cmd); err != nil {
-		return fmt.Errorf("start the agent: %w", err)
+	if err := r.sb.StartAgent(sandbox.AgentStart{
+		Branch: r.s.Branch, Command: r.s.Agent.Command, Args: args,
+		Env: r.env, Now: r.now(), CACert: r.setup.caPEM,
+		GitName: name, GitEmail: email,
+	}); err != nil {
+		return err
 	}
 	timer := time.NewTimer(time.Minute)
 	defer timer.Stop()
@@ -382,7 +375,7 @@ func (r *run) stopAgent(ctx context.Context, vmDone <-chan error) error {
 			exit = &code
 		default:
 		}
-	} else if err := r.sb.Client.Send(protocol.Command{Cmd: protocol.CmdStop, ID: "stop", Grace: grace.Milliseconds()}); err == nil {
+	} else if err := r.sb.StopAgent(grace); err == nil {
 		select {
 		case ev := <-r.agentExit:
 			code := ev.Code
@@ -399,7 +392,7 @@ func (r *run) stopAgent(ctx context.Context, vmDone <-chan error) error {
 }
 
 // agentExited ends the session after the agent exited on its own.
-func (r *run) agentExited(ctx context.Context, ev protocol.Event) error {
+func (r *run) agentExited(ctx context.Context, ev sandbox.Event) error {
 	code := ev.Code
 	r.systemLine(fmt.Sprintf("agent exited: %s", describeExit(ev)))
 	r.m.setState(ctx, r.id, StateStopping, "", "agent exited; saving its work and shutting the VM down", &code)
@@ -414,7 +407,7 @@ func (r *run) agentExited(ctx context.Context, ev protocol.Event) error {
 	return r.finish(ctx, StateFailed, "agent "+describeExit(ev), &code)
 }
 
-func describeExit(ev protocol.Event) string {
+func describeExit(ev sandbox.Event) string {
 	if ev.Signal != "" {
 		return fmt.Sprintf("killed by %s (exit %d)", ev.Signal, ev.Code)
 	}
