@@ -32,12 +32,18 @@ import (
 // Check is the verdict of one check. OK false means Sandbar cannot work
 // until it is fixed; Warn means it works, but worse than it could. Fix,
 // when set, says what to do, in words a person can act on.
+//
+// Summary, when set, says in one plain sentence what the verdict means
+// for a person; Detail then holds the raw findings (a QEMU assertion, a
+// trial boot's timing), which a window keeps behind a disclosure and the
+// CLI prints as they are. Without a Summary, Detail is itself plain.
 type Check struct {
-	Name   string `json:"name"`
-	OK     bool   `json:"ok"`
-	Warn   bool   `json:"warn"`
-	Detail string `json:"detail"`
-	Fix    string `json:"fix"`
+	Name    string `json:"name"`
+	OK      bool   `json:"ok"`
+	Warn    bool   `json:"warn"`
+	Summary string `json:"summary,omitempty"`
+	Detail  string `json:"detail"`
+	Fix     string `json:"fix"`
 }
 
 func okResult(name, detail string) Check {
@@ -133,17 +139,37 @@ func checkHypervisor(ctx context.Context, hvs *vm.Registry, backend string) Chec
 	detail := hv.Name() + ": " + st.Detail
 	switch {
 	case st.Available && st.Accelerated:
-		return okResult(name, detail)
+		c := okResult(name, detail)
+		c.Summary = hypervisorSummary(runtime.GOOS, true)
+		return c
 	case st.Available:
-		// Detail says why there is no acceleration.
-		fix := "sessions still work, only slower; for full speed make KVM work: enable virtualization in the firmware, or nested virtualization when this machine is itself a VM"
+		// Detail says why there is no acceleration, in the backend's
+		// words (a QEMU assertion, say): the summary says what it means.
+		fix := "sessions still work, only slower; for full speed make KVM work (the details say what failed): enable virtualization in the firmware, add yourself to the kvm group, or turn on nested virtualization when this machine is itself a VM"
 		if runtime.GOOS == "darwin" {
 			fix = "sessions still work, only slower; for full speed use Virtualization.framework: unset SANDBAR_HYPERVISOR"
 		}
-		return warnResult(name, detail, fix)
+		c := warnResult(name, detail, fix)
+		c.Summary = hypervisorSummary(runtime.GOOS, false)
+		return c
 	}
-	// Detail says what is missing and how to get it.
+	// Detail says what is missing and how to get it, plainly: it is the
+	// fix, so it gets no summary to hide behind.
 	return failResult(name, detail, "")
+}
+
+// hypervisorSummary says in plain words what a usable hypervisor means
+// for sessions on goos: full speed, or about ten times slower.
+func hypervisorSummary(goos string, accelerated bool) string {
+	switch {
+	case accelerated && goos == "darwin":
+		return "Virtualization.framework works: sessions run at full speed."
+	case accelerated:
+		return "KVM works: sessions run at full speed."
+	case goos == "darwin":
+		return "Virtualization.framework is not in use — sessions run about 10× slower under emulation."
+	}
+	return "KVM is not usable here — sessions run about 10× slower under emulation."
 }
 
 // hypervisor is the backend backend names, else the platform's default.

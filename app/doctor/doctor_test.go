@@ -45,11 +45,15 @@ func TestDoctorHypervisor(t *testing.T) {
 		detail    string
 		fix       string
 		wantNoFix bool
+		summary   string // "": none, the detail is plain already
 	}{
 		{name: "emulated", hvs: registry(&vmtest.Hypervisor{}), symbol: "!",
-			detail: "vmtest: in-process test machines", fix: "only slower"},
+			detail: "vmtest: in-process test machines", fix: "only slower", summary: hypervisorSummary(runtime.GOOS, false)},
+		{name: "KVM broken", hvs: registry(statusHypervisor{vm.Status{Available: true,
+			Detail: "KVM trial boot failed: qemu-system-x86_64: ../accel/kvm/kvm.c:3183: kvm_buf_set_msrs: Assertion `ret == cpu->kvm_msr_buf->nmsrs' failed.; falling back to software emulation, ~10x slower"}}),
+			symbol: "!", detail: "kvm.c:3183: kvm_buf_set_msrs: Assertion", fix: "the details say what failed", summary: hypervisorSummary(runtime.GOOS, false)},
 		{name: "accelerated", hvs: registry(statusHypervisor{vm.Status{Available: true, Accelerated: true, Detail: "QEMU with KVM: trial boot reached the guest init in 80 ms"}}),
-			symbol: "✓", detail: "fake: QEMU with KVM: trial boot", wantNoFix: true},
+			symbol: "✓", detail: "fake: QEMU with KVM: trial boot", wantNoFix: true, summary: hypervisorSummary(runtime.GOOS, true)},
 		{name: "unavailable", hvs: registry(statusHypervisor{vm.Status{Detail: "qemu-system-x86_64 is not installed: run `sudo apt install qemu-system-x86`"}}),
 			symbol: "✗", detail: "fake: qemu-system-x86_64 is not installed: run `sudo apt install qemu-system-x86`", wantNoFix: true},
 		{name: "none wired", symbol: "✗", detail: "no hypervisor backend", fix: "install an official build"},
@@ -63,7 +67,30 @@ func TestDoctorHypervisor(t *testing.T) {
 			if tt.wantNoFix && r.Fix != "" {
 				t.Errorf("fix = %q, want none (the detail says it)", r.Fix)
 			}
+			if r.Summary != tt.summary {
+				t.Errorf("summary = %q, want %q", r.Summary, tt.summary)
+			}
 		})
+	}
+}
+
+// TestHypervisorSummary: the plain sentence a window shows above the
+// backend's own words.
+func TestHypervisorSummary(t *testing.T) {
+	tests := []struct {
+		goos        string
+		accelerated bool
+		want        string
+	}{
+		{"linux", false, "KVM is not usable here — sessions run about 10× slower under emulation."},
+		{"linux", true, "KVM works: sessions run at full speed."},
+		{"darwin", false, "Virtualization.framework is not in use — sessions run about 10× slower under emulation."},
+		{"darwin", true, "Virtualization.framework works: sessions run at full speed."},
+	}
+	for _, tt := range tests {
+		if got := hypervisorSummary(tt.goos, tt.accelerated); got != tt.want {
+			t.Errorf("hypervisorSummary(%s, %v) = %q, want %q", tt.goos, tt.accelerated, got, tt.want)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"slices"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -10,16 +11,27 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"sandbar/app/doctor"
+	"sandbar/app/store"
 )
 
 // firstRunWindow welcomes a person: doctor's checks as a checklist with
-// their fixes, the guest image build when there is no image, then a drop
-// zone for the first repository.
+// their fixes, the guest image build when there is no image, the
+// Anthropic key, then a drop zone for the first repository, which gives
+// way to the way on (New Session) once a project exists.
 type firstRunWindow struct {
 	u      *UI
 	win    fyne.Window
 	banner *banner
 	ub     unbinder
+	key    *keyStep
+
+	drop      fyne.CanvasObject // shown while there is no project
+	ready     *fyne.Container   // shown once there is one
+	readyText *widget.Label
+	readyHint *widget.Label
+	newSess   *widget.Button
+	projects  []store.Project
+	stopWatch context.CancelFunc
 
 	checking  *fyne.Container // shown while the checks run
 	checklist *fyne.Container
@@ -75,20 +87,24 @@ func newFirstRunWindow(u *UI) *firstRunWindow {
 		wasRunning = running
 	})
 
-	drop := dropZone("Drop a repository folder here", "It becomes a project: then press Start on it to run an agent.")
+	w.key = newKeyStep(u)
+
+	w.drop = dropZone("Drop a repository folder here", "It becomes a project: then press Start on it to run an agent.")
 	w.open = widget.NewButtonWithIcon("Open Sandbar", theme.HomeIcon(), func() {
 		u.ShowMain()
 		w.win.Close()
 	})
 	w.open.Importance = widget.HighImportance
+	w.newReady()
 
 	checks := container.NewVBox(w.checking, w.checklist, container.NewHBox(layout.NewSpacer(), w.recheck))
-	content := container.NewVBox(title, intro, checks, w.imageBox, widget.NewSeparator(), drop,
-		container.NewHBox(layout.NewSpacer(), w.open))
+	content := container.NewVBox(title, intro, checks, w.imageBox, widget.NewSeparator(), w.key.box,
+		widget.NewSeparator(), w.drop, w.ready, container.NewHBox(layout.NewSpacer(), w.newSess, w.open))
 	w.win.SetContent(container.NewBorder(w.banner.box, nil, nil, nil, container.NewVScroll(container.NewPadded(content))))
 	w.win.Resize(fyne.NewSize(640, 620))
 	w.win.SetOnDropped(w.dropped)
 	w.win.SetOnClosed(func() {
+		w.stopWatch()
 		w.ub.release()
 		if u.firstRunWin == w {
 			u.firstRunWin = nil
@@ -96,6 +112,8 @@ func newFirstRunWindow(u *UI) *firstRunWindow {
 	})
 	b.refresh()
 	w.runChecks()
+	w.key.load()
+	w.stopWatch = u.goUntil(w.watchProjects)
 	return w
 }
 
@@ -131,9 +149,15 @@ func (w *firstRunWindow) showChecks(checks []doctor.Check) {
 		default:
 			mark.Importance = widget.SuccessImportance
 		}
+		// A check with a summary says it plainly; the raw findings
+		// (a QEMU assertion, say) wait behind Details.
+		said := c.Detail
+		if c.Summary != "" {
+			said = c.Summary
+		}
 		segs := []widget.RichTextSegment{
 			&widget.TextSegment{Text: c.Name, Style: widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}}},
-			&widget.TextSegment{Text: c.Detail, Style: widget.RichTextStyleParagraph},
+			&widget.TextSegment{Text: said, Style: widget.RichTextStyleParagraph},
 		}
 		if c.Fix != "" && (!c.OK || c.Warn) {
 			fix := widget.RichTextStyleParagraph
@@ -142,8 +166,12 @@ func (w *firstRunWindow) showChecks(checks []doctor.Check) {
 		}
 		text := widget.NewRichText(segs...)
 		text.Wrapping = fyne.TextWrapWord
+		var body fyne.CanvasObject = text
+		if c.Summary != "" {
+			body = container.NewVBox(text, checkDetails(c.Detail))
+		}
 		markBox := container.NewGridWrap(fyne.NewSquareSize(theme.IconInlineSize()+theme.Padding()), mark)
-		rows = append(rows, container.NewBorder(nil, nil, container.NewVBox(markBox), nil, text))
+		rows = append(rows, container.NewBorder(nil, nil, container.NewVBox(markBox), nil, body))
 	}
 	if len(checks) == 0 {
 		rows = append(rows, note("No checks are available here; run `sandbar doctor` in a terminal."))
@@ -153,16 +181,15 @@ func (w *firstRunWindow) showChecks(checks []doctor.Check) {
 }
 
 // dropped adds each dropped folder as a project; after the first one,
-// Open Sandbar is the way on.
+// the window changes to the way on (New Session).
 func (w *firstRunWindow) dropped(_ fyne.Position, uris []fyne.URI) {
 	w.u.addProjects(uris, func(r addResult) {
-		msg := r.message()
 		if len(r.added) > 0 {
-			msg += "\nPress Open Sandbar to start a session on it."
+			w.setProjects(append(slices.Clone(r.added), w.projects...))
 			if w.u.mainWin != nil {
 				w.u.mainWin.reload()
 			}
 		}
-		w.banner.show(r.kind(), msg)
+		w.banner.show(r.kind(), r.message())
 	})
 }

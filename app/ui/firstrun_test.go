@@ -88,6 +88,9 @@ func TestFirstRunChecklist(t *testing.T) {
 	repo := h.env.Repo(t, "first")
 	w.dropped(fyne.NewPos(10, 10), []fyne.URI{storage.NewFileURI(repo)})
 	h.waitFor(t, 5*time.Second, "the project added", func() bool { return strings.HasPrefix(w.banner.text.Text, "Added first") })
+	if sees(w.win, "Drop a repository folder here") || !sees(w.win, "✓ first is ready.") {
+		t.Errorf("after the drop Welcome shows %q; want the project ready, no drop zone", seenTexts(w.win.Canvas().Content()))
+	}
 	test.Tap(w.open)
 	if h.u.firstRunWin != nil || h.u.mainWin == nil {
 		t.Fatal("Open Sandbar did not swap the first-run window for the Sandbar window")

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -55,6 +56,8 @@ type newSessionWindow struct {
 	timeout     *widget.Entry
 	problems    *widget.Label
 	status      *widget.Label
+	keyBox      *fyne.Container // the way to the Anthropic key, after Start failed for want of it
+	addKey      *widget.Button
 	start       *widget.Button
 
 	loaded      bool
@@ -140,6 +143,7 @@ func newNewSessionWindow(u *UI) *newSessionWindow {
 	w.status = widget.NewLabel("")
 	w.status.Wrapping = fyne.TextWrapWord
 	w.status.Hide()
+	w.keyBox, w.addKey = newMissingKey(u)
 
 	w.start = widget.NewButtonWithIcon("Start", theme.MediaPlayIcon(), w.submit)
 	w.start.Importance = widget.HighImportance
@@ -163,7 +167,7 @@ func newNewSessionWindow(u *UI) *newSessionWindow {
 		widget.NewLabel("Agent"), container.NewVBox(w.agent, w.command),
 	)
 	buttons := container.NewHBox(layout.NewSpacer(), cancel, w.start)
-	content := container.NewVBox(form, widget.NewSeparator(), heading("Limits"), limits, w.problems, w.status, buttons)
+	content := container.NewVBox(form, widget.NewSeparator(), heading("Limits"), limits, w.problems, w.status, w.keyBox, buttons)
 	w.win.SetContent(container.NewPadded(content))
 	w.win.Resize(fyne.NewSize(620, content.MinSize().Height+2*theme.Padding()))
 	w.win.SetOnClosed(func() {
@@ -436,6 +440,7 @@ func (w *newSessionWindow) submit() {
 	}
 	w.starting = true
 	w.start.Disable()
+	w.keyBox.Hide()
 	w.status.Importance = widget.MediumImportance
 	w.status.SetText("Starting…")
 	w.status.Show()
@@ -452,6 +457,9 @@ func (w *newSessionWindow) submit() {
 			if err != nil {
 				w.status.Importance = widget.DangerImportance
 				w.status.SetText(sentence(err.Error()))
+				if errors.Is(err, session.ErrNoCredentials) {
+					w.showMissingKey()
+				}
 				w.budget, w.budgetErr = b, berr
 				w.validate()
 				return

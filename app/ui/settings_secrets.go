@@ -235,6 +235,9 @@ func (w *settingsWindow) saveSecret() {
 			}
 			setStatus(w.secretStatus, widget.SuccessImportance, msg)
 			w.loadSecrets()
+			if value != "" {
+				w.u.secretSaved(name)
+			}
 		})
 	})
 }
