@@ -52,11 +52,12 @@ type UI struct {
 	image       *imageBuild
 }
 
-// New returns a UI over a, b and s. s may be nil: Settings and the first
-// run then show only what Backend can tell.
+// New returns a UI over a, b and s, and gives a Sandbar's theme. s may be
+// nil: Settings and the first run then show only what Backend can tell.
 func New(a fyne.App, b session.Service, s SettingsBackend) *UI {
 	ctx, cancel := context.WithCancel(context.Background())
 	u := &UI{App: a, Backend: b, Settings: s, ctx: ctx, cancel: cancel, post: fyne.Do}
+	a.Settings().SetTheme(Theme())
 	u.image = newImageBuild(u)
 	u.OpenSession = u.ShowSession
 	return u
