@@ -42,33 +42,6 @@ func stateDotColor(state, activity string) color.Color {
 	return theme.Color(theme.ColorNameDisabled)
 }
 
-// stateWords is a session's state for a person.
-func stateWords(state, activity string) string {
-	switch state {
-	case session.StateProvisioning:
-		return "Cloning"
-	case session.StateBooting:
-		return "Booting"
-	case session.StateRunning:
-		switch activity {
-		case session.ActivityWaiting:
-			return "Waiting for you"
-		case session.ActivityWorking:
-			return "Working"
-		}
-		return "Running"
-	case session.StateStopping:
-		return "Stopping"
-	case session.StateStopped:
-		return "Stopped"
-	case session.StateFailed:
-		return "Failed"
-	case session.StateInterrupted:
-		return "Interrupted"
-	}
-	return state
-}
-
 func shortCommit(c string) string {
 	if len(c) > 7 {
 		return c[:7]
