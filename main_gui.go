@@ -15,6 +15,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/app"
 	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/systray"
 
 	"sandbar/app/cli"
 	"sandbar/app/doctor"
@@ -63,6 +64,7 @@ func runGUI(parent context.Context, env *cli.Env) error {
 	}
 
 	prepareMenuBarApp()
+	app.SetMetadata(appMetadata())
 	a := app.NewWithID(appID)
 	a.SetIcon(assets.AppIcon)
 	u := ui.New(a, backend, ui.NewPrefs(st, secrets.New(st, secrets.Options{}),
@@ -116,7 +118,8 @@ func runGUI(parent context.Context, env *cli.Env) error {
 	// The tray first: Fyne starts a tray only if it has a menu when Run
 	// begins.
 	if desk != nil {
-		tray = u.StartTray(desk, ui.TrayOptions{Template: runtime.GOOS == "darwin", Quit: a.Quit, Client: eng == nil})
+		tray = u.StartTray(desk, ui.TrayOptions{Template: runtime.GOOS == "darwin", Quit: a.Quit, Client: eng == nil,
+			Tooltip: systray.SetTooltip})
 	}
 	a.Lifecycle().SetOnStarted(func() {
 		err := menuBarApp(func() {

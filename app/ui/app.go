@@ -50,6 +50,7 @@ type UI struct {
 	firstRunWin *firstRunWindow
 	projectWins map[int64]*projectSettingsWindow
 	image       *imageBuild
+	merges      merges // done through this app, for the tray
 }
 
 // New returns a UI over a, b and s, and gives a Sandbar's theme. s may be
