@@ -100,6 +100,8 @@ func (u *UI) ShowNewSession(projectID int64) {
 func (u *UI) ShowSettings() {
 	if u.settingsWin == nil {
 		u.settingsWin = newSettingsWindow(u)
+	} else {
+		u.settingsWin.storageShown()
 	}
 	u.settingsWin.win.Show()
 	u.settingsWin.win.RequestFocus()
