@@ -211,7 +211,7 @@ type banner struct {
 func newBanner() *banner {
 	b := &banner{icon: widget.NewIcon(theme.InfoIcon()), text: widget.NewLabel("")}
 	b.text.Wrapping = fyne.TextWrapWord
-	closeBtn := widget.NewButtonWithIcon("", theme.CancelIcon(), b.hide)
+	closeBtn := widget.NewButtonWithIcon("Dismiss", theme.CancelIcon(), b.hide)
 	closeBtn.Importance = widget.LowImportance
 	bg := canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
 	bg.CornerRadius = theme.InputRadiusSize()

@@ -91,7 +91,7 @@ type noticeAction struct {
 func newNoticeBar() *noticeBar {
 	n := &noticeBar{msg: widget.NewLabel(""), actions: container.NewHBox()}
 	n.msg.Wrapping = fyne.TextWrapWord
-	closeBtn := widget.NewButtonWithIcon("", theme.CancelIcon(), nil)
+	closeBtn := widget.NewButtonWithIcon("Dismiss", theme.CancelIcon(), nil)
 	closeBtn.Importance = widget.LowImportance
 	closeBtn.OnTapped = n.hide
 	bg := canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))

@@ -42,7 +42,7 @@ func (w *settingsWindow) storageTab() fyne.CanvasObject {
 		})
 	w.storageTotal = widget.NewLabel("Reading what the sessions take…")
 	w.cleanup = widget.NewButtonWithIcon("Clean up stopped sessions", theme.DeleteIcon(), w.confirmCleanup)
-	refresh := widget.NewButtonWithIcon("", theme.ViewRefreshIcon(), w.loadStorage)
+	refresh := widget.NewButtonWithIcon("Refresh", theme.ViewRefreshIcon(), w.loadStorage)
 	w.storageStatus = statusLabel()
 	top := note("What each session takes on disk: its clone's own files and its scratch disk (what is written, not its size).")
 	bottom := container.NewVBox(container.NewHBox(w.storageTotal, layout.NewSpacer(), refresh, w.cleanup), w.storageStatus)
