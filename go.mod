@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	fyne.io/fyne/v2 v2.8.1
+	fyne.io/systray v1.12.3-0.20260810170012-af4e8e793ec4
 	github.com/Code-Hex/vz/v3 v3.7.1
 	github.com/Microsoft/hcsshim v0.15.0
 	github.com/containers/gvisor-tap-vsock v0.8.9
@@ -22,7 +23,6 @@ require (
 )
 
 require (
-	fyne.io/systray v1.12.3-0.20260810170012-af4e8e793ec4 // indirect
 	github.com/BurntSushi/toml v1.6.0 // indirect
 	github.com/Code-Hex/go-infinity-channel v1.0.0 // indirect
 	github.com/FyshOS/fancyfs v0.0.1 // indirect

@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/app"
 	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/systray"
 
 	"sandbar/app/cli"
 	"sandbar/app/config"
@@ -65,6 +66,7 @@ func runGUI(parent context.Context, p *parts, env *cli.Env) error {
 	}
 
 	prepareMenuBarApp()
+	app.SetMetadata(appMetadata())
 	a := app.NewWithID(appID)
 	a.SetIcon(assets.AppIcon)
 	u := ui.New(a, backend, ui.NewPrefs(st, sec, p.images,
@@ -117,7 +119,8 @@ func runGUI(parent context.Context, p *parts, env *cli.Env) error {
 	// The tray first: Fyne starts a tray only if it has a menu when Run
 	// begins.
 	if desk != nil {
-		tray = u.StartTray(desk, ui.TrayOptions{Template: runtime.GOOS == "darwin", Quit: a.Quit, Client: eng == nil})
+		tray = u.StartTray(desk, ui.TrayOptions{Template: runtime.GOOS == "darwin", Quit: a.Quit, Client: eng == nil,
+			Tooltip: systray.SetTooltip})
 	}
 	a.Lifecycle().SetOnStarted(func() {
 		err := menuBarApp(func() {

@@ -50,13 +50,15 @@ type UI struct {
 	firstRunWin *firstRunWindow
 	projectWins map[int64]*projectSettingsWindow
 	image       *imageBuild
+	merges      merges // done through this app, for the tray
 }
 
-// New returns a UI over a, b and s. s may be nil: Settings and the first
-// run then show only what Backend can tell.
+// New returns a UI over a, b and s, and gives a Sandbar's theme. s may be
+// nil: Settings and the first run then show only what Backend can tell.
 func New(a fyne.App, b session.Service, s SettingsBackend) *UI {
 	ctx, cancel := context.WithCancel(context.Background())
 	u := &UI{App: a, Backend: b, Settings: s, ctx: ctx, cancel: cancel, post: fyne.Do}
+	a.Settings().SetTheme(Theme())
 	u.image = newImageBuild(u)
 	u.OpenSession = u.ShowSession
 	return u
@@ -98,6 +100,8 @@ func (u *UI) ShowNewSession(projectID int64) {
 func (u *UI) ShowSettings() {
 	if u.settingsWin == nil {
 		u.settingsWin = newSettingsWindow(u)
+	} else {
+		u.settingsWin.storageShown()
 	}
 	u.settingsWin.win.Show()
 	u.settingsWin.win.RequestFocus()
@@ -207,7 +211,7 @@ type banner struct {
 func newBanner() *banner {
 	b := &banner{icon: widget.NewIcon(theme.InfoIcon()), text: widget.NewLabel("")}
 	b.text.Wrapping = fyne.TextWrapWord
-	closeBtn := widget.NewButtonWithIcon("", theme.CancelIcon(), b.hide)
+	closeBtn := widget.NewButtonWithIcon("Dismiss", theme.CancelIcon(), b.hide)
 	closeBtn.Importance = widget.LowImportance
 	bg := canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
 	bg.CornerRadius = theme.InputRadiusSize()

@@ -85,7 +85,7 @@ func newMainWindow(u *UI) *mainWindow {
 	newBtn := widget.NewButtonWithIcon("New Session…", theme.ContentAddIcon(), func() { mw.u.ShowNewSession(0) })
 	newBtn.Importance = widget.HighImportance
 	addBtn := widget.NewButtonWithIcon("Add Repository…", theme.FolderOpenIcon(), mw.chooseFolder)
-	settingsBtn := widget.NewButtonWithIcon("", theme.SettingsIcon(), mw.u.ShowSettings)
+	settingsBtn := widget.NewButtonWithIcon("Settings", theme.SettingsIcon(), mw.u.ShowSettings)
 	toolbar := container.NewHBox(newBtn, addBtn, layout.NewSpacer(), settingsBtn)
 
 	projectsHeader := container.NewBorder(nil, nil, heading("Projects"), widget.NewLabelWithStyle("drop a folder on a project to start a session", fyne.TextAlignTrailing, fyne.TextStyle{Italic: true}))
@@ -298,9 +298,9 @@ func (mw *mainWindow) newProjectItem() *projectItem {
 	it.branch.Truncation = fyne.TextTruncateEllipsis
 	it.start = widget.NewButtonWithIcon("Start", theme.MediaPlayIcon(), func() { mw.u.ShowNewSession(it.projectID) })
 	// Project Settings: the secrets its sessions get and its network rules.
-	it.settings = widget.NewButtonWithIcon("", theme.SettingsIcon(), func() { mw.u.ShowProjectSettings(it.projectID) })
+	it.settings = widget.NewButtonWithIcon("Settings", theme.SettingsIcon(), func() { mw.u.ShowProjectSettings(it.projectID) })
 	it.settings.Importance = widget.LowImportance
-	it.remove = widget.NewButtonWithIcon("", theme.DeleteIcon(), func() { mw.confirmRemoveProject(it.projectID) })
+	it.remove = widget.NewButtonWithIcon("Remove", theme.DeleteIcon(), func() { mw.confirmRemoveProject(it.projectID) })
 	it.remove.Importance = widget.LowImportance
 	it.count.Truncation = fyne.TextTruncateEllipsis
 	info := container.New(columns{3, 1.2, 1}, container.NewVBox(it.name, it.path), vcenter(it.branch), vcenter(it.count))

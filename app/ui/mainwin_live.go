@@ -57,19 +57,16 @@ func sessionHeader() fyne.CanvasObject {
 
 // cellsFor renders a session's row at now.
 func cellsFor(s store.Session, st *session.Stats, project string, now time.Time) sessionCells {
-	c := sessionCells{project: project, branch: s.Branch, detail: s.Reason, state: string(s.State),
-		uptime: "—", cpu: "—", mem: "—"}
+	c := sessionCells{project: project, branch: s.Branch, uptime: "—", cpu: "—", mem: "—"}
+	c.state, c.detail = sessionStatus(s)
 	if c.project == "" {
 		c.project = fmt.Sprintf("project %d", s.ProjectID)
 	}
 	switch s.State {
 	case session.StateRunning:
 		c.stateImp = widget.SuccessImportance
-		switch s.Activity {
-		case session.ActivityWaiting:
-			c.state, c.stateImp = "waiting for input", widget.WarningImportance
-		case session.ActivityWorking:
-			c.state = "running · working"
+		if s.Activity == session.ActivityWaiting {
+			c.stateImp = widget.WarningImportance
 		}
 	case session.StateFailed:
 		c.stateImp = widget.DangerImportance
@@ -77,9 +74,6 @@ func cellsFor(s store.Session, st *session.Stats, project string, now time.Time)
 		c.stateImp = widget.WarningImportance
 	case session.StateStopped:
 		c.stateImp = widget.LowImportance
-		if s.ExitCode != nil {
-			c.state = fmt.Sprintf("stopped · exit %d", *s.ExitCode)
-		}
 	default:
 		c.stateImp = widget.MediumImportance
 	}

@@ -166,9 +166,9 @@ func TestMainWindowFollowsSessions(t *testing.T) {
 	row := func(id string) *sessionRow { return mw.byID[id] }
 	h.waitFor(t, 20*time.Second, "the quick session stopped and the long one running, in the list", func() bool {
 		q, l := row(quick.ID), row(long.ID)
-		return q != nil && l != nil && strings.HasPrefix(q.cells.state, "stopped") && l.cells.state == "running · working"
+		return q != nil && l != nil && q.cells.state == "finished" && l.cells.state == "working"
 	})
-	if !shows(mw.win, "stopped · exit 0") || !shows(mw.win, "running · working") || !shows(mw.win, "2 sessions") {
+	if !shows(mw.win, "finished") || !shows(mw.win, "working") || !shows(mw.win, "2 sessions") {
 		t.Errorf("the window shows %q", texts(mw.win.Canvas().Content()))
 	}
 	if mw.sessions[0].s.ID != long.ID {
@@ -195,8 +195,11 @@ func TestMainWindowFollowsSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitFor(t, 20*time.Second, "the stopped state in the list", func() bool {
-		return strings.HasPrefix(row(long.ID).cells.state, "stopped") && row(long.ID).cells.cpu == "—"
+		return row(long.ID).cells.state == "stopped by you" && row(long.ID).cells.cpu == "—"
 	})
+	if !shows(mw.win, "stopped by you") || shows(mw.win, "143") || shows(mw.win, "exit") {
+		t.Errorf("a session the person stopped: the window shows %q, want \"stopped by you\" and no exit status", texts(mw.win.Canvas().Content()))
+	}
 
 	// Remove: the row goes.
 	if err := h.env.Manager.Remove(ctx, quick.ID, true); err != nil {
@@ -261,7 +264,7 @@ func TestMainWindowBatchesUpdates(t *testing.T) {
 
 func TestCellsFor(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	code := 3
+	code, sigterm := 3, 143
 	tests := []struct {
 		name  string
 		s     store.Session
@@ -270,11 +273,13 @@ func TestCellsFor(t *testing.T) {
 	}{
 		{"waiting", store.Session{State: "running", Activity: "waiting", Branch: "sandbar/a", Started: now.Add(-90 * time.Second)},
 			&session.Stats{CPU: 12.4, MemUsed: 512 << 20, MemTotal: 2 << 30},
-			sessionCells{project: "p", branch: "sandbar/a", state: "waiting for input", uptime: "1m 30s", cpu: "12%", mem: "512.0 MiB / 2.0 GiB"}},
-		{"failed", store.Session{State: "failed", Reason: "agent exited with 3", ExitCode: &code, Started: now.Add(-2 * time.Hour), Ended: now.Add(-time.Hour)},
-			&session.Stats{CPU: 50}, sessionCells{project: "p", detail: "agent exited with 3", state: "failed", uptime: "1h 00m", cpu: "—", mem: "—"}},
-		{"stopped", store.Session{State: "stopped", ExitCode: new(int)}, nil,
-			sessionCells{project: "p", state: "stopped · exit 0", uptime: "—", cpu: "—", mem: "—"}},
+			sessionCells{project: "p", branch: "sandbar/a", state: "waiting for you", uptime: "1m 30s", cpu: "12%", mem: "512.0 MiB / 2.0 GiB"}},
+		{"failed", store.Session{State: "failed", Reason: "agent exited with code 3", ExitCode: &code, Started: now.Add(-2 * time.Hour), Ended: now.Add(-time.Hour)},
+			&session.Stats{CPU: 50}, sessionCells{project: "p", detail: "the agent quit with error code 3", state: "failed", uptime: "1h 00m", cpu: "—", mem: "—"}},
+		{"finished", store.Session{State: "stopped", Reason: "agent finished", ExitCode: new(int)}, nil,
+			sessionCells{project: "p", state: "finished", uptime: "—", cpu: "—", mem: "—"}},
+		{"stopped by the person", store.Session{State: "stopped", Reason: session.ReasonStoppedByUser, ExitCode: &sigterm}, nil,
+			sessionCells{project: "p", state: "stopped by you", uptime: "—", cpu: "—", mem: "—"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -122,7 +122,7 @@ func TestNewSessionStartsCustomAgent(t *testing.T) {
 	}
 	h.waitFor(t, 20*time.Second, "the session listed and stopped", func() bool {
 		r := mw.byID[s.ID]
-		return r != nil && strings.HasPrefix(r.cells.state, "stopped") && shows(mw.win, "stopped · exit 0")
+		return r != nil && r.cells.state == "finished" && shows(mw.win, "finished")
 	})
 }
 

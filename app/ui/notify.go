@@ -8,6 +8,7 @@ import (
 	"fyne.io/fyne/v2"
 
 	"sandbar/app/session"
+	"sandbar/app/store"
 )
 
 // notice is what a session's latest state asks of the person.
@@ -75,11 +76,12 @@ func (t *transitions) step(ev session.Event) (notice, bool) {
 }
 
 // notification is the desktop notification for notice n of the session
-// described by what ("project · branch"); reason is its state's reason.
+// described by what ("project · branch"); reason is its state's reason,
+// in plain words (sessionStatus).
 func notification(n notice, what, reason string) *fyne.Notification {
 	switch n {
 	case noticeWaiting:
-		return fyne.NewNotification("Session waiting for input", what)
+		return fyne.NewNotification("Session waiting for you", what)
 	case noticeFinished:
 		return fyne.NewNotification("Session finished", what)
 	case noticeFailed:
@@ -119,7 +121,8 @@ func (u *UI) StartNotifications(send func(*fyne.Notification)) *Notifier {
 			if !changed || k == noticeNone {
 				continue
 			}
-			if note := notification(k, u.describe(ctx, ev.Session), ev.Reason); note != nil {
+			_, why := sessionStatus(store.Session{State: ev.State, Activity: ev.Activity, Reason: ev.Reason, ExitCode: ev.ExitCode})
+			if note := notification(k, u.describe(ctx, ev.Session), why); note != nil {
 				send(note)
 			}
 		}

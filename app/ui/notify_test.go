@@ -2,7 +2,6 @@ package ui
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -89,7 +88,7 @@ func TestNotificationText(t *testing.T) {
 		title, detail string
 	}{
 		{noticeFinished, "agent finished", "Session finished", "app · sandbar/1"},
-		{noticeWaiting, "waiting for your message", "Session waiting for input", "app · sandbar/1"},
+		{noticeWaiting, "waiting for your message", "Session waiting for you", "app · sandbar/1"},
 		{noticeFailed, "the VM stopped unexpectedly\nlast console lines:\npanic", "Session failed", "app · sandbar/1: the VM stopped unexpectedly"},
 		{noticeFailed, "", "Session failed", "app · sandbar/1"},
 	}
@@ -180,15 +179,15 @@ func TestNotifierRealManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = rec.wait(t, "Session failed", 1)
-	if !strings.HasPrefix(got.Content, "notes app · "+bad.Branch+": ") || !strings.Contains(got.Content, "3") {
-		t.Errorf("failed says %q, want the project, branch and exit code", got.Content)
+	if want := "notes app · " + bad.Branch + ": the agent quit with error code 3"; got.Content != want {
+		t.Errorf("failed says %q, want %q", got.Content, want)
 	}
 
 	idle, err := e.Manager.Start(ctx, session.Options{Repo: repo, Agent: sessiontest.Shell("sleep 60"), IdleTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec.wait(t, "Session waiting for input", 1)
+	rec.wait(t, "Session waiting for you", 1)
 	// Stopping it is the person's doing: no notification.
 	if _, err := e.Manager.Stop(ctx, idle.ID); err != nil {
 		t.Fatal(err)
@@ -205,7 +204,7 @@ func TestNotifierRealManager(t *testing.T) {
 	for _, x := range rec.all() {
 		counts[x.Title]++
 	}
-	want := map[string]int{"Session finished": 2, "Session failed": 1, "Session waiting for input": 1}
+	want := map[string]int{"Session finished": 2, "Session failed": 1, "Session waiting for you": 1}
 	for k, v := range want {
 		if counts[k] != v {
 			t.Errorf("%d notifications %q, want %d (all: %v)", counts[k], k, v, noteTitles(rec.all()))

@@ -6,7 +6,6 @@ import (
 	"image/color"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"time"
 
@@ -403,15 +402,7 @@ func (w *sessionWindow) applySession(s store.Session) {
 	w.showOpenNote()
 	w.dot.FillColor = stateDotColor(s.State, s.Activity)
 	w.dot.Refresh()
-	text := stateWords(s.State, s.Activity)
-	reason := s.Reason
-	if s.Activity == session.ActivityWaiting {
-		reason = strings.TrimLeft(strings.TrimPrefix(reason, "waiting for your message"), ": ")
-	}
-	if reason != "" && reason != s.Activity {
-		text += " — " + reason
-	}
-	w.state.SetText(sbwidget.ClipRunes(text, 160))
+	w.state.SetText(sbwidget.ClipRunes(stateSentence(s), 160))
 	w.showUptime()
 
 	live := session.Live(s.State)
@@ -442,7 +433,7 @@ func (w *sessionWindow) applySession(s store.Session) {
 		w.chatSend.Disable()
 		why := "Chat opens once the agent runs."
 		if !live {
-			why = "The session is " + string(s.State) + ": restart it to talk to the agent."
+			why = "This session has ended: restart it to talk to the agent."
 		}
 		w.chatNote.Importance = widget.LowImportance
 		w.chatNote.SetText(why)

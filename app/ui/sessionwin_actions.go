@@ -68,6 +68,7 @@ func (w *sessionWindow) doMerge(force bool) {
 			case err != nil:
 				w.notice.show(widget.DangerImportance, "Could not merge: "+err.Error())
 			default:
+				w.u.merges.note(w.sess, res.Commit)
 				w.notice.show(mergeImportance(res), mergeMessage(w.sess.Branch, w.project.Path, res))
 			}
 		})

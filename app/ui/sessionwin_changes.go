@@ -37,11 +37,13 @@ func newChangesPanel(w *sessionWindow) *changesPanel {
 	c.list = widget.NewList(
 		func() int { return len(c.files) },
 		func() fyne.CanvasObject {
-			status := widget.NewLabel("M")
-			status.TextStyle.Monospace = true
+			// The kind of change on the right, in words, so the
+			// paths line up on the left.
+			status := widget.NewLabel("untracked")
+			status.SizeName = theme.SizeNameCaptionText
 			path := widget.NewLabel("")
 			path.Truncation = fyne.TextTruncateEllipsis
-			return container.NewBorder(nil, nil, status, nil, path)
+			return container.NewBorder(nil, nil, nil, status, path)
 		},
 		func(id widget.ListItemID, o fyne.CanvasObject) {
 			if id >= len(c.files) {
@@ -51,9 +53,9 @@ func newChangesPanel(w *sessionWindow) *changesPanel {
 			box := o.(*fyne.Container)
 			path := box.Objects[0].(*widget.Label)
 			status := box.Objects[1].(*widget.Label)
-			letter, imp := statusLetter(f.Status)
+			word, imp := changeWords(f.Status)
 			status.Importance = imp
-			status.SetText(letter)
+			status.SetText(word)
 			name := f.Path
 			if f.From != "" {
 				name = f.From + " → " + f.Path
@@ -71,23 +73,6 @@ func newChangesPanel(w *sessionWindow) *changesPanel {
 	split.Offset = 0.3
 	c.content = container.NewBorder(c.summary, nil, nil, nil, split)
 	return c
-}
-
-// statusLetter is a file status as git's letter and a colour.
-func statusLetter(s string) (string, widget.Importance) {
-	switch s {
-	case "added":
-		return "A", widget.SuccessImportance
-	case "deleted":
-		return "D", widget.DangerImportance
-	case "renamed":
-		return "R", widget.HighImportance
-	case "untracked":
-		return "?", widget.SuccessImportance
-	case "unmerged":
-		return "U", widget.WarningImportance
-	}
-	return "M", widget.WarningImportance
 }
 
 // reload reads the changes from the backend; it runs off the UI
@@ -131,7 +116,8 @@ func (c *changesPanel) set(ch workspace.Changes) {
 	c.diff.SetText("")
 }
 
-// changesSummary is the line above the files: how many, and git's total.
+// changesSummary is the line above the files: how many, and git's total
+// of lines added and removed (new, untracked files are not in it).
 func changesSummary(ch workspace.Changes) string {
 	if len(ch.Files) == 0 && ch.Ahead == 0 {
 		return "No changes since the session started."
@@ -141,7 +127,7 @@ func changesSummary(ch workspace.Changes) string {
 		parts = append(parts, fmt.Sprintf("%d %s on the branch", ch.Ahead, pluralWord(ch.Ahead, "commit", "commits")))
 	}
 	if ins, del, ok := diffStatCounts(ch.DiffStat); ok {
-		parts = append(parts, fmt.Sprintf("+%d −%d lines in tracked files", ins, del))
+		parts = append(parts, fmt.Sprintf("%d %s added and %d removed in files the repository had", ins, pluralWord(ins, "line", "lines"), del))
 	}
 	return strings.Join(parts, " · ")
 }

@@ -129,7 +129,10 @@ func execOutcome(res session.ExecResult, err error, took time.Duration) string {
 	case res.Signal != "":
 		return fmt.Sprintf("Killed by %s after %s.", res.Signal, took)
 	}
-	return fmt.Sprintf("Exit %d · %s", res.Code, took)
+	if res.Code == 0 {
+		return fmt.Sprintf("Done in %s.", took)
+	}
+	return fmt.Sprintf("Failed after %s (exit code %d).", took, res.Code)
 }
 
 // cancelCommand kills the running command.

@@ -43,33 +43,6 @@ func stateDotColor(state store.State, activity string) color.Color {
 	return theme.Color(theme.ColorNameDisabled)
 }
 
-// stateWords is a session's state for a person.
-func stateWords(state store.State, activity string) string {
-	switch state {
-	case session.StateProvisioning:
-		return "Cloning"
-	case session.StateBooting:
-		return "Booting"
-	case session.StateRunning:
-		switch activity {
-		case session.ActivityWaiting:
-			return "Waiting for you"
-		case session.ActivityWorking:
-			return "Working"
-		}
-		return "Running"
-	case session.StateStopping:
-		return "Stopping"
-	case session.StateStopped:
-		return "Stopped"
-	case session.StateFailed:
-		return "Failed"
-	case session.StateInterrupted:
-		return "Interrupted"
-	}
-	return string(state)
-}
-
 func shortCommit(c string) string {
 	if len(c) > 7 {
 		return c[:7]
@@ -119,7 +92,7 @@ type noticeAction struct {
 func newNoticeBar() *noticeBar {
 	n := &noticeBar{msg: widget.NewLabel(""), actions: container.NewHBox()}
 	n.msg.Wrapping = fyne.TextWrapWord
-	closeBtn := widget.NewButtonWithIcon("", theme.CancelIcon(), nil)
+	closeBtn := widget.NewButtonWithIcon("Dismiss", theme.CancelIcon(), nil)
 	closeBtn.Importance = widget.LowImportance
 	closeBtn.OnTapped = n.hide
 	bg := canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))

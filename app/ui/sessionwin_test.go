@@ -63,7 +63,7 @@ func TestSessionWindowExecConsole(t *testing.T) {
 	test.Type(w.exec.entry, "echo exec-out; echo exec-err >&2; pwd")
 	test.Tap(w.exec.run)
 	h.q.waitFor(t, 30*time.Second, "the command's output and exit", func() bool {
-		return hasLine(w.exec.out, "exec-out") && hasLine(w.exec.out, "exec-err") && strings.HasPrefix(w.exec.status.Text, "Exit 0")
+		return hasLine(w.exec.out, "exec-out") && hasLine(w.exec.out, "exec-err") && strings.HasPrefix(w.exec.status.Text, "Done in ")
 	})
 	var errStream bool
 	for _, l := range w.exec.out.Held() {
@@ -131,7 +131,7 @@ func TestSessionWindowMerge(t *testing.T) {
 	s, repo := h.start(t, commitAgent)
 	w := h.open(t, s.ID)
 	h.env.WaitState(t, s.ID, session.StateStopped, 30*time.Second)
-	h.q.waitFor(t, 30*time.Second, "the stopped state in the header", func() bool { return strings.HasPrefix(w.state.Text, "Stopped") })
+	h.q.waitFor(t, 30*time.Second, "the finished state in the header", func() bool { return w.state.Text == "Finished" })
 	head := sessiontest.Git(t, repo, "rev-parse", "HEAD")
 
 	test.Tap(w.merge)

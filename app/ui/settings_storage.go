@@ -40,13 +40,25 @@ func (w *settingsWindow) storageTab() fyne.CanvasObject {
 			objs[1].(*widget.Label).SetText(r.state)
 			objs[2].(*widget.Label).SetText(humanBytes(r.bytes))
 		})
-	w.storageTotal = widget.NewLabel("")
+	w.storageTotal = widget.NewLabel("Reading what the sessions take…")
 	w.cleanup = widget.NewButtonWithIcon("Clean up stopped sessions", theme.DeleteIcon(), w.confirmCleanup)
-	refresh := widget.NewButtonWithIcon("", theme.ViewRefreshIcon(), w.loadStorage)
+	refresh := widget.NewButtonWithIcon("Refresh", theme.ViewRefreshIcon(), w.loadStorage)
 	w.storageStatus = statusLabel()
 	top := note("What each session takes on disk: its clone's own files and its scratch disk (what is written, not its size).")
 	bottom := container.NewVBox(container.NewHBox(w.storageTotal, layout.NewSpacer(), refresh, w.cleanup), w.storageStatus)
 	return container.NewBorder(top, bottom, nil, nil, w.storageList)
+}
+
+// tabStorage is the Storage tab's title.
+const tabStorage = "Storage"
+
+// storageShown reads the disk use again when the Storage tab is the one
+// showing: sessions come and go while the window is open or hidden, and
+// a person should not have to press refresh to see them.
+func (w *settingsWindow) storageShown() {
+	if sel := w.tabs.Selected(); sel != nil && sel.Text == tabStorage {
+		w.loadStorage()
+	}
 }
 
 // ended reports whether a session in state s is over and may be cleaned
@@ -73,7 +85,7 @@ func (w *settingsWindow) loadStorage() {
 					n++
 				}
 			}
-			w.storageTotal.SetText(fmt.Sprintf("%s in %d sessions", humanBytes(total), len(rows)))
+			w.storageTotal.SetText(fmt.Sprintf("%s in %d %s", humanBytes(total), len(rows), pluralWord(len(rows), "session", "sessions")))
 			if n == 0 {
 				w.cleanup.Disable()
 			} else {

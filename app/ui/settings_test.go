@@ -230,3 +230,34 @@ type heldBuild struct {
 func (b *heldBuild) Rebuild(ctx context.Context, progress func(stage string, frac float64)) error {
 	return b.build(ctx, func(pr imagebuild.Progress) { progress(imagebuild.Stage(pr)) })
 }
+
+// TestSettingsStorageLoadsWhenShown: sessions started while Settings was
+// open are in the Storage tab as soon as it is selected, without Refresh.
+func TestSettingsStorageLoadsWhenShown(t *testing.T) {
+	h := newAppHarness(t)
+	w := h.settings(t)
+	h.waitFor(t, 5*time.Second, "the empty storage list read", func() bool { return w.storageTotal.Text == "0 B in 0 sessions" })
+	p := h.addProject(t, "storage")
+	s, err := h.env.Manager.Start(context.Background(), session.Options{Project: p.Name, MemoryMiB: 512, Agent: sessiontest.Shell("echo hi > hi.txt")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.env.WaitState(t, s.ID, session.StateStopped, 20*time.Second)
+	for _, ti := range w.tabs.Items {
+		if ti.Text == "Storage" {
+			w.tabs.Select(ti)
+		}
+	}
+	h.waitFor(t, 5*time.Second, "the new session in the Storage tab", func() bool {
+		return len(w.storage) == 1 && w.storage[0].id == s.ID && strings.HasSuffix(w.storageTotal.Text, " in 1 session")
+	})
+	// Hidden and shown again on that tab: read again.
+	w.win.Hide()
+	s2, err := h.env.Manager.Start(context.Background(), session.Options{Project: p.Name, MemoryMiB: 512, Agent: sessiontest.Shell("true")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.env.WaitState(t, s2.ID, session.StateStopped, 20*time.Second)
+	h.u.ShowSettings()
+	h.waitFor(t, 5*time.Second, "both sessions in the Storage tab after Settings was shown again", func() bool { return len(w.storage) == 2 })
+}

@@ -81,9 +81,10 @@ func newSettingsWindow(u *UI) *settingsWindow {
 		container.NewTabItemWithIcon(tabNetwork, theme.UploadIcon(), w.networkTab()),
 		container.NewTabItemWithIcon("Defaults", theme.DocumentIcon(), w.defaultsTab()),
 		container.NewTabItemWithIcon("Guest Image", theme.ComputerIcon(), w.imageTab()),
-		container.NewTabItemWithIcon("Storage", theme.StorageIcon(), w.storageTab()),
+		container.NewTabItemWithIcon(tabStorage, theme.StorageIcon(), w.storageTab()),
 		container.NewTabItemWithIcon("General", theme.SettingsIcon(), w.generalTab()),
 	)
+	w.tabs.OnSelected = func(*container.TabItem) { w.storageShown() }
 	w.win.SetContent(w.tabs)
 	w.win.Resize(fyne.NewSize(680, 560))
 	w.win.SetOnClosed(func() {

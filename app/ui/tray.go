@@ -37,6 +37,12 @@ type TrayOptions struct {
 	Tick time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Tooltip shows its text when the pointer rests on the tray icon
+	// (the StatusNotifierItem's ToolTip on Linux, the status item's
+	// toolTip on macOS). Fyne 2.8's desktop.App has no call for it, so
+	// main hands in fyne.io/systray's SetTooltip, the tray Fyne's GLFW
+	// driver runs; nil: no tooltip.
+	Tooltip func(string)
 
 	// afterUpdate, when set, runs after each look at the sessions (tests).
 	afterUpdate func()
@@ -62,6 +68,7 @@ type Tray struct {
 	attention map[string]notice // sessions that need the person, until they look
 	applied   *trayModel        // what the tray shows; nil before the first
 	running   int               // live sessions, for Quit
+	tipSent   int               // times applied.Tooltip was handed to o.Tooltip
 }
 
 // StartTray puts Sandbar in the system tray (the menu bar on macOS) and
@@ -123,6 +130,9 @@ func (t *Tray) loop(ctx context.Context, events <-chan session.Event) {
 func (t *Tray) apply(ev session.Event, tr *transitions) bool {
 	if ev.Kind != session.EventState && ev.Kind != session.EventRemoved {
 		return false
+	}
+	if ev.Kind == session.EventRemoved {
+		t.u.merges.forget(ev.Session)
 	}
 	if n, changed := tr.step(ev); changed {
 		t.mu.Lock()
@@ -197,13 +207,25 @@ func (t *Tray) update(ctx context.Context) {
 		attention[id] = n
 	}
 	t.mu.Unlock()
-	m := buildTrayModel(sessions, projects, attention, t.o.Now())
+	m := buildTrayModel(sessions, projects, attention, t.u.merges.all(), t.o.Now())
 
 	t.mu.Lock()
 	prev := t.applied
 	t.applied = &m
 	t.running = m.Live
+	// The tooltip is sent again once after the first time: macOS drops
+	// one set before Fyne's tray has made its status item.
+	tipChanged := t.o.Tooltip != nil && (prev == nil || prev.Tooltip != m.Tooltip || t.tipSent < 2)
+	if prev != nil && prev.Tooltip != m.Tooltip {
+		t.tipSent = 0
+	}
+	if tipChanged {
+		t.tipSent++
+	}
 	t.mu.Unlock()
+	if tipChanged {
+		t.o.Tooltip(m.Tooltip)
+	}
 	iconChanged := prev == nil || prev.State != m.State
 	menuChanged := prev == nil || !prev.sameMenu(m)
 	if !iconChanged && !menuChanged {
@@ -239,12 +261,19 @@ type trayModel struct {
 	Attention int // sessions that need the person
 	Sessions  []traySession
 	Projects  []trayProject
+	// Tooltip is the glance in one line: "Sandbar — 2 running, 1
+	// waiting for you".
+	Tooltip string
 }
 
 type traySession struct {
 	ID    string
 	Label string
 	Live  bool
+	// Merged is the commit an ended session's branch was merged at,
+	// when it has not run since: the menu offers no Merge then. A live
+	// session may always have more to merge.
+	Merged string
 }
 
 type trayProject struct {
@@ -259,16 +288,19 @@ func (m trayModel) sameMenu(o trayModel) bool {
 
 // buildTrayModel says what the tray shows for these sessions (newest
 // first) and projects (most recently used first) at now: every live
-// session, and every other one that needs the person.
-func buildTrayModel(sessions []store.Session, projects []store.Project, attention map[string]notice, now time.Time) trayModel {
+// session, and every other one that needs the person; merged says which
+// sessions were merged through this app, and when they had ended then.
+func buildTrayModel(sessions []store.Session, projects []store.Project, attention map[string]notice, merged map[string]mergeNote, now time.Time) trayModel {
 	names := make(map[int64]string, len(projects))
 	for _, p := range projects {
 		names[p.ID] = p.Name
 	}
 	var m trayModel
+	var glance trayGlance
 	for _, s := range sessions {
 		live := session.Live(s.State)
 		n, needs := attention[s.ID]
+		glance.add(s, n)
 		if !live && !needs {
 			continue
 		}
@@ -278,8 +310,14 @@ func buildTrayModel(sessions []store.Session, projects []store.Project, attentio
 		if needs {
 			m.Attention++
 		}
-		m.Sessions = append(m.Sessions, traySession{ID: s.ID, Live: live, Label: sessionLabel(s, names[s.ProjectID], n, now)})
+		ts := traySession{ID: s.ID, Live: live, Label: sessionLabel(s, names[s.ProjectID], n, now)}
+		if mg, ok := merged[s.ID]; ok && !live && mg.ended.Equal(s.Ended) {
+			// Merged since it last ran: nothing more can come of it.
+			ts.Merged = mg.commit
+		}
+		m.Sessions = append(m.Sessions, ts)
 	}
+	m.Tooltip = glance.String()
 	for _, p := range projects {
 		if len(m.Projects) == recentProjects {
 			break
@@ -302,15 +340,8 @@ func sessionLabel(s store.Session, project string, n notice, now time.Time) stri
 	if project == "" {
 		project = fmt.Sprintf("project %d", s.ProjectID)
 	}
-	state := string(s.State)
-	switch {
-	case s.State == session.StateRunning && s.Activity == session.ActivityWaiting:
-		state = "waiting for input"
-	case s.State == session.StateRunning:
-		state = "working"
-	case s.State == session.StateProvisioning:
-		state = "cloning"
-	case n == noticeFinished:
+	state, _ := sessionStatus(s)
+	if n == noticeFinished {
 		state = "finished"
 	}
 	from := s.Started
@@ -369,6 +400,11 @@ func (t *Tray) menu(m trayModel) *fyne.Menu {
 		stop := fyne.NewMenuItem("Stop", func() { t.stop(id) })
 		stop.Disabled = !s.Live
 		merge := fyne.NewMenuItem("Merge", func() { t.merge(id) })
+		if s.Merged != "" {
+			// Already in the repository: say so, and offer nothing.
+			merge = fyne.NewMenuItem("Merged at "+shortCommit(s.Merged), nil)
+			merge.Disabled = true
+		}
 		item := fyne.NewMenuItem(s.Label, nil)
 		item.ChildMenu = fyne.NewMenu("", open, stop, merge)
 		items = append(items, item)
@@ -427,11 +463,14 @@ func (t *Tray) merge(id string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		what := t.u.describe(ctx, id)
+		before, _ := t.u.Backend.Get(ctx, id)
 		res, err := t.u.Backend.Merge(ctx, id, false)
 		if err != nil {
 			t.tell("Could not merge "+what, err.Error())
 			return
 		}
+		t.u.merges.note(before, res.Commit)
+		t.poke()
 		msg := fmt.Sprintf("%s is in the repository at %.8s", what, res.Commit)
 		if n := len(res.Uncommitted); n > 0 {
 			msg += fmt.Sprintf("; %d uncommitted file(s) were left out", n)

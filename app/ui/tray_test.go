@@ -63,10 +63,10 @@ func TestBuildTrayModel(t *testing.T) {
 		{"running", []store.Session{
 			sess("a", session.StateRunning, session.ActivityWorking, 12*time.Minute+30*time.Second, 0),
 			sess("b", session.StateBooting, "", 10*time.Second, 0),
-		}, nil, assets.Running, []string{"web · sandbar/a · working · 12m", "web · sandbar/b · booting · <1m"}, "2 sessions running"},
+		}, nil, assets.Running, []string{"web · sandbar/a · working · 12m", "web · sandbar/b · starting · <1m"}, "2 sessions running"},
 		{"waiting needs the person", []store.Session{
 			sess("a", session.StateRunning, session.ActivityWaiting, 2*time.Hour+time.Minute, 0),
-		}, map[string]notice{"a": noticeWaiting}, assets.Attention, []string{"web · sandbar/a · waiting for input · 2h01m"}, "1 session running · 1 needs you"},
+		}, map[string]notice{"a": noticeWaiting}, assets.Attention, []string{"web · sandbar/a · waiting for you · 2h01m"}, "1 session running · 1 needs you"},
 		{"finished until seen", []store.Session{
 			sess("a", session.StateRunning, session.ActivityWorking, 5*time.Minute, 0),
 			sess("b", session.StateStopped, "", 50*time.Minute, 20*time.Minute),
@@ -76,7 +76,7 @@ func TestBuildTrayModel(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := buildTrayModel(tc.sessions, projects, tc.attention, now)
+			m := buildTrayModel(tc.sessions, projects, tc.attention, nil, now)
 			if m.State != tc.state {
 				t.Errorf("state %s, want %s", m.State, tc.state)
 			}

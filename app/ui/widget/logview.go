@@ -134,8 +134,8 @@ func NewLogView(capacity int, olderHint string) *LogView {
 	v.search.OnSubmitted = func(string) { v.NextMatch() }
 	v.counter = widget.NewLabel("")
 	v.only = widget.NewCheck("Matching lines only", v.SetFilter)
-	prev := widget.NewButtonWithIcon("", theme.MoveUpIcon(), v.PrevMatch)
-	next := widget.NewButtonWithIcon("", theme.MoveDownIcon(), v.NextMatch)
+	prev := widget.NewButtonWithIcon("Previous", theme.MoveUpIcon(), v.PrevMatch)
+	next := widget.NewButtonWithIcon("Next", theme.MoveDownIcon(), v.NextMatch)
 	copyBtn := widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), v.Copy)
 	v.note = widget.NewLabel("")
 	v.note.Importance = widget.LowImportance
