@@ -41,9 +41,11 @@ t=$(mktemp -d /tmp/sandbar-save.XXXXXX)
 trap 'rm -rf "$t"' EXIT
 export GIT_INDEX_FILE=$t/index GIT_OPTIONAL_LOCKS=0
 export GIT_AUTHOR_NAME=Sandbar GIT_AUTHOR_EMAIL=sandbar@localhost GIT_COMMITTER_NAME=Sandbar GIT_COMMITTER_EMAIL=sandbar@localhost
-# One git for the three (rev-parse stops at the first that is missing).
-set -- $(git rev-parse 'HEAD^{commit}' 'HEAD^{tree}' "refs/heads/$branch^{commit}" 2>/dev/null || :)
-head=${1:-$base} htree=${2:-} br=${3:-${1:-$base}}
+# Each on its own: rev-parse prints an argument it cannot resolve (a
+# branch the supervisor has not made yet) where its id would be.
+head=$(git rev-parse -q --verify 'HEAD^{commit}') || head=$base
+htree=$(git rev-parse -q --verify 'HEAD^{tree}') || htree=
+br=$(git rev-parse -q --verify "refs/heads/$branch^{commit}") || br=$head
 if [ -f .git/index ]; then cp .git/index "$GIT_INDEX_FILE"; else git read-tree "$head"; fi
 # Files over 64 MiB that are not committed stay out of the snapshot (it is
 # for work in progress; a stray disk image would make every stop slow),
