@@ -71,6 +71,7 @@ func runGUI(parent context.Context, env *cli.Env) error {
 	if eng == nil {
 		u.Notice = clientNotice(env.Paths.Home)
 	}
+	u.ScreenSize = screenSize
 
 	// Set on the UI goroutine (which, with Fyne's GLFW driver, is this
 	// one once Run returns).
