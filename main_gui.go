@@ -74,6 +74,7 @@ func runGUI(parent context.Context, p *parts, env *cli.Env) error {
 	if eng == nil {
 		u.Notice = clientNotice(p.paths)
 	}
+	u.ScreenSize = screenSize
 
 	// Set on the UI goroutine (which, with Fyne's GLFW driver, is this
 	// one once Run returns).

@@ -34,6 +34,16 @@ type UI struct {
 	// in its banner: what a person should know about this run of the app
 	// (that it is another engine's client, say).
 	Notice string
+	// ScreenSize, when set, says how big the screen is in Fyne's units:
+	// windows open no bigger. Without it they are bounded by
+	// maxWindowSize (see winframe.go).
+	ScreenSize func() fyne.Size
+
+	// bannerLife is how long a success message stays up; sizeSaveDelay
+	// how long a window's size must hold before it is remembered. Tests
+	// shorten both.
+	bannerLife    time.Duration
+	sizeSaveDelay time.Duration
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -57,7 +67,8 @@ type UI struct {
 // nil: Settings and the first run then show only what Backend can tell.
 func New(a fyne.App, b session.Service, s SettingsBackend) *UI {
 	ctx, cancel := context.WithCancel(context.Background())
-	u := &UI{App: a, Backend: b, Settings: s, ctx: ctx, cancel: cancel, post: fyne.Do}
+	u := &UI{App: a, Backend: b, Settings: s, ctx: ctx, cancel: cancel, post: fyne.Do,
+		bannerLife: successLife, sizeSaveDelay: sizeSaveDelay}
 	a.Settings().SetTheme(Theme())
 	u.image = newImageBuild(u)
 	u.OpenSession = u.ShowSession
@@ -77,6 +88,8 @@ func (u *UI) Close() {
 func (u *UI) ShowMain() {
 	if u.mainWin == nil {
 		u.mainWin = newMainWindow(u)
+		u.frameWindow(u.mainWin.win, winMain, fyne.NewSize(760, 560))
+		u.mainWin.banner.hideSuccessAfter(u.bannerLife, u.post)
 		if u.Notice != "" {
 			u.mainWin.banner.show(bannerInfo, u.Notice)
 		}
@@ -90,6 +103,7 @@ func (u *UI) ShowMain() {
 func (u *UI) ShowNewSession(projectID int64) {
 	if u.newSessWin == nil {
 		u.newSessWin = newNewSessionWindow(u)
+		u.frameWindow(u.newSessWin.win, winNewSession, u.newSessWin.win.Canvas().Size())
 	}
 	u.newSessWin.selectProject(projectID)
 	u.newSessWin.win.Show()
@@ -100,6 +114,7 @@ func (u *UI) ShowNewSession(projectID int64) {
 func (u *UI) ShowSettings() {
 	if u.settingsWin == nil {
 		u.settingsWin = newSettingsWindow(u)
+		u.frameWindow(u.settingsWin.win, winSettings, fyne.NewSize(680, 560))
 	} else {
 		u.settingsWin.storageShown()
 	}
@@ -112,6 +127,8 @@ func (u *UI) ShowSettings() {
 func (u *UI) ShowFirstRun() {
 	if u.firstRunWin == nil {
 		u.firstRunWin = newFirstRunWindow(u)
+		u.frameWindow(u.firstRunWin.win, winFirstRun, fyne.NewSize(640, 620))
+		u.firstRunWin.banner.hideSuccessAfter(u.bannerLife, u.post)
 	}
 	u.firstRunWin.win.Show()
 	u.firstRunWin.win.RequestFocus()
@@ -190,6 +207,10 @@ func humanDuration(d time.Duration) string {
 	return fmt.Sprintf("%dd %02dh", s/86400, s%86400/3600)
 }
 
+// successLife is how long a message saying that something worked stays
+// up. Errors, and questions with answers, stay until dismissed.
+const successLife = 6 * time.Second
+
 // bannerKind is how a banner looks: information, success or a problem.
 type bannerKind int
 
@@ -206,6 +227,12 @@ type banner struct {
 	box  *fyne.Container
 	icon *widget.Icon
 	text *widget.Label
+	// A success goes by itself after life (see hideSuccessAfter);
+	// information and errors stay until dismissed.
+	life  time.Duration
+	post  func(func())
+	timer *time.Timer
+	shown int // counts shows, so that a late timer hides only its own
 }
 
 func newBanner() *banner {
@@ -239,9 +266,35 @@ func (b *banner) show(kind bannerKind, msg string) {
 	}
 	b.text.SetText(msg)
 	b.box.Show()
+	b.shown++
+	b.stopTimer()
+	if kind == bannerSuccess && b.life > 0 && b.post != nil {
+		seq := b.shown
+		b.timer = time.AfterFunc(b.life, func() {
+			b.post(func() {
+				if b.shown == seq {
+					b.hide()
+				}
+			})
+		})
+	}
+}
+
+// hideSuccessAfter makes a success message go after life, hidden on the
+// UI goroutine through post.
+func (b *banner) hideSuccessAfter(life time.Duration, post func(func())) {
+	b.life, b.post = life, post
+}
+
+func (b *banner) stopTimer() {
+	if b.timer != nil {
+		b.timer.Stop()
+		b.timer = nil
+	}
 }
 
 func (b *banner) hide() {
+	b.stopTimer()
 	b.text.SetText("")
 	b.box.Hide()
 }

@@ -360,7 +360,7 @@ func (mw *mainWindow) confirmRemoveProject(id int64) {
 						mw.banner.show(bannerError, sentence(err.Error()))
 						return
 					}
-					mw.banner.show(bannerInfo, "Removed "+p.Name+" from Sandbar.")
+					mw.banner.show(bannerSuccess, "Removed "+p.Name+" from Sandbar.")
 					mw.reload()
 				})
 			})

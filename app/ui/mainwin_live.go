@@ -44,8 +44,6 @@ type sessionCells struct {
 	uptime, cpu, mem        string
 }
 
-var sessionColumns = columns{3.2, 1.9, 1, 0.8, 1.6}
-
 func sessionHeader() fyne.CanvasObject {
 	h := func(s string) fyne.CanvasObject {
 		l := widget.NewLabelWithStyle(s, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})

@@ -137,7 +137,7 @@ type rulesEditor struct {
 	choices []modeChoice
 	mode    *widget.Select
 	hint    *widget.Label
-	text    *widget.Entry
+	text    *entry
 	save    *widget.Button
 	status  *widget.Label
 	content fyne.CanvasObject
@@ -157,7 +157,7 @@ func newRulesEditor(u *UI, scope session.NetScope, ref string, projectID int64) 
 	}
 	e.mode = widget.NewSelect(nil, func(string) { e.modeChosen() })
 	e.hint = note("")
-	e.text = widget.NewMultiLineEntry()
+	e.text = newMultiLineEntry()
 	e.text.TextStyle.Monospace = true
 	e.text.SetPlaceHolder("# no rules: the default allowlist applies\nallow api.example.com")
 	e.text.SetMinRowsVisible(4)

@@ -36,24 +36,24 @@ type newSessionWindow struct {
 	projects    []store.Project
 	project     *widget.Select
 	projectPath *widget.Label
-	base        *widget.Entry
+	base        *entry
 	baseEdited  bool
 	settingBase bool
-	prompt      *widget.Entry
+	prompt      *entry
 	agent       *widget.RadioGroup
-	command     *widget.Entry
+	command     *entry
 	cpus        *widget.Slider
 	cpusLabel   *widget.Label
-	memory      *widget.Entry
+	memory      *entry
 	memoryHint  *widget.Label
-	disk        *widget.Entry
+	disk        *entry
 	network     *widget.RadioGroup // the egress mode: Allowlist, Open, Off
 	networkHint *widget.Label
 	netEdited   bool // the person chose a mode: it is the session's own
 	settingNet  bool
 	netDefault  policy.Mode // what the settings give the selected project
 	netFrom     string      // whose settings say so
-	timeout     *widget.Entry
+	timeout     *entry
 	problems    *widget.Label
 	status      *widget.Label
 	keyBox      *fyne.Container // the way to the Anthropic key, after Start failed for want of it
@@ -89,19 +89,19 @@ func newNewSessionWindow(u *UI) *newSessionWindow {
 	w.projectPath.SizeName = theme.SizeNameCaptionText
 	w.projectPath.Truncation = fyne.TextTruncateEllipsis
 
-	w.base = widget.NewEntry()
+	w.base = newEntry()
 	w.base.OnChanged = func(string) {
 		if !w.settingBase {
 			w.baseEdited = true
 		}
 		w.validate()
 	}
-	w.prompt = widget.NewMultiLineEntry()
+	w.prompt = newMultiLineEntry()
 	w.prompt.SetPlaceHolder("What should the agent do? e.g. make the tests pass")
 	w.prompt.Wrapping = fyne.TextWrapWord
 	w.prompt.SetMinRowsVisible(4)
 
-	w.command = widget.NewEntry()
+	w.command = newEntry()
 	w.command.SetPlaceHolder("a shell command, run in /workspace: e.g. make test")
 	w.command.OnChanged = func(string) { w.validate() }
 	w.agent = widget.NewRadioGroup([]string{agentClaude, agentCustom}, func(string) { w.agentChanged() })
@@ -115,10 +115,10 @@ func newNewSessionWindow(u *UI) *newSessionWindow {
 	if w.hostCPUs == 1 {
 		w.cpus.Disable()
 	}
-	w.memory = widget.NewEntry()
+	w.memory = newEntry()
 	w.memory.OnChanged = func(string) { w.validate() }
 	w.memoryHint = widget.NewLabel("MiB")
-	w.disk = widget.NewEntry()
+	w.disk = newEntry()
 	w.disk.OnChanged = func(string) { w.validate() }
 	w.network = widget.NewRadioGroup([]string{modeName(policy.ModeAllowlist), modeName(policy.ModeOpen), modeName(policy.ModeOff)}, func(string) {
 		if !w.settingNet {
@@ -133,7 +133,7 @@ func newNewSessionWindow(u *UI) *newSessionWindow {
 	w.networkHint = note("")
 	w.networkHint.Importance = widget.MediumImportance
 	w.networkChanged()
-	w.timeout = widget.NewEntry()
+	w.timeout = newEntry()
 	w.timeout.SetPlaceHolder("none")
 	w.timeout.OnChanged = func(string) { w.validate() }
 

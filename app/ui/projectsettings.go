@@ -75,7 +75,7 @@ func (u *UI) showProjectSettings(id int64) *projectSettingsWindow {
 		nil, nil, container.NewVScroll(w.secretRows))
 	w.tabs = container.NewAppTabs(container.NewTabItemWithIcon("Secrets", theme.AccountIcon(), secretsTab))
 	w.win.SetContent(container.NewPadded(w.tabs))
-	w.win.Resize(fyne.NewSize(640, 480))
+	u.frameWindow(w.win, winProjectSettings, fyne.NewSize(640, 480))
 	w.win.SetOnClosed(func() {
 		if u.projectWins[id] == w {
 			delete(u.projectWins, id)

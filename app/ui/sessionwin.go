@@ -59,6 +59,7 @@ func (u *UI) showSession(id string) *sessionWindow {
 		msg.Wrapping = fyne.TextWrapWord
 		w.SetContent(container.NewPadded(msg))
 		w.Resize(fyne.NewSize(420, 140))
+		closeOnKeys(w)
 		w.Show()
 		return nil
 	}
@@ -71,6 +72,7 @@ func (u *UI) showSession(id string) *sessionWindow {
 		}
 	}
 	w := buildSessionWindow(u, s, p, agentLog)
+	u.frameWindow(w.win, winSession, fyne.NewSize(980, 720))
 	w.win.Show()
 	w.start()
 	return w
@@ -123,7 +125,7 @@ type sessionWindow struct {
 	res        *resourcePanel
 	net        *netPanel
 
-	chat     *widget.Entry
+	chat     *entry
 	chatSend *widget.Button
 	chatNote *widget.Label
 	chatBusy bool
@@ -148,6 +150,7 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 	w.name.Truncation = fyne.TextTruncateEllipsis
 	w.dot = canvas.NewCircle(color.Transparent)
 	w.state = widget.NewLabel("")
+	w.state.Truncation = fyne.TextTruncateEllipsis
 	w.uptime = widget.NewLabel("")
 	w.uptime.Importance = widget.LowImportance
 	w.stop = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), w.doStop)
@@ -157,9 +160,12 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 	w.del = widget.NewButtonWithIcon("Delete", theme.DeleteIcon(), func() { w.doDelete(false) })
 	w.del.Importance = widget.DangerImportance
 	w.notice = newNoticeBar()
+	w.notice.life, w.notice.post = u.bannerLife, w.ui
 
 	dotBox := container.NewGridWrap(fyne.NewSquareSize(theme.Size(theme.SizeNameText)*0.8), w.dot)
-	stateLine := container.NewHBox(container.NewCenter(dotBox), w.state, w.uptime)
+	// The state's reason can be long: it truncates, in the room the
+	// dot and the uptime leave it.
+	stateLine := container.NewBorder(nil, nil, container.NewCenter(dotBox), w.uptime, w.state)
 	actions := container.NewHBox(w.stop, w.restart, w.merge, w.del)
 	head := container.NewBorder(nil, nil, nil, container.NewCenter(actions), container.NewVBox(w.name, stateLine))
 
@@ -212,12 +218,12 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 	w.res.setSession(s)
 	w.net = newNetPanel(w)
 	w.tabs = container.NewAppTabs(
-		container.NewTabItemWithIcon(tabTranscript, theme.DocumentIcon(), w.transcript),
-		container.NewTabItemWithIcon(tabLog, theme.ListIcon(), w.logs),
-		container.NewTabItemWithIcon(tabChanges, theme.DocumentCreateIcon(), w.changes.content),
-		container.NewTabItemWithIcon(tabExec, theme.ComputerIcon(), w.exec.content),
-		container.NewTabItemWithIcon(tabNetwork, theme.UploadIcon(), w.net.content),
-		container.NewTabItemWithIcon(tabResources, theme.InfoIcon(), w.res.content),
+		container.NewTabItemWithIcon(tabTranscript, theme.DocumentIcon(), sbwidget.Fit(w.transcript)),
+		container.NewTabItemWithIcon(tabLog, theme.ListIcon(), sbwidget.Fit(w.logs)),
+		container.NewTabItemWithIcon(tabChanges, theme.DocumentCreateIcon(), sbwidget.Fit(w.changes.content)),
+		container.NewTabItemWithIcon(tabExec, theme.ComputerIcon(), sbwidget.Fit(w.exec.content)),
+		container.NewTabItemWithIcon(tabNetwork, theme.UploadIcon(), sbwidget.Fit(w.net.content)),
+		container.NewTabItemWithIcon(tabResources, theme.InfoIcon(), sbwidget.Fit(w.res.content)),
 	)
 	w.tabs.OnSelected = func(t *container.TabItem) {
 		if t.Text == tabNetwork {
@@ -230,7 +236,7 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 	}
 
 	// Chat.
-	w.chat = widget.NewEntry()
+	w.chat = newEntry()
 	w.chat.SetPlaceHolder("Message the agent (Enter sends)")
 	w.chat.OnSubmitted = func(string) { w.sendChat() }
 	w.chatSend = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), w.sendChat)
@@ -241,7 +247,6 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 
 	top := container.NewVBox(head, openRow, w.openMsg, w.notice.box)
 	w.win.SetContent(container.NewBorder(top, chatRow, nil, nil, w.tabs))
-	w.win.Resize(fyne.NewSize(980, 720))
 	w.win.SetOnClosed(w.close)
 	w.applySession(s)
 	return w

@@ -34,6 +34,9 @@ func newChangesPanel(w *sessionWindow) *changesPanel {
 	c.title.TextStyle.Bold = true
 	c.title.Truncation = fyne.TextTruncateEllipsis
 	c.diff = widget.NewTextGrid()
+	// NewTextGrid does not scroll: its minimum size would be the whole
+	// diff's, and the window would grow to hold it.
+	c.diff.Scroll = fyne.ScrollBoth
 	c.list = widget.NewList(
 		func() int { return len(c.files) },
 		func() fyne.CanvasObject {

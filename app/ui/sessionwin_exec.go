@@ -25,7 +25,7 @@ const execConsoleLines = 5000
 // Cancel that kills it.
 type execConsole struct {
 	w      *sessionWindow
-	entry  *widget.Entry
+	entry  *entry
 	run    *widget.Button
 	stop   *widget.Button
 	clear  *widget.Button
@@ -41,7 +41,7 @@ type execConsole struct {
 }
 
 func newExecConsole(w *sessionWindow) *execConsole {
-	e := &execConsole{w: w, entry: widget.NewEntry(), out: sbwidget.NewLogView(execConsoleLines, ""), status: widget.NewLabel("")}
+	e := &execConsole{w: w, entry: newEntry(), out: sbwidget.NewLogView(execConsoleLines, ""), status: widget.NewLabel("")}
 	e.out.Post = w.post
 	e.entry.SetPlaceHolder("Command to run in the VM, e.g. git status (Enter runs it)")
 	e.entry.OnSubmitted = func(string) { e.runCommand() }

@@ -76,7 +76,7 @@ type netPanel struct {
 	ports       []netstack.Port
 	portList    *widget.List
 	portsNote   *widget.Label
-	guestPort   *widget.Entry
+	guestPort   *entry
 	publish     *widget.Button
 	portsStatus *widget.Label
 	// look finds the desktop's opener (tests replace it).

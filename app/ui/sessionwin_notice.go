@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
@@ -80,6 +81,11 @@ type noticeBar struct {
 	msg     *widget.Label
 	actions *fyne.Container
 	shown   int // counts shows, so that a late result hides only its own
+	// A success without actions goes by itself after life, hidden on the
+	// UI goroutine through post; the rest stay until dismissed.
+	life  time.Duration
+	post  func(func())
+	timer *time.Timer
 }
 
 // noticeAction is a button of a notice.
@@ -122,10 +128,25 @@ func (n *noticeBar) show(imp widget.Importance, text string, actions ...noticeAc
 	}
 	n.box.Show()
 	n.box.Refresh()
+	n.stopTimer()
+	if imp == widget.SuccessImportance && len(actions) == 0 && n.life > 0 && n.post != nil {
+		seq := n.shown
+		n.timer = time.AfterFunc(n.life, func() { n.post(func() { n.hideIf(seq) }) })
+	}
 	return n.shown
 }
 
-func (n *noticeBar) hide() { n.box.Hide() }
+func (n *noticeBar) stopTimer() {
+	if n.timer != nil {
+		n.timer.Stop()
+		n.timer = nil
+	}
+}
+
+func (n *noticeBar) hide() {
+	n.stopTimer()
+	n.box.Hide()
+}
 
 // hideIf hides the notice if it still shows what show number seq put
 // there.

@@ -46,7 +46,7 @@ func (p *netPanel) portsPane() fyne.CanvasObject {
 			btns[1].(*widget.Button).OnTapped = func() { p.unpublish(port.Guest) }
 		})
 	p.portsNote = note("")
-	p.guestPort = widget.NewEntry()
+	p.guestPort = newEntry()
 	p.guestPort.SetPlaceHolder("guest port")
 	p.guestPort.OnSubmitted = func(string) { p.doPublish() }
 	p.publish = widget.NewButtonWithIcon("Publish", theme.ContentAddIcon(), p.doPublish)

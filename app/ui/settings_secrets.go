@@ -53,10 +53,10 @@ func (w *settingsWindow) secretsTab() fyne.CanvasObject {
 	w.secretValue = widget.NewPasswordEntry()
 	w.secretValue.SetPlaceHolder("value (kept in the keyring, never shown)")
 	w.secretValue.OnChanged = func(string) { w.validateSecret() }
-	w.secretHost = widget.NewEntry()
+	w.secretHost = newEntry()
 	w.secretHost.SetPlaceHolder("optional: the one host it may go to, e.g. api.example.com")
 	w.secretHost.OnChanged = func(string) { w.validateSecret() }
-	w.secretHeader = widget.NewEntry()
+	w.secretHeader = newEntry()
 	w.secretHeader.SetPlaceHolder("Authorization")
 	w.secretHeader.OnChanged = func(string) { w.validateSecret() }
 	w.secretHostNote = note("")
@@ -213,7 +213,7 @@ func (w *settingsWindow) saveSecret() {
 				w.validateSecret()
 				return
 			}
-			for _, e := range []*widget.Entry{w.secretValue, w.secretHost, w.secretHeader} {
+			for _, e := range []*widget.Entry{w.secretValue, &w.secretHost.Entry, &w.secretHeader.Entry} {
 				e.SetText("")
 			}
 			w.secretName.SetText("")

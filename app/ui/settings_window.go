@@ -34,7 +34,7 @@ type settingsWindow struct {
 	secretValue *widget.Entry
 	// secretHost and secretHeader bind a secret to the one host the
 	// broker puts it in requests to.
-	secretHost, secretHeader *widget.Entry
+	secretHost, secretHeader *entry
 	secretHostNote           *widget.Label
 	secretBrokers            map[string]store.SecretBroker
 	secretSave               *widget.Button
@@ -46,8 +46,8 @@ type settingsWindow struct {
 	publishStatus *widget.Label
 
 	// Defaults.
-	cpus, memory, disk, budget *widget.Entry
-	agentCmd                   *widget.Entry
+	cpus, memory, disk, budget *entry
+	agentCmd                   *entry
 	defaultsSave               *widget.Button
 	defaultsStatus             *widget.Label
 
@@ -131,13 +131,13 @@ func setStatus(l *widget.Label, imp widget.Importance, text string) {
 // --- Defaults ---
 
 func (w *settingsWindow) defaultsTab() fyne.CanvasObject {
-	num := func() *widget.Entry {
-		e := widget.NewEntry()
+	num := func() *entry {
+		e := newEntry()
 		e.OnChanged = func(string) { w.validateDefaults() }
 		return e
 	}
 	w.cpus, w.memory, w.disk, w.budget = num(), num(), num(), num()
-	w.agentCmd = widget.NewEntry()
+	w.agentCmd = newEntry()
 	w.agentCmd.SetPlaceHolder("empty: Claude Code")
 	w.agentCmd.OnChanged = func(string) { w.validateDefaults() }
 	w.defaultsSave = widget.NewButtonWithIcon("Save", theme.DocumentSaveIcon(), w.saveDefaults)
@@ -193,7 +193,7 @@ func (w *settingsWindow) defaults() (map[string]string, []string) {
 	var problems []string
 	out := map[string]string{}
 	host := w.u.Backend.HostCPUs()
-	intField := func(key, label string, e *widget.Entry, lo, hi int) {
+	intField := func(key, label string, e *entry, lo, hi int) {
 		n, err := strconv.Atoi(strings.TrimSpace(e.Text))
 		if err != nil || n < lo || n > hi {
 			problems = append(problems, fmt.Sprintf("%s: type a whole number from %d to %d.", label, lo, hi))

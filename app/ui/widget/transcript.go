@@ -63,7 +63,9 @@ func NewTranscriptView() *TranscriptView {
 	t.dropped.Importance = widget.LowImportance
 	t.dropped.Hide()
 	t.scroll = container.NewVScroll(t.box)
-	t.content = container.NewBorder(container.NewVBox(t.empty, t.dropped), nil, nil, nil, t.scroll)
+	// The entries wrap; a row that cannot (a tool call's title, a long
+	// word in a code block) is clipped rather than widening the window.
+	t.content = container.NewBorder(container.NewVBox(t.empty, t.dropped), nil, nil, nil, Fit(t.scroll))
 	t.ExtendBaseWidget(t)
 	return t
 }
@@ -224,6 +226,7 @@ func transcriptObject(e Entry) (fyne.CanvasObject, *toolRow) {
 		return resultLabel(e), nil
 	case EntrySystem:
 		l := widget.NewLabel(e.Text)
+		l.Wrapping = fyne.TextWrapWord
 		l.Importance = widget.LowImportance
 		return l, nil
 	}
@@ -283,8 +286,17 @@ func toolTitle(e Entry) string {
 		}
 	}
 	summary = strings.Join(strings.Fields(summary), " ")
-	return e.Tool + "  " + ClipRunes(summary, 120)
+	// The title is a button's, which cannot truncate: it is cut here to
+	// what fits a narrow window. The whole input is under the title.
+	if r := []rune(summary); len(r) > toolTitleMax {
+		summary = string(r[:toolTitleMax-1]) + "…"
+	}
+	return e.Tool + "  " + summary
 }
+
+// toolTitleMax is how many characters of a tool call's input its title
+// shows: about 600 points.
+const toolTitleMax = 64
 
 func resultLabel(e Entry) *widget.Label {
 	parts := []string{}

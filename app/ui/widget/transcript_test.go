@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
@@ -114,5 +115,30 @@ func TestToolTitle(t *testing.T) {
 		if got := toolTitle(Entry{Tool: "Bash", Input: c.in}); got != c.want {
 			t.Errorf("toolTitle(%s) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// TestTranscriptHoldsLongEntries: entries as long as an agent makes
+// them wrap or are cut, so the transcript asks for no more width than a
+// window has.
+func TestTranscriptHoldsLongEntries(t *testing.T) {
+	test.NewTempApp(t)
+	long := strings.Repeat("x", 10000)
+	v := NewTranscriptView()
+	now := time.Now()
+	v.Add(Entry{Kind: EntrySystem, Time: now, Text: long})
+	v.Add(Entry{Kind: EntryText, Time: now, Text: "```\n" + long + "\n```\n" + long})
+	v.Add(Entry{Kind: EntryThinking, Time: now, Text: long})
+	v.Add(Entry{Kind: EntryToolUse, Time: now, Tool: "Bash", ToolID: "t1", Input: `{"command":"` + long + `"}`})
+	v.Add(Entry{Kind: EntryToolResult, Time: now, ToolID: "t1", Text: long})
+	v.Add(Entry{Kind: EntryUser, Time: now, Text: long})
+	for _, tr := range v.tools {
+		tr.acc.Open(0)
+	}
+	w := test.NewWindow(v)
+	defer w.Close()
+	w.Resize(fyne.NewSize(800, 600))
+	if got := v.box.MinSize().Width; got > 800 {
+		t.Errorf("the transcript's entries ask for %.0f points of width in an 800-point window", got)
 	}
 }

@@ -1,0 +1,31 @@
+//go:build linux || darwin
+
+package main
+
+import (
+	"fyne.io/fyne/v2"
+	"github.com/go-gl/glfw/v3.4/glfw"
+)
+
+// screenSize is the primary monitor's size in Fyne's units, for the
+// windows to open no bigger (ui.UI.ScreenSize): its video mode divided by
+// its content scale (2 on a Retina Mac, whose points Fyne counts; on
+// Linux Fyne finds its own scale from the monitor's DPI, so this is near,
+// not exact). It asks GLFW, which Fyne's desktop driver has started, and
+// so runs on the UI goroutine only; the zero size when there is no
+// monitor to ask.
+func screenSize() fyne.Size {
+	m := glfw.GetPrimaryMonitor()
+	if m == nil {
+		return fyne.Size{}
+	}
+	mode := m.GetVideoMode()
+	if mode == nil {
+		return fyne.Size{}
+	}
+	sx, sy := m.GetContentScale()
+	if sx <= 0 || sy <= 0 {
+		sx, sy = 1, 1
+	}
+	return fyne.NewSize(float32(mode.Width)/sx, float32(mode.Height)/sy)
+}
