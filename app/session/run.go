@@ -47,6 +47,7 @@ type run struct {
 	stopReq    chan struct{}
 	stopMu     sync.Mutex
 	stopReason string
+	stopFailed bool // the agent's turn failed (turnFailed): the run ends failed
 
 	agentStarted chan protocol.Event
 	agentExit    chan protocol.Event
@@ -157,7 +158,7 @@ func (r *run) vmUp() bool {
 
 func (r *run) boot(ctx context.Context, undo *cleanups) error {
 	if reason, stop := r.stopRequested(); stop {
-		return r.finish(ctx, StateStopped, reason, nil)
+		return r.finish(ctx, r.stoppedAs(), reason, nil)
 	}
 	if _, err := r.m.setState(ctx, r.id, StateBooting, "", "booting the VM", nil); err != nil {
 		return err
@@ -204,7 +205,7 @@ func (r *run) boot(ctx context.Context, undo *cleanups) error {
 	sb, err := sandbox.Boot(ctx, r.m.cfg.Hypervisor, img, opts)
 	if err != nil {
 		if reason, stop := r.stopRequested(); stop {
-			return r.finish(ctx, StateStopped, reason, nil)
+			return r.finish(ctx, r.stoppedAs(), reason, nil)
 		}
 		return r.fail(ctx, "boot the VM: "+err.Error())
 	}
@@ -228,7 +229,7 @@ func (r *run) boot(ctx context.Context, undo *cleanups) error {
 		r.saveBeforeStop()
 		r.shutdown()
 		if reason, stop := r.stopRequested(); stop {
-			return r.finish(ctx, StateStopped, reason, nil)
+			return r.finish(ctx, r.stoppedAs(), reason, nil)
 		}
 		return r.fail(ctx, err.Error())
 	}
@@ -326,7 +327,7 @@ func (r *run) supervise(ctx context.Context, vmDone <-chan error) error {
 			return r.agentExited(ctx, ev)
 		case err := <-vmDone:
 			if reason, stop := r.stopRequested(); stop {
-				return r.finish(ctx, StateStopped, reason, nil)
+				return r.finish(ctx, r.stoppedAs(), reason, nil)
 			}
 			msg := "the VM stopped unexpectedly"
 			if err != nil {
@@ -395,7 +396,7 @@ func (r *run) stopAgent(ctx context.Context, vmDone <-chan error) error {
 	}
 	r.saveBeforeStop()
 	r.shutdown()
-	return r.finish(ctx, StateStopped, reason, exit)
+	return r.finish(ctx, r.stoppedAs(), reason, exit)
 }
 
 // agentExited ends the session after the agent exited on its own.
@@ -406,7 +407,7 @@ func (r *run) agentExited(ctx context.Context, ev protocol.Event) error {
 	r.saveBeforeStop()
 	r.shutdown()
 	if reason, stop := r.stopRequested(); stop {
-		return r.finish(ctx, StateStopped, reason, &code)
+		return r.finish(ctx, r.stoppedAs(), reason, &code)
 	}
 	if code == 0 {
 		return r.finish(ctx, StateStopped, "agent finished", &code)
