@@ -322,6 +322,8 @@ func errCode(err error) string {
 		return "owned"
 	case errors.Is(err, ErrNoCredentials):
 		return "no_credentials"
+	case errors.Is(err, ErrNoModelAPI):
+		return "no_model_api"
 	case errors.Is(err, ErrBadOptions):
 		return "bad_options"
 	case errors.Is(err, ErrNetworkRules):
@@ -337,7 +339,7 @@ func errCode(err error) string {
 var codes = map[string]error{
 	"not_found": store.ErrNotFound, "ambiguous": store.ErrAmbiguous, "exists": store.ErrExists,
 	"budget": ErrBudget, "state": ErrState, "owned": ErrOwnedElsewhere,
-	"no_credentials": ErrNoCredentials, "bad_options": ErrBadOptions, "dirty": ErrDirty,
+	"no_credentials": ErrNoCredentials, "no_model_api": ErrNoModelAPI, "bad_options": ErrBadOptions, "dirty": ErrDirty,
 	"network_rules": ErrNetworkRules, "no_network": ErrNoNetwork, "port_in_use": netstack.ErrPortInUse,
 }
 
