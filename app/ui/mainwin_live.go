@@ -70,6 +70,8 @@ func cellsFor(s store.Session, st *session.Stats, project string, now time.Time)
 			c.state, c.stateImp = "waiting for input", widget.WarningImportance
 		case session.ActivityWorking:
 			c.state = "running · working"
+		case session.ActivityRetrying:
+			c.state, c.stateImp = "retrying", widget.WarningImportance
 		}
 	case session.StateFailed:
 		c.stateImp = widget.DangerImportance

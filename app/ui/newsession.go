@@ -55,6 +55,7 @@ type newSessionWindow struct {
 	timeout     *widget.Entry
 	problems    *widget.Label
 	status      *widget.Label
+	apiFix      *widget.Button // turns the network on and starts again (newsession_health.go)
 	start       *widget.Button
 
 	loaded      bool
@@ -140,6 +141,7 @@ func newNewSessionWindow(u *UI) *newSessionWindow {
 	w.status = widget.NewLabel("")
 	w.status.Wrapping = fyne.TextWrapWord
 	w.status.Hide()
+	w.apiFix = w.newAPIFix()
 
 	w.start = widget.NewButtonWithIcon("Start", theme.MediaPlayIcon(), w.submit)
 	w.start.Importance = widget.HighImportance
@@ -163,7 +165,7 @@ func newNewSessionWindow(u *UI) *newSessionWindow {
 		widget.NewLabel("Agent"), container.NewVBox(w.agent, w.command),
 	)
 	buttons := container.NewHBox(layout.NewSpacer(), cancel, w.start)
-	content := container.NewVBox(form, widget.NewSeparator(), heading("Limits"), limits, w.problems, w.status, buttons)
+	content := container.NewVBox(form, widget.NewSeparator(), heading("Limits"), limits, w.problems, w.status, w.apiFix, buttons)
 	w.win.SetContent(container.NewPadded(content))
 	w.win.Resize(fyne.NewSize(620, content.MinSize().Height+2*theme.Padding()))
 	w.win.SetOnClosed(func() {
@@ -439,6 +441,7 @@ func (w *newSessionWindow) submit() {
 	w.status.Importance = widget.MediumImportance
 	w.status.SetText("Starting…")
 	w.status.Show()
+	w.apiFix.Hide()
 	u := w.u
 	u.background(func(ctx context.Context) {
 		s, err := u.Backend.Start(ctx, o)
@@ -452,6 +455,7 @@ func (w *newSessionWindow) submit() {
 			if err != nil {
 				w.status.Importance = widget.DangerImportance
 				w.status.SetText(sentence(err.Error()))
+				w.offerAPIFix(err, o)
 				w.budget, w.budgetErr = b, berr
 				w.validate()
 				return

@@ -411,6 +411,9 @@ func (w *sessionWindow) applySession(s store.Session) {
 	if reason != "" && reason != s.Activity {
 		text += " — " + reason
 	}
+	if s.Activity == session.ActivityRetrying && reason != "" {
+		text = reason // "Can't reach the Anthropic API — retry 3/10"
+	}
 	w.state.SetText(sbwidget.ClipRunes(text, 160))
 	w.showUptime()
 

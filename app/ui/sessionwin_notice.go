@@ -29,7 +29,7 @@ func setEnabled(b *widget.Button, on bool) {
 func stateDotColor(state store.State, activity string) color.Color {
 	switch state {
 	case session.StateRunning:
-		if activity == session.ActivityWaiting {
+		if activity == session.ActivityWaiting || activity == session.ActivityRetrying {
 			return theme.Color(theme.ColorNameWarning)
 		}
 		return theme.Color(theme.ColorNameSuccess)
@@ -56,6 +56,8 @@ func stateWords(state store.State, activity string) string {
 			return "Waiting for you"
 		case session.ActivityWorking:
 			return "Working"
+		case session.ActivityRetrying:
+			return "Retrying"
 		}
 		return "Running"
 	case session.StateStopping:

@@ -306,6 +306,8 @@ func sessionLabel(s store.Session, project string, n notice, now time.Time) stri
 	switch {
 	case s.State == session.StateRunning && s.Activity == session.ActivityWaiting:
 		state = "waiting for input"
+	case s.State == session.StateRunning && s.Activity == session.ActivityRetrying, s.State == session.StateFailed:
+		state = healthWords(s)
 	case s.State == session.StateRunning:
 		state = "working"
 	case s.State == session.StateProvisioning:
