@@ -129,11 +129,14 @@ func follow(ctx context.Context, env *Env, e session.Service, id string, events 
 				if ev.Turn == nil {
 					continue
 				}
-				fmt.Fprintf(env.Stderr, "sandbar: the agent's turn ended (%s); the session waits for your message: sandbar chat %s TEXT, or sandbar stop %s\n",
-					ev.Turn.Summary, short(id), short(id))
 				if ev.Turn.Code != 0 {
+					// A failed turn fails the session (see session.FailureReason).
+					fmt.Fprintf(env.Stderr, "sandbar: the agent's turn failed (%s); the session stops: sandbar restart %s once it is fixed\n",
+						ev.Turn.Summary, short(id))
 					return ExitError{Code: ev.Turn.Code}
 				}
+				fmt.Fprintf(env.Stderr, "sandbar: the agent's turn ended (%s); the session waits for your message: sandbar chat %s TEXT, or sandbar stop %s\n",
+					ev.Turn.Summary, short(id), short(id))
 				return nil
 			case session.EventState:
 				if ev.Reason != lastReason && env.IsTerminal {

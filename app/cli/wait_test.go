@@ -90,10 +90,11 @@ func TestStartWaitReturnsWhenClaudesTurnEnds(t *testing.T) {
 	for _, tt := range []struct {
 		name, result string
 		code         int
+		words        string // what a failed turn's reason says
 	}{
-		{"success", `{"type":"result","subtype":"success","is_error":false,"result":"all done","duration_ms":1500,"num_turns":2,"total_cost_usd":0.0125}`, 0},
-		{"is_error", `{"type":"result","subtype":"success","is_error":true,"result":"API Error: 500","num_turns":1}`, 1},
-		{"error subtype", `{"type":"result","subtype":"error_max_turns","is_error":false,"num_turns":9}`, 1},
+		{"success", `{"type":"result","subtype":"success","is_error":false,"result":"all done","duration_ms":1500,"num_turns":2,"total_cost_usd":0.0125}`, 0, ""},
+		{"is_error", `{"type":"result","subtype":"success","is_error":true,"result":"API Error: 500","num_turns":1,"api_error_status":500,"api_error_type":"api_error"}`, 1, "the anthropic api failed (http 500)"},
+		{"error subtype", `{"type":"result","subtype":"error_max_turns","is_error":false,"num_turns":9}`, 1, "limit of turns"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			env := sessiontest.New(t)
@@ -126,6 +127,22 @@ func TestStartWaitReturnsWhenClaudesTurnEnds(t *testing.T) {
 			}
 			if !strings.Contains(stdout.String(), `"type":"result"`) {
 				t.Errorf("the turn's output was not all shown before returning; stdout:\n%s", stdout)
+			}
+			if tt.code != 0 {
+				// A turn that ends with an error fails the session, with
+				// its reason in words.
+				if !strings.Contains(stderr.String(), "sandbar restart") || !strings.Contains(strings.ToLower(stderr.String()), tt.words) {
+					t.Errorf("stderr does not say the turn failed (%q) and how to go on:\n%s", tt.words, stderr)
+				}
+				ss, err := env.Manager.List(ctx)
+				if err != nil || len(ss) != 1 {
+					t.Fatalf("sessions: %v, %v", ss, err)
+				}
+				s, err := env.Manager.Wait(ctx, ss[0].ID)
+				if err != nil || s.State != session.StateFailed || !strings.Contains(strings.ToLower(s.Reason), tt.words) {
+					t.Errorf("after a failed turn the session is %s (%q, %v); want failed, saying %q", s.State, s.Reason, err, tt.words)
+				}
+				return
 			}
 			if !strings.Contains(stderr.String(), "sandbar chat") {
 				t.Errorf("stderr does not say how to go on with the session:\n%s", stderr)

@@ -234,6 +234,7 @@ var errorCodes = []struct {
 	{"bad_options", session.ErrBadOptions},
 	{"network_rules", session.ErrNetworkRules},
 	{"no_network", session.ErrNoNetwork},
+	{"no_model_api", session.ErrNoModelAPI},
 	{"port_in_use", netstack.ErrPortInUse},
 }
 

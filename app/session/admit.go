@@ -10,10 +10,11 @@ import (
 
 // admit is the one check a session passes before a VM is booted for it,
 // on Start and on Restart alike: its memory fits the budget beside the
-// sessions that run, its agent's credentials are there, and its network
-// rules compose. It returns the agent's setup for the run. recorded says
-// whether s is in the store yet (a restart) or is being created (a start,
-// whose session directory holds its copy of the repository's rules).
+// sessions that run, its agent's credentials are there, its network
+// rules compose and, for Claude Code, let it reach its model API. It
+// returns the agent's setup for the run. recorded says whether s is in
+// the store yet (a restart) or is being created (a start, whose session
+// directory holds its copy of the repository's rules).
 func (m *Manager) admit(ctx context.Context, s store.Session, agent AgentSpec, recorded bool) (*agentSetup, error) {
 	if err := m.fits(ctx, s.Limits.MemoryMiB); err != nil {
 		return nil, err
@@ -22,8 +23,14 @@ func (m *Manager) admit(ctx context.Context, s store.Session, agent AgentSpec, r
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := m.composeWith(ctx, s, recorded); err != nil {
+	p, _, err := m.composeWith(ctx, s, recorded)
+	if err != nil {
 		return nil, err
+	}
+	if agent.Claude() {
+		if why := modelAPIBlocked(s.Limits, p, setup.upstream); why != "" {
+			return nil, modelAPIError(s.Limits, why)
+		}
 	}
 	return setup, nil
 }

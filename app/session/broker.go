@@ -99,7 +99,7 @@ func (sn *sessionNet) serveBroker() error {
 	if err != nil {
 		return err
 	}
-	sn.api = broker.NewServer(h, sn.log)
+	sn.api = broker.NewServer(sn.gateModelAPI(h), sn.log)
 	sn.done.Go(func() { sn.api.Serve(ln) })
 	return nil
 }

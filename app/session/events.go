@@ -71,11 +71,7 @@ func turnOf(e Entry) *Turn {
 	t := &Turn{Summary: e.Summary()}
 	if e.IsError {
 		t.Code = 1
-		if first := firstLine(e.Text); first != "" {
-			t.Summary = "error: " + first
-		} else {
-			t.Summary = "error: " + t.Summary
-		}
+		t.Summary = "error: " + lowerFirst(FailureReason(e))
 	}
 	return t
 }

@@ -75,9 +75,17 @@ func (r *run) onAgentOutput(ev sandbox.Event) {
 	entries, _ := ParseClaudeLine([]byte(text), ev.Time())
 	for _, e := range entries {
 		r.addEntry(e)
-		if e.Kind == EntryResult {
+		switch {
+		case e.Kind == EntryRetry:
+			r.apiRetrying(e)
+		case e.Kind == EntryResult && e.IsError:
+			r.m.hub.publish(Event{Session: r.id, Time: e.Time, Kind: EventTurn, Turn: turnOf(e)})
+			r.turnFailed(e)
+		case e.Kind == EntryResult:
 			r.setActivity(r.ctx, ActivityWaiting, "waiting for your message: "+e.Summary())
 			r.m.hub.publish(Event{Session: r.id, Time: e.Time, Kind: EventTurn, Turn: turnOf(e)})
+		default:
+			r.apiAnswers()
 		}
 	}
 }

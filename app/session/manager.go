@@ -59,6 +59,10 @@ const (
 const (
 	ActivityWorking = "working"
 	ActivityWaiting = "waiting" // the agent finished a turn and waits for input
+	// ActivityRetrying: the agent's requests to its model API fail and it
+	// retries them; the reason says why in words ("Can't reach the
+	// Anthropic API — retry 3/10").
+	ActivityRetrying = "retrying"
 )
 
 // Live reports whether a session in state s has (or is getting) a VM.

@@ -46,6 +46,7 @@ type run struct {
 	stopReq    chan struct{}
 	stopMu     sync.Mutex
 	stopReason string
+	stopFailed bool // the agent's turn failed (turnFailed): the run ends failed
 
 	agentStarted chan sandbox.Event
 	agentExit    chan sandbox.Event
@@ -156,7 +157,7 @@ func (r *run) vmUp() bool {
 
 func (r *run) boot(ctx context.Context, undo *cleanups) error {
 	if reason, stop := r.stopRequested(); stop {
-		return r.finish(ctx, StateStopped, reason, nil)
+		return r.finish(ctx, r.stoppedAs(), reason, nil)
 	}
 	if _, err := r.m.setState(ctx, r.id, StateBooting, "", "booting the VM", nil); err != nil {
 		return err
@@ -203,7 +204,7 @@ func (r *run) boot(ctx context.Context, undo *cleanups) error {
 	sb, err := sandbox.Boot(ctx, r.m.cfg.Hypervisor, img, opts)
 	if err != nil {
 		if reason, stop := r.stopRequested(); stop {
-			return r.finish(ctx, StateStopped, reason, nil)
+			return r.finish(ctx, r.stoppedAs(), reason, nil)
 		}
 		return r.fail(ctx, "boot the VM: "+err.Error())
 	}
@@ -227,7 +228,7 @@ func (r *run) boot(ctx context.Context, undo *cleanups) error {
 		r.saveBeforeStop()
 		r.shutdown()
 		if reason, stop := r.stopRequested(); stop {
-			return r.finish(ctx, StateStopped, reason, nil)
+			return r.finish(ctx, r.stoppedAs(), reason, nil)
 		}
 		return r.fail(ctx, err.Error())
 	}
@@ -319,7 +320,7 @@ func (r *run) supervise(ctx context.Context, vmDone <-chan error) error {
 			return r.agentExited(ctx, ev)
 		case err := <-vmDone:
 			if reason, stop := r.stopRequested(); stop {
-				return r.finish(ctx, StateStopped, reason, nil)
+				return r.finish(ctx, r.stoppedAs(), reason, nil)
 			}
 			msg := "the VM stopped unexpectedly"
 			if err != nil {
@@ -388,7 +389,7 @@ func (r *run) stopAgent(ctx context.Context, vmDone <-chan error) error {
 	}
 	r.saveBeforeStop()
 	r.shutdown()
-	return r.finish(ctx, StateStopped, reason, exit)
+	return r.finish(ctx, r.stoppedAs(), reason, exit)
 }
 
 // agentExited ends the session after the agent exited on its own.
@@ -399,7 +400,7 @@ func (r *run) agentExited(ctx context.Context, ev sandbox.Event) error {
 	r.saveBeforeStop()
 	r.shutdown()
 	if reason, stop := r.stopRequested(); stop {
-		return r.finish(ctx, StateStopped, reason, &code)
+		return r.finish(ctx, r.stoppedAs(), reason, &code)
 	}
 	if code == 0 {
 		return r.finish(ctx, StateStopped, "agent finished", &code)

@@ -23,6 +23,7 @@ const (
 	EntryToolResult EntryKind = "tool_result" // its result
 	EntryResult     EntryKind = "result"      // end of a turn: cost, duration
 	EntrySystem     EntryKind = "system"      // agent start-up facts (model, tools)
+	EntryRetry      EntryKind = "api_retry"   // a request to the model API failed and is retried
 )
 
 // Entry is one item of a Claude Code session's transcript.
@@ -39,6 +40,15 @@ type Entry struct {
 	CostUSD  float64       `json:"cost_usd,omitempty"`
 	Duration time.Duration `json:"duration,omitempty"`
 	Turns    int           `json:"turns,omitempty"`
+	Subtype  string        `json:"subtype,omitempty"` // the result's: "success", "error_max_turns", ...
+	// Trouble with the model API (retries, error results): Problem is
+	// it in words ("The API key was refused"), APIError its APIProblem,
+	// Status the HTTP status (0: none came).
+	Problem    string `json:"problem,omitempty"`
+	APIError   string `json:"api_error,omitempty"`
+	Status     int    `json:"status,omitempty"`
+	Attempt    int    `json:"attempt,omitempty"`
+	MaxRetries int    `json:"max_retries,omitempty"`
 }
 
 // claudeLine is the part of a Claude Code stream-json line we read.
@@ -85,15 +95,22 @@ func ParseClaudeLine(line []byte, at time.Time) (entries []Entry, ok bool) {
 	}
 	switch l.Type {
 	case "system":
-		if l.Subtype == "init" {
+		switch l.Subtype {
+		case "init":
 			text := "agent started"
 			if l.Model != "" {
 				text += " (model " + l.Model + ")"
 			}
 			entries = append(entries, Entry{Kind: EntrySystem, Time: at, Text: text})
+		case "api_retry":
+			entries = append(entries, readAPIFields(line).retryEntry(Entry{Time: at}))
 		}
 	case "assistant", "user":
 		if l.Message == nil {
+			return nil, true
+		}
+		if l.Type == "assistant" && readAPIFields(line).apiErrorMessage() {
+			// The turn's result follows and says it.
 			return nil, true
 		}
 		for _, b := range contentBlocks(l.Message.Content) {
@@ -117,8 +134,12 @@ func ParseClaudeLine(line []byte, at time.Time) (entries []Entry, ok bool) {
 		if cost == 0 {
 			cost = l.CostUSD
 		}
-		entries = append(entries, Entry{Kind: EntryResult, Time: at, Text: l.Result, IsError: l.IsError || (l.Subtype != "" && l.Subtype != "success"),
-			CostUSD: cost, Duration: time.Duration(l.DurationMS) * time.Millisecond, Turns: l.NumTurns})
+		e := Entry{Kind: EntryResult, Time: at, Text: l.Result, IsError: l.IsError || (l.Subtype != "" && l.Subtype != "success"),
+			CostUSD: cost, Duration: time.Duration(l.DurationMS) * time.Millisecond, Turns: l.NumTurns, Subtype: l.Subtype}
+		if e.IsError {
+			readAPIFields(line).resultProblem(&e)
+		}
+		entries = append(entries, e)
 	}
 	return entries, true
 }
@@ -188,6 +209,9 @@ func (e Entry) Summary() string {
 		}
 		return "← " + t
 	case EntryResult:
+		if e.IsError {
+			return "failed: " + lowerFirst(FailureReason(e))
+		}
 		return fmt.Sprintf("done: %d turns, %s, $%.4f", e.Turns, e.Duration.Round(time.Millisecond), e.CostUSD)
 	}
 	return firstLine(e.Text)

@@ -34,7 +34,7 @@ func TestParseClaudeLine(t *testing.T) {
 		{Kind: EntryToolResult, ToolID: "toolu_2", Text: "permission denied", IsError: true},
 		{Kind: EntryThinking, Text: "hmm"},
 		{Kind: EntryText, Text: "All green."},
-		{Kind: EntryResult, Text: "All green.", CostUSD: 0.0123, Duration: 12345 * time.Millisecond, Turns: 3},
+		{Kind: EntryResult, Text: "All green.", CostUSD: 0.0123, Duration: 12345 * time.Millisecond, Turns: 3, Subtype: "success"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d entries, want %d: %+v", len(got), len(want), got)

@@ -63,7 +63,7 @@ func cellsFor(s store.Session, st *session.Stats, project string, now time.Time)
 	switch s.State {
 	case session.StateRunning:
 		c.stateImp = widget.SuccessImportance
-		if s.Activity == session.ActivityWaiting {
+		if s.Activity == session.ActivityWaiting || s.Activity == session.ActivityRetrying {
 			c.stateImp = widget.WarningImportance
 		}
 	case session.StateFailed:

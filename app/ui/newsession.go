@@ -58,6 +58,7 @@ type newSessionWindow struct {
 	status      *widget.Label
 	keyBox      *fyne.Container // the way to the Anthropic key, after Start failed for want of it
 	addKey      *widget.Button
+	apiFix      *widget.Button // turns the network on and starts again (newsession_health.go)
 	start       *widget.Button
 
 	loaded      bool
@@ -144,6 +145,7 @@ func newNewSessionWindow(u *UI) *newSessionWindow {
 	w.status.Wrapping = fyne.TextWrapWord
 	w.status.Hide()
 	w.keyBox, w.addKey = newMissingKey(u)
+	w.apiFix = w.newAPIFix()
 
 	w.start = widget.NewButtonWithIcon("Start", theme.MediaPlayIcon(), w.submit)
 	w.start.Importance = widget.HighImportance
@@ -167,7 +169,7 @@ func newNewSessionWindow(u *UI) *newSessionWindow {
 		widget.NewLabel("Agent"), container.NewVBox(w.agent, w.command),
 	)
 	buttons := container.NewHBox(layout.NewSpacer(), cancel, w.start)
-	content := container.NewVBox(form, widget.NewSeparator(), heading("Limits"), limits, w.problems, w.status, w.keyBox, buttons)
+	content := container.NewVBox(form, widget.NewSeparator(), heading("Limits"), limits, w.problems, w.status, w.keyBox, w.apiFix, buttons)
 	w.win.SetContent(container.NewPadded(content))
 	w.win.Resize(fyne.NewSize(620, content.MinSize().Height+2*theme.Padding()))
 	w.win.SetOnClosed(func() {
@@ -444,6 +446,7 @@ func (w *newSessionWindow) submit() {
 	w.status.Importance = widget.MediumImportance
 	w.status.SetText("Starting…")
 	w.status.Show()
+	w.apiFix.Hide()
 	u := w.u
 	u.background(func(ctx context.Context) {
 		s, err := u.Backend.Start(ctx, o)
@@ -459,6 +462,8 @@ func (w *newSessionWindow) submit() {
 				w.status.SetText(sentence(err.Error()))
 				if errors.Is(err, session.ErrNoCredentials) {
 					w.showMissingKey()
+				} else {
+					w.offerAPIFix(err, o)
 				}
 				w.budget, w.budgetErr = b, berr
 				w.validate()

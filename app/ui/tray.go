@@ -341,7 +341,10 @@ func sessionLabel(s store.Session, project string, n notice, now time.Time) stri
 		project = fmt.Sprintf("project %d", s.ProjectID)
 	}
 	state, _ := sessionStatus(s)
-	if n == noticeFinished {
+	switch {
+	case s.State == session.StateRunning && s.Activity == session.ActivityRetrying, s.State == session.StateFailed:
+		state = healthWords(s)
+	case n == noticeFinished:
 		state = "finished"
 	}
 	from := s.Started

@@ -20,8 +20,12 @@ func logLines(ls ...store.LogLine) []sbwidget.LogLine {
 
 // transcriptEntry is a transcript entry as a TranscriptView takes it.
 func transcriptEntry(e session.Entry) sbwidget.Entry {
-	return sbwidget.Entry{Kind: sbwidget.EntryKind(e.Kind), Time: e.Time, Text: e.Text, Tool: e.Tool, ToolID: e.ToolID,
+	w := sbwidget.Entry{Kind: sbwidget.EntryKind(e.Kind), Time: e.Time, Text: e.Text, Tool: e.Tool, ToolID: e.ToolID,
 		Input: e.Input, IsError: e.IsError, CostUSD: e.CostUSD, Duration: e.Duration, Turns: e.Turns}
+	if e.Kind == session.EntryResult && e.IsError {
+		w.Problem = session.FailureReason(e)
+	}
+	return w
 }
 
 func transcriptEntries(es []session.Entry) []sbwidget.Entry {

@@ -34,6 +34,9 @@ func sessionStatus(s store.Session) (state, detail string) {
 			// "waiting for your message", or why it waits still.
 			detail = strings.TrimLeft(strings.TrimPrefix(detail, "waiting for your message"), ": ")
 			return "waiting for you", detail
+		case session.ActivityRetrying:
+			// "Can't reach the Anthropic API — retry 3/10"
+			return "retrying", detail
 		case session.ActivityWorking:
 			if detail == session.ActivityWorking {
 				detail = ""
@@ -108,6 +111,9 @@ func agentExitWords(code int) string {
 // agent quit with error code 3".
 func stateSentence(s store.Session) string {
 	state, detail := sessionStatus(s)
+	if state == "retrying" && detail != "" {
+		return detail // it says it all: "Can't reach the Anthropic API — retry 3/10"
+	}
 	text := capitalize(state)
 	if detail != "" {
 		text += " — " + detail

@@ -39,6 +39,16 @@ type Reply struct {
 	// StopReason is sent in message_delta; when empty it is "tool_use" if
 	// Content holds a tool_use block, else "end_turn".
 	StopReason string
+	// Error, when set, is answered instead: the API's error body with
+	// its HTTP status (401 authentication_error, 529 overloaded_error).
+	Error *APIError
+}
+
+// APIError is an error answer of the API.
+type APIError struct {
+	Status  int
+	Type    string // authentication_error, rate_limit_error, overloaded_error, ...
+	Message string
 }
 
 // Block is one content block of a message: text, tool_use or, in
@@ -260,6 +270,10 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request) {
 		c.Messages = &r
 		reply := s.script(&r)
 		c.Reply = &reply
+		if e := reply.Error; e != nil {
+			c.Status = apiError(w, e.Status, e.Type, e.Message)
+			return
+		}
 		c.Status = s.answer(w, &r, reply, len(body))
 	case req.Method == http.MethodPost && req.URL.Path == "/v1/messages/count_tokens":
 		c.Status = writeJSON(w, http.StatusOK, map[string]int{"input_tokens": tokens(len(body))})

@@ -22,6 +22,7 @@ const (
 	EntryToolResult EntryKind = "tool_result" // its result
 	EntryResult     EntryKind = "result"      // end of a turn: cost, duration
 	EntrySystem     EntryKind = "system"      // agent start-up facts (model, tools)
+	EntryRetry      EntryKind = "api_retry"   // a failed request to the model API, retried: Text says it
 )
 
 // Entry is one item of a transcript, as a TranscriptView shows it.
@@ -38,4 +39,7 @@ type Entry struct {
 	CostUSD  float64
 	Duration time.Duration
 	Turns    int
+	// Problem is, for a failed turn, what went wrong and what to do, in
+	// words ("The API key was refused — set it in Settings").
+	Problem string
 }

@@ -229,6 +229,11 @@ func transcriptObject(e Entry) (fyne.CanvasObject, *toolRow) {
 		l.Wrapping = fyne.TextWrapWord
 		l.Importance = widget.LowImportance
 		return l, nil
+	case EntryRetry:
+		l := widget.NewLabel("⟳ " + e.Text)
+		l.Wrapping = fyne.TextWrapWord
+		l.Importance = widget.WarningImportance
+		return l, nil
 	}
 	return nil, nil
 }
@@ -313,6 +318,10 @@ func resultLabel(e Entry) *widget.Label {
 	l.Importance = widget.SuccessImportance
 	if e.IsError {
 		l.SetText("✗ Turn failed · " + strings.Join(parts, " · ") + firstLineOf(e.Text))
+		if e.Problem != "" {
+			l.SetText("✗ Turn failed: " + e.Problem)
+		}
+		l.Wrapping = fyne.TextWrapWord
 		l.Importance = widget.DangerImportance
 	}
 	return l
