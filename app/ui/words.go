@@ -60,9 +60,10 @@ func sessionStatus(s store.Session) (state, detail string) {
 		}
 		return "stopped", plainReason(detail)
 	case session.StateFailed:
-		if s.ExitCode != nil {
-			// The agent ended the session: say how, not "exited with
-			// code 137".
+		if s.ExitCode != nil && (detail == "" || strings.HasPrefix(detail, "agent ")) {
+			// The agent's exit ended the session ("agent exited with
+			// code 137"): say how in words. A reason of the session's
+			// own ("The API key was refused — …") is kept.
 			return "failed", agentExitWords(*s.ExitCode)
 		}
 		return "failed", detail
