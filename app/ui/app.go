@@ -49,6 +49,7 @@ type UI struct {
 	settingsWin *settingsWindow
 	firstRunWin *firstRunWindow
 	projectWins map[int64]*projectSettingsWindow
+	sessionWins map[string]*sessionWindow // open session windows, by session id
 	image       *imageBuild
 }
 
