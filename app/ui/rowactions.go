@@ -20,7 +20,9 @@ import (
 
 // rowActions are the buttons at the end of a session's row in the
 // Sandbar window: Open, Stop, Merge and Delete, for the session the row
-// shows now (id: a list reuses its rows for other sessions).
+// shows now (id: a list reuses its rows for other sessions). They are
+// icons, as the project rows' are: words would leave the title no room
+// in a window of 760 points.
 type rowActions struct {
 	mw                     *mainWindow
 	id                     func() string
@@ -28,17 +30,33 @@ type rowActions struct {
 	box                    *fyne.Container
 }
 
+// rowActionIcons are the actions' icons, by name.
+var rowActionIcons = map[string]fyne.Resource{
+	"Open": theme.VisibilityIcon(), "Stop": theme.MediaStopIcon(), "Merge": theme.MailForwardIcon(), "Delete": theme.DeleteIcon(),
+}
+
 func newRowActions(mw *mainWindow, id func() string) *rowActions {
 	a := &rowActions{mw: mw, id: id}
-	a.open = widget.NewButtonWithIcon("Open", theme.VisibilityIcon(), func() { mw.openSession(a.id()) })
-	a.stop = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), func() { mw.stopSession(a.id()) })
-	a.merge = widget.NewButtonWithIcon("Merge", theme.MailForwardIcon(), func() { mw.mergeSession(a.id()) })
-	a.del = widget.NewButtonWithIcon("Delete", theme.DeleteIcon(), func() { mw.deleteSession(a.id()) })
+	a.open = widget.NewButtonWithIcon("", rowActionIcons["Open"], func() { mw.openSession(a.id()) })
+	a.stop = widget.NewButtonWithIcon("", rowActionIcons["Stop"], func() { mw.stopSession(a.id()) })
+	a.merge = widget.NewButtonWithIcon("", rowActionIcons["Merge"], func() { mw.mergeSession(a.id()) })
+	a.del = widget.NewButtonWithIcon("", rowActionIcons["Delete"], func() { mw.deleteSession(a.id()) })
 	for _, b := range []*widget.Button{a.open, a.stop, a.merge, a.del} {
 		b.Importance = widget.LowImportance
 	}
 	a.box = container.NewHBox(vcenter(a.open), vcenter(a.stop), vcenter(a.merge), vcenter(a.del))
 	return a
+}
+
+// named are the actions with their names, in the order shown.
+func (a *rowActions) named() []struct {
+	name string
+	btn  *widget.Button
+} {
+	return []struct {
+		name string
+		btn  *widget.Button
+	}{{"Open", a.open}, {"Stop", a.stop}, {"Merge", a.merge}, {"Delete", a.del}}
 }
 
 // set enables the actions that fit the session as c shows it.
