@@ -30,17 +30,26 @@ type rowActions struct {
 	box                    *fyne.Container
 }
 
-// rowActionIcons are the actions' icons, by name.
-var rowActionIcons = map[string]fyne.Resource{
-	"Open": theme.VisibilityIcon(), "Stop": theme.MediaStopIcon(), "Merge": theme.MailForwardIcon(), "Delete": theme.DeleteIcon(),
+// rowActionIcon is an action's icon, by its name. (A function: the
+// theme is there to ask only once the app runs.)
+func rowActionIcon(name string) fyne.Resource {
+	switch name {
+	case "Open":
+		return theme.VisibilityIcon()
+	case "Stop":
+		return theme.MediaStopIcon()
+	case "Merge":
+		return theme.MailForwardIcon()
+	}
+	return theme.DeleteIcon()
 }
 
 func newRowActions(mw *mainWindow, id func() string) *rowActions {
 	a := &rowActions{mw: mw, id: id}
-	a.open = widget.NewButtonWithIcon("", rowActionIcons["Open"], func() { mw.openSession(a.id()) })
-	a.stop = widget.NewButtonWithIcon("", rowActionIcons["Stop"], func() { mw.stopSession(a.id()) })
-	a.merge = widget.NewButtonWithIcon("", rowActionIcons["Merge"], func() { mw.mergeSession(a.id()) })
-	a.del = widget.NewButtonWithIcon("", rowActionIcons["Delete"], func() { mw.deleteSession(a.id()) })
+	a.open = widget.NewButtonWithIcon("", rowActionIcon("Open"), func() { mw.openSession(a.id()) })
+	a.stop = widget.NewButtonWithIcon("", rowActionIcon("Stop"), func() { mw.stopSession(a.id()) })
+	a.merge = widget.NewButtonWithIcon("", rowActionIcon("Merge"), func() { mw.mergeSession(a.id()) })
+	a.del = widget.NewButtonWithIcon("", rowActionIcon("Delete"), func() { mw.deleteSession(a.id()) })
 	for _, b := range []*widget.Button{a.open, a.stop, a.merge, a.del} {
 		b.Importance = widget.LowImportance
 	}

@@ -56,7 +56,7 @@ func TestMainWindowRowsByTitle(t *testing.T) {
 	// while it runs.
 	for i, a := range row.actions.named() {
 		want := []string{"Open", "Stop", "Merge", "Delete"}[i]
-		if a.name != want || a.btn.Icon != rowActionIcons[want] || a.btn.Disabled() || !a.btn.Visible() {
+		if a.name != want || a.btn.Icon.Name() != rowActionIcon(want).Name() || a.btn.Disabled() || !a.btn.Visible() {
 			t.Errorf("action %d: %s, icon %v, disabled %v; want %s enabled", i, a.name, a.btn.Icon.Name(), a.btn.Disabled(), want)
 		}
 	}
