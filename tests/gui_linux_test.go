@@ -193,22 +193,27 @@ func TestGUI(t *testing.T) {
 	if os.Getenv("SANDBAR_IMAGE_DIR") == "" {
 		t.Log("SANDBAR_IMAGE_DIR is not set: skipping the session and its notification (run `make test`, which builds the guest image)")
 	} else {
-		out := g.sandbar(t, "start", "--repo", repo, "--agent", "true")
+		out := g.sandbar(t, "start", "--repo", repo, "--agent", "true", "--prompt", "Fix the login bug\nIt fails with spaces.")
 		t.Logf("started: %s", strings.TrimSpace(out))
-		n := notes.wait(t, "Session finished", 4*time.Minute)
-		if !strings.Contains(n.Body, "shop front") || n.App != "dev.sandbar.app" {
-			t.Errorf("notification %+v: want the project named, from dev.sandbar.app", n)
+		// The notification says the session's title (its prompt's first
+		// line) and what happened; where it works beneath.
+		n := notes.wait(t, "Fix the login bug — finished", 4*time.Minute)
+		if !strings.HasPrefix(n.Body, "shop front · sandbar/") || n.App != "Sandbar" {
+			t.Errorf("notification %+v: want the project and branch, from Sandbar", n)
 		}
 		// The finished session needs the person: the icon says so, and
-		// the menu lists it.
+		// the menu lists it by its title.
 		g.waitMenu(t, bus, item, "the finished session", func(m menuNode) bool {
 			for _, l := range m.labels() {
-				if strings.HasPrefix(l, "shop front · ") && strings.Contains(l, " · finished · ") {
+				if strings.HasPrefix(l, "Fix the login bug · finished · ") {
 					return true
 				}
 			}
 			return false
 		})
+		// Clicking the notification opens the session's window.
+		notes.click(t, n)
+		x.waitWindow(t, "^Fix the login bug .+ shop front$", 30*time.Second)
 		if _, _, now, err := trayIcon(bus, item); err != nil || bytes.Equal(now, idle) {
 			t.Errorf("the tray icon did not change from idle when the session finished (%v)", err)
 		}
@@ -272,8 +277,8 @@ func TestGUI(t *testing.T) {
 		return project && slices.Contains(got, "New Session…") && slices.Contains(got, "Quit")
 	})
 	if os.Getenv("SANDBAR_IMAGE_DIR") != "" {
-		c.sandbar(t, "start", "--repo", repo, "--agent", "true")
-		n := notes.waitNth(t, "Session finished", 2, 4*time.Minute)
+		c.sandbar(t, "start", "--repo", repo, "--agent", "true", "--prompt", "Tidy the docs")
+		n := notes.wait(t, "Tidy the docs — finished", 4*time.Minute)
 		if !strings.Contains(n.Body, "shop front") {
 			t.Errorf("the client's notification %+v does not name the project", n)
 		}

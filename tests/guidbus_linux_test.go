@@ -18,8 +18,9 @@ import (
 //     icons (Fyne's systray on Linux) register with; the host that would
 //     draw the icon then reads the item's menu over com.canonical.dbusmenu,
 //     and so does the test;
-//   - a notification server (org.freedesktop.Notifications), which Fyne's
-//     SendNotification calls on Linux.
+//   - a notification server (org.freedesktop.Notifications), which the
+//     app's notifications (and Fyne's SendNotification) call on Linux;
+//     the test clicks a notification by emitting its ActionInvoked.
 
 // ownName takes a well-known name on conn, failing t if another holds it.
 func ownName(t *testing.T, conn *dbus.Conn, name string) {
@@ -78,10 +79,13 @@ func startWatcher(t *testing.T, conn *dbus.Conn) *watcher {
 // note is one Notify call.
 type note struct {
 	App, Summary, Body string
+	Actions            []string
+	ID                 uint32
 }
 
 // notifications is a minimal org.freedesktop.Notifications server.
 type notifications struct {
+	conn  *dbus.Conn
 	mu    sync.Mutex
 	notes []note
 	added chan struct{}
@@ -91,9 +95,9 @@ type notifications struct {
 // Notify records a notification and returns its id.
 func (n *notifications) Notify(app string, replaces uint32, icon, summary, body string, actions []string, hints map[string]dbus.Variant, timeout int32) (uint32, *dbus.Error) {
 	n.mu.Lock()
-	n.notes = append(n.notes, note{App: app, Summary: summary, Body: body})
 	n.id++
 	id := n.id
+	n.notes = append(n.notes, note{App: app, Summary: summary, Body: body, Actions: actions, ID: id})
 	n.mu.Unlock()
 	select {
 	case n.added <- struct{}{}:
@@ -102,8 +106,22 @@ func (n *notifications) Notify(app string, replaces uint32, icon, summary, body 
 	return id, nil
 }
 
-// GetCapabilities says the server shows a body.
-func (n *notifications) GetCapabilities() ([]string, *dbus.Error) { return []string{"body"}, nil }
+// GetCapabilities says the server shows a body and actions.
+func (n *notifications) GetCapabilities() ([]string, *dbus.Error) {
+	return []string{"body", "actions"}, nil
+}
+
+// click is the person clicking notification x: the server says its
+// default action was invoked.
+func (n *notifications) click(t *testing.T, x note) {
+	t.Helper()
+	if len(x.Actions) < 2 || x.Actions[0] != "default" {
+		t.Fatalf("notification %+v has no default action to click", x)
+	}
+	if err := n.conn.Emit("/org/freedesktop/Notifications", "org.freedesktop.Notifications.ActionInvoked", x.ID, "default"); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // GetServerInformation names the server.
 func (n *notifications) GetServerInformation() (string, string, string, string, *dbus.Error) {
@@ -115,7 +133,7 @@ func (n *notifications) CloseNotification(uint32) *dbus.Error { return nil }
 
 func startNotifications(t *testing.T, conn *dbus.Conn) *notifications {
 	t.Helper()
-	n := &notifications{added: make(chan struct{}, 1)}
+	n := &notifications{conn: conn, added: make(chan struct{}, 1)}
 	if err := conn.Export(n, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
 		t.Fatal(err)
 	}

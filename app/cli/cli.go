@@ -101,6 +101,7 @@ func commands() []command {
 		{name: "chat", summary: "send a message to a session's agent: sandbar chat ID TEXT", run: chat},
 		{name: "exec", summary: "run a command in a session's VM: sandbar exec ID -- CMD...", run: execCmd},
 		{name: "shell", summary: "open a terminal in a session's VM: sandbar shell ID [-- CMD...]", run: shellCmd},
+		{name: "rename", summary: "give a session a new title: sandbar rename ID TITLE", run: rename},
 		{name: "stop", summary: "stop a session", run: stop},
 		{name: "restart", summary: "restart a stopped, failed or interrupted session", run: restart},
 		{name: "changes", summary: "list a session's changed files: sandbar changes [--json] ID", run: changesCmd},

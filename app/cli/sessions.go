@@ -73,6 +73,7 @@ func projectList(ctx context.Context, env *Env, args []string) error {
 
 type sessionJSON struct {
 	ID        string             `json:"id"`
+	Title     string             `json:"title"`
 	Project   string             `json:"project"`
 	Repo      string             `json:"repo"`
 	Branch    string             `json:"branch"`
@@ -114,7 +115,7 @@ func list(ctx context.Context, env *Env, args []string) error {
 		out := make([]sessionJSON, 0, len(ss))
 		for _, s := range ss {
 			p := projects[s.ProjectID]
-			j := sessionJSON{ID: s.ID, Project: p.Name, Repo: p.Path, Branch: s.Branch, State: string(s.State), Activity: s.Activity,
+			j := sessionJSON{ID: s.ID, Title: session.Title(s), Project: p.Name, Repo: p.Path, Branch: s.Branch, State: string(s.State), Activity: s.Activity,
 				Reason: s.Reason, ExitCode: s.ExitCode, Agent: s.Agent.Kind, CPUs: s.Limits.CPUs, MemoryMiB: s.Limits.MemoryMiB,
 				DiskGiB: s.Limits.DiskGiB, Network: s.Limits.Network, Created: s.Created}
 			if !s.Ended.IsZero() {
@@ -136,7 +137,7 @@ func list(ctx context.Context, env *Env, args []string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tPROJECT\tBRANCH\tSTATE\tEXIT\tAGE\tREASON")
+	fmt.Fprintln(tw, "ID\tTITLE\tPROJECT\tBRANCH\tSTATE\tEXIT\tAGE\tREASON")
 	for _, s := range ss {
 		state := string(s.State)
 		if s.Activity != "" {
@@ -150,7 +151,7 @@ func list(ctx context.Context, env *Env, args []string) error {
 		if len(reason) > 60 {
 			reason = reason[:57] + "..."
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID[:min(8, len(s.ID))], projects[s.ProjectID].Name, s.Branch, state, exit,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID[:min(8, len(s.ID))], clip(session.Title(s), 40), projects[s.ProjectID].Name, s.Branch, state, exit,
 			time.Since(s.Created).Round(time.Second), strings.ReplaceAll(reason, "\n", " "))
 	}
 	return tw.Flush()
@@ -275,6 +276,36 @@ func stop(ctx context.Context, env *Env, args []string) error {
 		}
 		return err
 	})
+}
+
+// rename gives a session a new title: sandbar rename ID TITLE ("" makes
+// one from its prompt again).
+func rename(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "sandbar rename")
+	if err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return UsageError{Msg: `sandbar rename: give a session id and its new title: sandbar rename ID "Fix the login bug"`}
+	}
+	svc, err := sessions(ctx, env)
+	if err != nil {
+		return err
+	}
+	s, err := svc.Rename(ctx, fs.Arg(0), fs.Arg(1))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "session %s is now %q\n", s.ID, s.Title)
+	return nil
+}
+
+// clip cuts s to n characters, marking the cut with an ellipsis.
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
 
 func restart(ctx context.Context, env *Env, args []string) error {

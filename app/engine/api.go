@@ -40,7 +40,8 @@ import (
 // APIVersion is the version of the API this Sandbar speaks. Version 1 was
 // the unversioned protocol of the Sandbars before the handshake; bump it
 // whenever a request, a reply or an operation's meaning changes.
-const APIVersion = 2
+// Version 3 added rename (titles).
+const APIVersion = 3
 
 // The operations, by their names on the wire.
 const (
@@ -53,6 +54,7 @@ const (
 	OpWait          = "wait"
 	OpRemove        = "remove"
 	OpMerge         = "merge"
+	OpRename        = "rename"
 	OpChat          = "chat"
 	OpExec          = "exec"
 	OpShell         = "shell"
@@ -135,6 +137,10 @@ type (
 	}
 	MergeReply struct {
 		Result workspace.MergeResult `json:"result"`
+	}
+	RenameRequest struct {
+		ID    string `json:"id"`
+		Title string `json:"title"`
 	}
 	ChatRequest struct {
 		ID   string `json:"id"`

@@ -214,6 +214,13 @@ func (c *Client) Merge(ctx context.Context, id string, force bool) (workspace.Me
 	return rep.Result, err
 }
 
+// Rename gives a session a new title in the engine, which tells every
+// window and tray following it.
+func (c *Client) Rename(ctx context.Context, id, title string) (store.Session, error) {
+	rep, err := call[SessionReply](ctx, c, OpRename, RenameRequest{ID: id, Title: title})
+	return rep.Session, err
+}
+
 // Chat sends text to a session's agent in the engine.
 func (c *Client) Chat(ctx context.Context, id, text string) error {
 	_, err := call[None](ctx, c, OpChat, ChatRequest{ID: id, Text: text})

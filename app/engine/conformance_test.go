@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +70,24 @@ func conformance(t *testing.T, f *fixture, svc session.Service) {
 		t.Errorf("get by prefix: %+v, %v", got, err)
 	}
 
+	// A title from the prompt; a rename reaches every subscriber; a
+	// title too long is refused as bad input, on either side.
+	if s.Title != "first" {
+		t.Errorf("the new session's title is %q, want its prompt's %q", s.Title, "first")
+	}
+	if got, err := svc.Rename(ctx, s.ID[:8], "  Fix the\nlogin bug "); err != nil || got.ID != s.ID || got.Title != "Fix the login bug" {
+		t.Errorf("rename: %+v, %v; want the title on one line", got, err)
+	}
+	waitEvent(t, events, s.ID, "the rename", func(ev session.Event) bool {
+		return ev.Kind == session.EventTitle && ev.Title == "Fix the login bug"
+	})
+	if got, err := svc.Get(ctx, s.ID); err != nil || got.Title != "Fix the login bug" {
+		t.Errorf("after the rename: %+v, %v", got, err)
+	}
+	if _, err := svc.Rename(ctx, s.ID, strings.Repeat("x", session.MaxTitle+1)); !errors.Is(err, session.ErrBadOptions) {
+		t.Errorf("a title too long: %v, want ErrBadOptions", err)
+	}
+
 	var out bytes.Buffer
 	res, err := svc.Exec(ctx, s.ID, session.ExecRequest{Argv: []string{"cat", "README.md", "added.txt"}}, &out, nil)
 	if err != nil || res.Code != 0 || out.String() != "hello\nnew\n" {
@@ -122,6 +141,9 @@ func conformance(t *testing.T, f *fixture, svc session.Service) {
 	}
 	if _, err := svc.Exec(ctx, "nosuchsession", session.ExecRequest{Argv: []string{"true"}}, nil, nil); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("exec in an unknown session: %v, want ErrNotFound", err)
+	}
+	if _, err := svc.Rename(ctx, "nosuchsession", "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("rename an unknown session: %v, want ErrNotFound", err)
 	}
 	if err := svc.Chat(ctx, "nosuchsession", "hello?"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("chat with an unknown session: %v, want ErrNotFound", err)

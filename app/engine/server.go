@@ -328,6 +328,10 @@ func operations() map[string]handler {
 			res, err := svc.Merge(ctx, r.ID, r.Force)
 			return MergeReply{Result: res}, err
 		}),
+		OpRename: unary(func(ctx context.Context, svc session.Service, r RenameRequest) (SessionReply, error) {
+			s, err := svc.Rename(ctx, r.ID, r.Title)
+			return SessionReply{Session: s}, err
+		}),
 		OpChat: unary(func(ctx context.Context, svc session.Service, r ChatRequest) (None, error) {
 			return None{}, svc.Chat(ctx, r.ID, r.Text)
 		}),

@@ -35,6 +35,8 @@ const (
 	EventNet EventKind = "net"
 	// EventPorts: the session's published ports changed (Ports).
 	EventPorts EventKind = "ports"
+	// EventTitle: the session was renamed (Title is its new title).
+	EventTitle EventKind = "title"
 )
 
 // Event is what subscribers (tray, windows, CLI) receive.
@@ -47,6 +49,7 @@ type Event struct {
 	Reason   string      `json:"reason,omitempty"`
 	ExitCode *int        `json:"exit_code,omitempty"`
 	Dropped  int         `json:"dropped,omitempty"` // EventDropped: how many
+	Title    string      `json:"title,omitempty"`   // EventTitle
 
 	Log     *store.LogLine     `json:"log,omitempty"`
 	Entry   *Entry             `json:"entry,omitempty"`

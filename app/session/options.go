@@ -28,7 +28,10 @@ type Options struct {
 	// source's current branch.
 	Base   string
 	Prompt string
-	Agent  AgentSpec
+	// Title is what the session is called; "" makes one from the prompt
+	// (TitleFor).
+	Title string
+	Agent AgentSpec
 	// Limits; zero means the default (settings, else the constants).
 	CPUs      int
 	MemoryMiB int

@@ -42,6 +42,9 @@ type Service interface {
 	// Wait blocks until the session has ended (or ctx is done).
 	Wait(ctx context.Context, id string) (store.Session, error)
 	Remove(ctx context.Context, id string, force bool) error
+	// Rename gives a session a new title ("" makes one from its prompt
+	// again), refusing one longer than MaxTitle.
+	Rename(ctx context.Context, id, title string) (store.Session, error)
 	Merge(ctx context.Context, id string, force bool) (workspace.MergeResult, error)
 	Chat(ctx context.Context, id, text string) error
 	Exec(ctx context.Context, id string, req ExecRequest, stdout, stderr io.Writer) (ExecResult, error)

@@ -49,13 +49,20 @@ func (m *Manager) Start(ctx context.Context, o Options) (_ store.Session, err er
 			return store.Session{}, err
 		}
 	}
+	title, err := CleanTitle(o.Title)
+	if err != nil {
+		return store.Session{}, err
+	}
 	id, err := newID()
 	if err != nil {
 		return store.Session{}, err
 	}
+	if title == "" {
+		title = TitleFor(o.Prompt, o.Agent.stored(), id)
+	}
 	now := time.Now()
 	s := store.Session{
-		ID: id, ProjectID: proj.ID, Branch: "sandbar/" + id, Base: o.Base, Prompt: o.Prompt,
+		ID: id, ProjectID: proj.ID, Title: title, Branch: "sandbar/" + id, Base: o.Base, Prompt: o.Prompt,
 		Agent: o.Agent.stored(),
 		Limits: store.Limits{CPUs: o.CPUs, MemoryMiB: o.MemoryMiB, DiskGiB: o.DiskGiB, Network: !o.NoNetwork && o.Network != NetworkOff,
 			NetMode: netMode(o), Timeout: o.Timeout, IdleTimeout: o.IdleTimeout},

@@ -42,7 +42,7 @@ func seed(t testing.TB, s *Store) (Project, Session) {
 	}
 	code := 3
 	x := Session{
-		ID: "abcdef1234", ProjectID: p.ID, Branch: "sandbar/abcdef1234", Base: "main", Prompt: "fix the tests ✓",
+		ID: "abcdef1234", ProjectID: p.ID, Title: "Fix the tests ✓", Branch: "sandbar/abcdef1234", Base: "main", Prompt: "fix the tests ✓",
 		Agent:  Agent{Command: "claude", Args: []string{"-p", "--verbose"}, Kind: "claude"},
 		Limits: Limits{CPUs: 2, MemoryMiB: 2048, DiskGiB: 8, Network: true, Timeout: time.Hour, IdleTimeout: 10 * time.Minute},
 		State:  "running", Reason: "started by hand", Activity: "working", ExitCode: &code, Error: "",

@@ -110,6 +110,12 @@ INSERT INTO settings (key, value) VALUES ('log_window', '500'), ('default_agent'
 			"created, updated, started, ended, activity, timings)", 1),
 			"1600000001500000000, 1600000002000000000);",
 			"1600000001500000000, 1600000002000000000, '', '{\"boot\":27000000}');", 1)
+	case 3:
+		// v2's rows, and a connection the session tried.
+		return oldRows(2) + `
+INSERT INTO net_attempts (session_id, proto, host, port, allowed, first, last, count)
+	VALUES ('0ld5e55i0n', 'tcp', 'example.org', 443, 1, 1600000001000000000, 1600000001000000000, 2);
+`
 	}
 	return ""
 }
@@ -208,6 +214,14 @@ func TestMigrateFromEveryVersion(t *testing.T) {
 			}
 			if err := s.SetSecretBroker(ctx, "ANTHROPIC_API_KEY", SecretBroker{Host: "api.example.com", Header: "x-api-key"}); err != nil {
 				t.Errorf("bind an upgraded secret: %v", err)
+			}
+			// v4: a session from before titles has none (its prompt makes
+			// one where it is shown), and takes one.
+			if x.Title != "" || x.Prompt != "do it" {
+				t.Errorf("an upgraded session's title %q, prompt %q: want no title and the prompt kept", x.Title, x.Prompt)
+			}
+			if y, err := s.UpdateSession(ctx, x.ID, func(x *Session) error { x.Title = "Do the old thing"; return nil }); err != nil || y.Title != "Do the old thing" {
+				t.Errorf("rename an upgraded session: %+v, %v", y, err)
 			}
 		})
 	}

@@ -106,6 +106,12 @@ CREATE TABLE net_attempts (
 ALTER TABLE secret_names ADD COLUMN broker_host TEXT NOT NULL DEFAULT '';
 ALTER TABLE secret_names ADD COLUMN broker_header TEXT NOT NULL DEFAULT '';
 `},
+		// v4: a session's title, what a person calls it: made from its
+		// prompt at start, renamed at will. Sessions from before have
+		// none, and are shown with one made from their prompt.
+		{4, `
+ALTER TABLE sessions ADD COLUMN title TEXT NOT NULL DEFAULT '';
+`},
 	}
 }
 

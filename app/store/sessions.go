@@ -57,22 +57,26 @@ type Owner struct {
 type Session struct {
 	ID        string
 	ProjectID int64
-	Branch    string
-	Base      string
-	Prompt    string
-	Agent     Agent
-	Limits    Limits
-	State     State
-	Reason    string // why it is in State, for a person
-	Activity  string
-	ExitCode  *int // the agent's, once it exited
-	Error     string
-	Owner     Owner
-	Timings   map[string]time.Duration // "clone", "boot", "ready", "agent"; never nil when read
-	Created   time.Time
-	Updated   time.Time
-	Started   time.Time
-	Ended     time.Time
+	// Title is what a person calls the session: made from its prompt at
+	// start, or given by a rename; "" for sessions from before titles
+	// (session.Title says what to show then).
+	Title    string
+	Branch   string
+	Base     string
+	Prompt   string
+	Agent    Agent
+	Limits   Limits
+	State    State
+	Reason   string // why it is in State, for a person
+	Activity string
+	ExitCode *int // the agent's, once it exited
+	Error    string
+	Owner    Owner
+	Timings  map[string]time.Duration // "clone", "boot", "ready", "agent"; never nil when read
+	Created  time.Time
+	Updated  time.Time
+	Started  time.Time
+	Ended    time.Time
 }
 
 // SessionFilter narrows Sessions; zero fields match every session.
@@ -81,14 +85,14 @@ type SessionFilter struct {
 	States    []State // any of these
 }
 
-const sessionCols = "id, project_id, branch, base, prompt, agent, limits, state, activity, reason, exit_code, error, owner, timings, created, updated, started, ended"
+const sessionCols = "id, project_id, title, branch, base, prompt, agent, limits, state, activity, reason, exit_code, error, owner, timings, created, updated, started, ended"
 
 func scanSession(sc scanner) (Session, error) {
 	var x Session
 	var agent, limits, owner, timings string
 	var exit sql.NullInt64
 	var created, updated, started, ended int64
-	err := sc.Scan(&x.ID, &x.ProjectID, &x.Branch, &x.Base, &x.Prompt, &agent, &limits, &x.State, &x.Activity, &x.Reason,
+	err := sc.Scan(&x.ID, &x.ProjectID, &x.Title, &x.Branch, &x.Base, &x.Prompt, &agent, &limits, &x.State, &x.Activity, &x.Reason,
 		&exit, &x.Error, &owner, &timings, &created, &updated, &started, &ended)
 	if err != nil {
 		return Session{}, err
@@ -132,7 +136,7 @@ func sessionArgs(x Session) ([]any, error) {
 	if x.ExitCode != nil {
 		exit = *x.ExitCode
 	}
-	return []any{x.ID, x.ProjectID, x.Branch, x.Base, x.Prompt, js[0], js[1], x.State, x.Activity, x.Reason,
+	return []any{x.ID, x.ProjectID, x.Title, x.Branch, x.Base, x.Prompt, js[0], js[1], x.State, x.Activity, x.Reason,
 		exit, x.Error, js[2], js[3], nanos(x.Created), nanos(x.Updated), nanos(x.Started), nanos(x.Ended)}, nil
 }
 

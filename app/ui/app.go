@@ -59,6 +59,7 @@ type UI struct {
 	settingsWin *settingsWindow
 	firstRunWin *firstRunWindow
 	projectWins map[int64]*projectSettingsWindow
+	sessionWins map[string]*sessionWindow // open session windows, by session id
 	image       *imageBuild
 	merges      merges // done through this app, for the tray
 }

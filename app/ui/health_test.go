@@ -32,7 +32,7 @@ func TestTrayHealthLines(t *testing.T) {
 	for _, s := range m.Sessions {
 		labels = append(labels, s.Label)
 	}
-	want := []string{"web · sandbar/a · can't reach the Anthropic API — retry 3/10 · 5m", "web · sandbar/b · failed: the API key was refused — set it in Settings · 1m"}
+	want := []string{"Session a · can't reach the Anthropic API — retry 3/10 · 5m", "Session b · failed: the API key was refused — set it in Settings · 1m"}
 	if !slices.Equal(labels, want) {
 		t.Errorf("tray lines %q, want %q", labels, want)
 	}

@@ -66,7 +66,7 @@ func newMainWindow(u *UI) *mainWindow {
 
 	mw.sessionList = widget.NewList(
 		func() int { return len(mw.sessions) },
-		func() fyne.CanvasObject { return newSessionItem() },
+		func() fyne.CanvasObject { return newSessionItem(mw) },
 		func(i widget.ListItemID, o fyne.CanvasObject) {
 			if i < len(mw.sessions) {
 				r := mw.sessions[i]

@@ -19,7 +19,7 @@ func TestMemoryColumnHoldsItsText(t *testing.T) {
 	for _, width := range []float32{760, 600} {
 		mw.win.Resize(fyne.NewSize(width, 560))
 		listW := mw.sessionList.Size().Width
-		it := newSessionItem()
+		it := newSessionItem(mw)
 		it.set("s1", sessionCells{project: "a-project-with-a-long-name", branch: "sandbar/0123456789",
 			state: "waiting for input", uptime: "99d 23h", cpu: "1600%", mem: mem})
 		row := test.NewWindow(it)
@@ -30,7 +30,9 @@ func TestMemoryColumnHoldsItsText(t *testing.T) {
 		}
 		hdr := sessionHeader().(*fyne.Container)
 		hdr.Resize(fyne.NewSize(listW, hdr.MinSize().Height))
-		if hx, rx := hdr.Objects[4].Position().X, it.content.(*fyne.Container).Objects[4].Position().X; hx != rx {
+		// Both are the columns beside the row's actions (withRowActions).
+		columns := func(o fyne.CanvasObject) *fyne.Container { return o.(*fyne.Container).Objects[0].(*fyne.Container) }
+		if hx, rx := columns(hdr).Objects[4].Position().X, columns(it.content).Objects[4].Position().X; hx != rx {
 			t.Errorf("the Memory header is at %.0f, its column at %.0f", hx, rx)
 		}
 		row.Close()

@@ -38,10 +38,12 @@ type sessionRow struct {
 // sessionCells are the texts of a session's row; a row is redrawn only
 // when they change.
 type sessionCells struct {
+	title                   string
 	project, branch, detail string
 	state                   string
 	stateImp                widget.Importance
 	uptime, cpu, mem        string
+	canStop, canMerge       bool // the row's actions (rowactions.go)
 }
 
 func sessionHeader() fyne.CanvasObject {
@@ -50,13 +52,14 @@ func sessionHeader() fyne.CanvasObject {
 		l.SizeName = theme.SizeNameCaptionText
 		return l
 	}
-	return container.New(sessionColumns, h("Project · branch"), h("State"), h("Uptime"), h("CPU"), h("Memory"))
+	return withRowActions(container.New(sessionColumns, h("Session"), h("State"), h("Uptime"), h("CPU"), h("Memory")), nil)
 }
 
 // cellsFor renders a session's row at now.
 func cellsFor(s store.Session, st *session.Stats, project string, now time.Time) sessionCells {
-	c := sessionCells{project: project, branch: s.Branch, uptime: "—", cpu: "—", mem: "—"}
+	c := sessionCells{title: session.Title(s), project: project, branch: s.Branch, uptime: "—", cpu: "—", mem: "—"}
 	c.state, c.detail = sessionStatus(s)
+	c.canStop, c.canMerge = rowActionsFor(s)
 	if c.project == "" {
 		c.project = fmt.Sprintf("project %d", s.ProjectID)
 	}
@@ -95,25 +98,29 @@ func cellsFor(s store.Session, st *session.Stats, project string, now time.Time)
 }
 
 // sessionItem is one session's row.
+// Its first column is the session's title, with its project, branch and
+// state's reason beneath; its actions are at its end.
 type sessionItem struct {
 	widget.BaseWidget
-	project, detail, state, uptime, cpu, mem *widget.Label
-	content                                  fyne.CanvasObject
-	shown                                    sessionCells
-	id                                       string
+	title, detail, state, uptime, cpu, mem *widget.Label
+	actions                                *rowActions
+	content                                fyne.CanvasObject
+	shown                                  sessionCells
+	id                                     string
 }
 
-func newSessionItem() *sessionItem {
-	it := &sessionItem{project: widget.NewLabel(""), detail: widget.NewLabel(""), state: widget.NewLabel(""),
+func newSessionItem(mw *mainWindow) *sessionItem {
+	it := &sessionItem{title: widget.NewLabel(""), detail: widget.NewLabel(""), state: widget.NewLabel(""),
 		uptime: widget.NewLabel(""), cpu: widget.NewLabel(""), mem: widget.NewLabel("")}
-	for _, l := range []*widget.Label{it.project, it.detail, it.state, it.uptime, it.cpu, it.mem} {
+	for _, l := range []*widget.Label{it.title, it.detail, it.state, it.uptime, it.cpu, it.mem} {
 		l.Truncation = fyne.TextTruncateEllipsis
 	}
-	it.project.TextStyle.Bold = true
+	it.title.TextStyle.Bold = true
 	it.detail.SizeName = theme.SizeNameCaptionText
 	it.detail.Importance = widget.LowImportance
-	it.content = container.New(sessionColumns, container.NewVBox(it.project, it.detail),
-		vcenter(it.state), vcenter(it.uptime), vcenter(it.cpu), vcenter(it.mem))
+	it.actions = newRowActions(mw, func() string { return it.id })
+	it.content = withRowActions(container.New(sessionColumns, container.NewVBox(it.title, it.detail),
+		vcenter(it.state), vcenter(it.uptime), vcenter(it.cpu), vcenter(it.mem)), it.actions)
 	it.ExtendBaseWidget(it)
 	return it
 }
@@ -126,8 +133,9 @@ func (it *sessionItem) set(id string, c sessionCells) bool {
 		return false
 	}
 	it.id, it.shown = id, c
-	it.project.SetText(c.project + " · " + c.branch)
-	it.detail.SetText(c.detail)
+	it.title.SetText(c.title)
+	it.detail.SetText(rowDetail(c))
+	it.actions.set(c)
 	it.state.Importance = c.stateImp
 	it.state.SetText(c.state)
 	it.uptime.SetText(c.uptime)
@@ -175,7 +183,7 @@ func (p *pending) empty() bool {
 // (log lines, transcripts and file changes are the session window's).
 func (p *pending) add(ev session.Event) bool {
 	switch ev.Kind {
-	case session.EventState:
+	case session.EventState, session.EventTitle:
 		p.states[ev.Session] = true
 	case session.EventStats:
 		if ev.Stats != nil {

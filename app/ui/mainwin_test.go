@@ -271,15 +271,16 @@ func TestCellsFor(t *testing.T) {
 		stats *session.Stats
 		want  sessionCells
 	}{
-		{"waiting", store.Session{State: "running", Activity: "waiting", Branch: "sandbar/a", Started: now.Add(-90 * time.Second)},
+		{"waiting", store.Session{ID: "a", State: "running", Activity: "waiting", Branch: "sandbar/a", Started: now.Add(-90 * time.Second)},
 			&session.Stats{CPU: 12.4, MemUsed: 512 << 20, MemTotal: 2 << 30},
-			sessionCells{project: "p", branch: "sandbar/a", state: "waiting for you", uptime: "1m 30s", cpu: "12%", mem: "512.0 MiB / 2.0 GiB"}},
-		{"failed", store.Session{State: "failed", Reason: "agent exited with code 3", ExitCode: &code, Started: now.Add(-2 * time.Hour), Ended: now.Add(-time.Hour)},
-			&session.Stats{CPU: 50}, sessionCells{project: "p", detail: "the agent quit with error code 3", state: "failed", uptime: "1h 00m", cpu: "—", mem: "—"}},
-		{"finished", store.Session{State: "stopped", Reason: "agent finished", ExitCode: new(int)}, nil,
-			sessionCells{project: "p", state: "finished", uptime: "—", cpu: "—", mem: "—"}},
-		{"stopped by the person", store.Session{State: "stopped", Reason: session.ReasonStoppedByUser, ExitCode: &sigterm}, nil,
-			sessionCells{project: "p", state: "stopped by you", uptime: "—", cpu: "—", mem: "—"}},
+			sessionCells{title: "Session a", project: "p", branch: "sandbar/a", state: "waiting for you", uptime: "1m 30s", cpu: "12%", mem: "512.0 MiB / 2.0 GiB",
+				canStop: true, canMerge: true}},
+		{"failed", store.Session{Title: "Break it", State: "failed", Reason: "agent exited with code 3", ExitCode: &code, Started: now.Add(-2 * time.Hour), Ended: now.Add(-time.Hour)},
+			&session.Stats{CPU: 50}, sessionCells{title: "Break it", project: "p", detail: "the agent quit with error code 3", canMerge: true, state: "failed", uptime: "1h 00m", cpu: "—", mem: "—"}},
+		{"finished", store.Session{Prompt: "Tidy up", State: "stopped", Reason: "agent finished", ExitCode: new(int)}, nil,
+			sessionCells{title: "Tidy up", project: "p", canMerge: true, state: "finished", uptime: "—", cpu: "—", mem: "—"}},
+		{"stopped by the person", store.Session{Prompt: "Tidy up", State: "stopped", Reason: session.ReasonStoppedByUser, ExitCode: &sigterm}, nil,
+			sessionCells{title: "Tidy up", project: "p", canMerge: true, state: "stopped by you", uptime: "—", cpu: "—", mem: "—"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"fyne.io/fyne/v2"
-
 	"sandbar/app/session"
 	"sandbar/app/store"
 )
@@ -75,43 +73,60 @@ func (t *transitions) step(ev session.Event) (notice, bool) {
 	return n, true
 }
 
-// notification is the desktop notification for notice n of the session
-// described by what ("project · branch"); reason is its state's reason,
-// in plain words (sessionStatus).
-func notification(n notice, what, reason string) *fyne.Notification {
+// sessionNote is a desktop notification about one session; clicking it
+// opens the session's window.
+type sessionNote struct {
+	Session string // its id
+	Title   string // the session's title and what happened: "Fix the login bug — finished"
+	Body    string // where it works: "shop front · sandbar/3fe3b76afb"
+}
+
+// noteReason is the most of a failure's reason a notification's title
+// holds; the session window has all of it.
+const noteReason = 100
+
+// notification is the desktop notification for notice n of session id,
+// called title, working where ("project · branch"); reason is its
+// state's reason.
+func notification(n notice, id, title, where, reason string) *sessionNote {
+	note := &sessionNote{Session: id, Body: where}
 	switch n {
 	case noticeWaiting:
-		return fyne.NewNotification("Session waiting for you", what)
+		note.Title = title + " — waiting for you"
 	case noticeFinished:
-		return fyne.NewNotification("Session finished", what)
+		note.Title = title + " — finished"
 	case noticeFailed:
 		// A failure's reason can hold console lines: the first line is the
 		// gist, the session window has the rest.
 		first, _, _ := strings.Cut(strings.TrimSpace(reason), "\n")
-		if first == "" {
-			return fyne.NewNotification("Session failed", what)
+		note.Title = title + " — failed"
+		if first = strings.TrimSpace(first); first != "" {
+			note.Title += ": " + clipTitle(first, noteReason)
 		}
-		return fyne.NewNotification("Session failed", what+": "+first)
+	default:
+		return nil
 	}
-	return nil
+	return note
 }
 
 // Notifier sends a desktop notification when a session finishes, fails
 // or waits for input: once per change of state.
 type Notifier struct {
-	cancel context.CancelFunc
-	done   chan struct{}
+	cancel  context.CancelFunc
+	done    chan struct{}
+	desktop desktopNotifier // nil: Fyne's notifications (or a test's)
 }
 
 // StartNotifications follows every session and sends notifications
-// through send (nil: the app's SendNotification, on the UI goroutine).
-// Stop ends it.
-func (u *UI) StartNotifications(send func(*fyne.Notification)) *Notifier {
-	if send == nil {
-		send = func(n *fyne.Notification) { u.post(func() { u.App.SendNotification(n) }) }
-	}
+// through send. With a nil send they go to the desktop's notification
+// server, where clicking one opens its session (newDesktopNotifier), or,
+// where there is none, through Fyne's SendNotification. Stop ends it.
+func (u *UI) StartNotifications(send func(sessionNote)) *Notifier {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &Notifier{cancel: cancel, done: make(chan struct{})}
+	if send == nil {
+		send = u.desktopSend(n)
+	}
 	events := u.Backend.Subscribe(ctx, "")
 	go func() {
 		defer close(n.done)
@@ -122,8 +137,9 @@ func (u *UI) StartNotifications(send func(*fyne.Notification)) *Notifier {
 				continue
 			}
 			_, why := sessionStatus(store.Session{State: ev.State, Activity: ev.Activity, Reason: ev.Reason, ExitCode: ev.ExitCode})
-			if note := notification(k, u.describe(ctx, ev.Session), why); note != nil {
-				send(note)
+			title, where := u.describe(ctx, ev.Session)
+			if note := notification(k, ev.Session, title, where, why); note != nil {
+				send(*note)
 			}
 		}
 	}()
@@ -134,18 +150,21 @@ func (u *UI) StartNotifications(send func(*fyne.Notification)) *Notifier {
 func (n *Notifier) Stop() {
 	n.cancel()
 	<-n.done
+	if n.desktop != nil {
+		n.desktop.Close()
+	}
 }
 
-// describe names a session for a person: "project · branch", or its id
-// when the store cannot say more.
-func (u *UI) describe(ctx context.Context, id string) string {
+// describe names a session for a person: its title, and "project ·
+// branch"; its id when the store cannot say more.
+func (u *UI) describe(ctx context.Context, id string) (title, where string) {
 	s, err := u.Backend.Get(ctx, id)
 	if err != nil {
-		return id
+		return id, ""
 	}
 	p, err := u.Backend.Project(ctx, s.ProjectID)
 	if err != nil {
-		return s.Branch
+		return session.Title(s), s.Branch
 	}
-	return fmt.Sprintf("%s · %s", p.Name, s.Branch)
+	return session.Title(s), fmt.Sprintf("%s · %s", p.Name, s.Branch)
 }

@@ -2,11 +2,11 @@ package ui
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 
 	"sandbar/app/session"
@@ -81,24 +81,28 @@ func TestTransitions(t *testing.T) {
 	}
 }
 
+// TestNotificationText: a notification says the session's title and
+// what happened on its first line, and where the session works beneath.
 func TestNotificationText(t *testing.T) {
 	tests := []struct {
-		n             notice
-		reason        string
-		title, detail string
+		n           notice
+		reason      string
+		title, body string
 	}{
-		{noticeFinished, "agent finished", "Session finished", "app · sandbar/1"},
-		{noticeWaiting, "waiting for your message", "Session waiting for you", "app · sandbar/1"},
-		{noticeFailed, "the VM stopped unexpectedly\nlast console lines:\npanic", "Session failed", "app · sandbar/1: the VM stopped unexpectedly"},
-		{noticeFailed, "", "Session failed", "app · sandbar/1"},
+		{noticeFinished, "agent finished", "Fix the login bug — finished", "app · sandbar/1"},
+		{noticeWaiting, "waiting for your message", "Fix the login bug — waiting for you", "app · sandbar/1"},
+		{noticeFailed, "the API key was refused", "Fix the login bug — failed: the API key was refused", "app · sandbar/1"},
+		{noticeFailed, "the VM stopped unexpectedly\nlast console lines:\npanic", "Fix the login bug — failed: the VM stopped unexpectedly", "app · sandbar/1"},
+		{noticeFailed, "", "Fix the login bug — failed", "app · sandbar/1"},
+		{noticeFailed, strings.Repeat("x", 300), "Fix the login bug — failed: " + strings.Repeat("x", 99) + "…", "app · sandbar/1"},
 	}
 	for _, tc := range tests {
-		got := notification(tc.n, "app · sandbar/1", tc.reason)
-		if got.Title != tc.title || got.Content != tc.detail {
-			t.Errorf("notification(%d, %q) = %q / %q, want %q / %q", tc.n, tc.reason, got.Title, got.Content, tc.title, tc.detail)
+		got := notification(tc.n, "s1", "Fix the login bug", "app · sandbar/1", tc.reason)
+		if got.Title != tc.title || got.Body != tc.body || got.Session != "s1" {
+			t.Errorf("notification(%d, %q) = %+v, want %q / %q for s1", tc.n, tc.reason, *got, tc.title, tc.body)
 		}
 	}
-	if notification(noticeNone, "x", "") != nil {
+	if notification(noticeNone, "s1", "x", "", "") != nil {
 		t.Error("noticeNone gave a notification")
 	}
 }
@@ -106,27 +110,27 @@ func TestNotificationText(t *testing.T) {
 // noteRecorder records notifications.
 type noteRecorder struct {
 	mu    sync.Mutex
-	notes []*fyne.Notification
+	notes []sessionNote
 	added chan struct{}
 }
 
 func newNoteRecorder() *noteRecorder { return &noteRecorder{added: make(chan struct{}, 100)} }
 
-func (s *noteRecorder) send(n *fyne.Notification) {
+func (s *noteRecorder) send(n sessionNote) {
 	s.mu.Lock()
 	s.notes = append(s.notes, n)
 	s.mu.Unlock()
 	s.added <- struct{}{}
 }
 
-func (s *noteRecorder) all() []*fyne.Notification {
+func (s *noteRecorder) all() []sessionNote {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]*fyne.Notification(nil), s.notes...)
+	return append([]sessionNote(nil), s.notes...)
 }
 
 // wait waits for the count-th notification titled title.
-func (s *noteRecorder) wait(t *testing.T, title string, count int) *fyne.Notification {
+func (s *noteRecorder) wait(t *testing.T, title string, count int) sessionNote {
 	t.Helper()
 	deadline := time.After(30 * time.Second)
 	for {
@@ -146,10 +150,10 @@ func (s *noteRecorder) wait(t *testing.T, title string, count int) *fyne.Notific
 	}
 }
 
-func noteTitles(ns []*fyne.Notification) []string {
+func noteTitles(ns []sessionNote) []string {
 	var out []string
 	for _, n := range ns {
-		out = append(out, n.Title+": "+n.Content)
+		out = append(out, n.Title+": "+n.Body)
 	}
 	return out
 }
@@ -165,29 +169,49 @@ func TestNotifierRealManager(t *testing.T) {
 	defer n.Stop()
 	ctx := context.Background()
 
-	ok, err := e.Manager.Start(ctx, session.Options{Repo: repo, Agent: sessiontest.Shell("echo done")})
+	ok, err := e.Manager.Start(ctx, session.Options{Repo: repo, Agent: sessiontest.Shell("echo done"), Prompt: "Write the notes\nin Markdown"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := rec.wait(t, "Session finished", 1)
-	if want := "notes app · " + ok.Branch; got.Content != want {
-		t.Errorf("finished says %q, want %q", got.Content, want)
+	got := rec.wait(t, "Write the notes — finished", 1)
+	if want := "notes app · " + ok.Branch; got.Body != want || got.Session != ok.ID {
+		t.Errorf("finished says %q about %s, want %q about %s", got.Body, got.Session, want, ok.ID)
 	}
 
-	bad, err := e.Manager.Start(ctx, session.Options{Repo: repo, Agent: sessiontest.Shell("exit 3")})
+	bad, err := e.Manager.Start(ctx, session.Options{Repo: repo, Agent: sessiontest.Shell("exit 3"), Title: "Break things"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = rec.wait(t, "Session failed", 1)
-	if want := "notes app · " + bad.Branch + ": the agent quit with error code 3"; got.Content != want {
-		t.Errorf("failed says %q, want %q", got.Content, want)
+	var failed sessionNote
+	found := func() bool {
+		for _, n := range rec.all() {
+			if strings.HasPrefix(n.Title, "Break things — failed: ") {
+				failed = n
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.After(30 * time.Second); !found(); {
+		select {
+		case <-rec.added:
+		case <-deadline:
+			t.Fatalf("no failure notification within 30 s; got %v", noteTitles(rec.all()))
+		}
+	}
+	if !strings.Contains(failed.Title, "the agent quit with error code 3") || failed.Body != "notes app · "+bad.Branch {
+		t.Errorf("failed says %q / %q, want the title and exit code, then the project and branch", failed.Title, failed.Body)
 	}
 
+	// A session renamed while it works is notified by its new name.
 	idle, err := e.Manager.Start(ctx, session.Options{Repo: repo, Agent: sessiontest.Shell("sleep 60"), IdleTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec.wait(t, "Session waiting for you", 1)
+	if _, err := e.Manager.Rename(ctx, idle.ID, "Wait for me"); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, "Wait for me — waiting for you", 1)
 	// Stopping it is the person's doing: no notification.
 	if _, err := e.Manager.Stop(ctx, idle.ID); err != nil {
 		t.Fatal(err)
@@ -198,13 +222,13 @@ func TestNotifierRealManager(t *testing.T) {
 	if _, err := e.Manager.Start(ctx, session.Options{Repo: repo, Agent: sessiontest.Shell("true")}); err != nil {
 		t.Fatal(err)
 	}
-	rec.wait(t, "Session finished", 2)
+	rec.wait(t, "true — finished", 1)
 	n.Stop()
 	counts := map[string]int{}
 	for _, x := range rec.all() {
 		counts[x.Title]++
 	}
-	want := map[string]int{"Session finished": 2, "Session failed": 1, "Session waiting for you": 1}
+	want := map[string]int{"Write the notes — finished": 1, failed.Title: 1, "Wait for me — waiting for you": 1, "true — finished": 1}
 	for k, v := range want {
 		if counts[k] != v {
 			t.Errorf("%d notifications %q, want %d (all: %v)", counts[k], k, v, noteTitles(rec.all()))

@@ -33,10 +33,10 @@ const (
 // it is open already.
 func (u *UI) ShowSession(id string) { u.showSession(id) }
 
-// sessionWindowTitle names a session's window; it is unique, since the
-// branch holds the session's id.
-func sessionWindowTitle(project, branch string) string {
-	return project + " · " + branch
+// sessionWindowTitle names a session's window: its title, and the
+// project it works on.
+func sessionWindowTitle(title, project string) string {
+	return title + " — " + project
 }
 
 func (u *UI) showSession(id string) *sessionWindow {
@@ -63,16 +63,17 @@ func (u *UI) showSession(id string) *sessionWindow {
 		w.Show()
 		return nil
 	}
-	title := sessionWindowTitle(p.Name, s.Branch)
-	for _, w := range u.App.Driver().AllWindows() {
-		if w.Title() == title {
-			w.Show()
-			w.RequestFocus()
-			return nil
-		}
+	if w := u.sessionWins[s.ID]; w != nil && !w.closed {
+		w.win.Show()
+		w.win.RequestFocus()
+		return nil
 	}
 	w := buildSessionWindow(u, s, p, agentLog)
 	u.frameWindow(w.win, winSession, fyne.NewSize(980, 720))
+	if u.sessionWins == nil {
+		u.sessionWins = map[string]*sessionWindow{}
+	}
+	u.sessionWins[s.ID] = w
 	w.win.Show()
 	w.start()
 	return w
@@ -97,7 +98,9 @@ type sessionWindow struct {
 	// startDetached when nil.
 	launcher func(*exec.Cmd) error
 
-	name    *widget.Label
+	name    *widget.Label // the session's title
+	where   *widget.Label // its project and branch
+	title   *titleEditor
 	dot     *canvas.Circle
 	state   *widget.Label
 	uptime  *widget.Label
@@ -142,12 +145,16 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 		parent = context.Background()
 	}
 	w.ctx, w.cancel = context.WithCancel(parent)
-	w.win = u.App.NewWindow(sessionWindowTitle(p.Name, s.Branch))
+	w.win = u.App.NewWindow(sessionWindowTitle(session.Title(s), p.Name))
 
 	// Header.
-	w.name = widget.NewLabelWithStyle(p.Name+" · "+s.Branch, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	w.name = widget.NewLabelWithStyle(session.Title(s), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	w.name.SizeName = theme.SizeNameSubHeadingText
 	w.name.Truncation = fyne.TextTruncateEllipsis
+	w.where = widget.NewLabel(p.Name + " · " + s.Branch)
+	w.where.Importance = widget.LowImportance
+	w.where.Truncation = fyne.TextTruncateEllipsis
+	w.title = newTitleEditor(w)
 	w.dot = canvas.NewCircle(color.Transparent)
 	w.state = widget.NewLabel("")
 	w.state.Truncation = fyne.TextTruncateEllipsis
@@ -167,7 +174,7 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 	// dot and the uptime leave it.
 	stateLine := container.NewBorder(nil, nil, container.NewCenter(dotBox), w.uptime, w.state)
 	actions := container.NewHBox(w.stop, w.restart, w.merge, w.del)
-	head := container.NewBorder(nil, nil, nil, container.NewCenter(actions), container.NewVBox(w.name, stateLine))
+	head := container.NewBorder(nil, nil, nil, container.NewCenter(actions), container.NewVBox(w.title.content, w.where, stateLine))
 
 	w.openMsg = widget.NewLabel("")
 	w.openMsg.Importance = widget.LowImportance
@@ -266,6 +273,9 @@ func (w *sessionWindow) close() {
 		return
 	}
 	w.closed = true
+	if w.u.sessionWins[w.id] == w {
+		delete(w.u.sessionWins, w.id)
+	}
 	w.cancel()
 	w.logs.Close()
 	w.exec.close()
@@ -351,7 +361,7 @@ func (w *sessionWindow) events(ctx context.Context) {
 				}
 				e := transcriptEntry(*ev.Entry)
 				w.ui(func() { w.transcript.Add(e) })
-			case session.EventState:
+			case session.EventState, session.EventTitle:
 				s, err := w.u.Backend.Get(ctx, w.id)
 				if err != nil {
 					continue
@@ -404,6 +414,7 @@ func (w *sessionWindow) applySession(s store.Session) {
 		w.spawn(w.changes.reload)
 	}
 	w.sess = s
+	w.showTitle()
 	w.showOpenNote()
 	w.dot.FillColor = stateDotColor(s.State, s.Activity)
 	w.dot.Refresh()
@@ -467,7 +478,7 @@ func (w *sessionWindow) showUptime() {
 // removed is the session being deleted (here or elsewhere).
 func (w *sessionWindow) removed() {
 	w.notice.show(widget.WarningImportance, "This session was deleted.")
-	for _, b := range []*widget.Button{w.stop, w.restart, w.merge, w.del, w.chatSend} {
+	for _, b := range []*widget.Button{w.stop, w.restart, w.merge, w.del, w.chatSend, w.title.rename} {
 		b.Disable()
 	}
 	w.chat.Disable()

@@ -36,8 +36,8 @@ func TestSessionWindowLiveLogAndChat(t *testing.T) {
 	if w.stop.Disabled() || !w.restart.Disabled() {
 		t.Errorf("running: Stop enabled %v, Restart disabled %v", !w.stop.Disabled(), w.restart.Disabled())
 	}
-	if !strings.Contains(w.name.Text, "demo") || !strings.Contains(w.name.Text, s.Branch) {
-		t.Errorf("header %q does not name the project and branch %s", w.name.Text, s.Branch)
+	if !strings.Contains(w.where.Text, "demo") || !strings.Contains(w.where.Text, s.Branch) {
+		t.Errorf("header %q does not name the project and branch %s", w.where.Text, s.Branch)
 	}
 	if w.tabs.Selected().Text != tabLog {
 		t.Errorf("a custom agent's window opens on %q, want the Log", w.tabs.Selected().Text)

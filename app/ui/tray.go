@@ -128,6 +128,9 @@ func (t *Tray) loop(ctx context.Context, events <-chan session.Event) {
 // reports whether it may change what the tray shows: a change of state
 // may, log lines and stats may not.
 func (t *Tray) apply(ev session.Event, tr *transitions) bool {
+	if ev.Kind == session.EventTitle {
+		return true // the label changes, no one needs telling
+	}
 	if ev.Kind != session.EventState && ev.Kind != session.EventRemoved {
 		return false
 	}
@@ -268,7 +271,8 @@ type trayModel struct {
 
 type traySession struct {
 	ID    string
-	Label string
+	Label string // its title, state and time
+	Where string // its project and branch
 	Live  bool
 	// Merged is the commit an ended session's branch was merged at,
 	// when it has not run since: the menu offers no Merge then. A live
@@ -310,7 +314,7 @@ func buildTrayModel(sessions []store.Session, projects []store.Project, attentio
 		if needs {
 			m.Attention++
 		}
-		ts := traySession{ID: s.ID, Live: live, Label: sessionLabel(s, names[s.ProjectID], n, now)}
+		ts := traySession{ID: s.ID, Live: live, Label: sessionLabel(s, n, now), Where: sessionWhere(s, names[s.ProjectID])}
 		if mg, ok := merged[s.ID]; ok && !live && mg.ended.Equal(s.Ended) {
 			// Merged since it last ran: nothing more can come of it.
 			ts.Merged = mg.commit
@@ -335,11 +339,8 @@ func buildTrayModel(sessions []store.Session, projects []store.Project, attentio
 	return m
 }
 
-// sessionLabel is "project · branch · state · 12m".
-func sessionLabel(s store.Session, project string, n notice, now time.Time) string {
-	if project == "" {
-		project = fmt.Sprintf("project %d", s.ProjectID)
-	}
+// sessionLabel is "title · state · 12m".
+func sessionLabel(s store.Session, n notice, now time.Time) string {
 	state, _ := sessionStatus(s)
 	switch {
 	case s.State == session.StateRunning && s.Activity == session.ActivityRetrying, s.State == session.StateFailed:
@@ -355,7 +356,27 @@ func sessionLabel(s store.Session, project string, n notice, now time.Time) stri
 	if !s.Ended.IsZero() {
 		to = s.Ended
 	}
-	return strings.Join([]string{project, s.Branch, state, elapsed(to.Sub(from))}, " · ")
+	return strings.Join([]string{clipTitle(session.Title(s), trayTitle), state, elapsed(to.Sub(from))}, " · ")
+}
+
+// trayTitle is the most of a title a tray item shows: menus do not cut
+// long items, they widen.
+const trayTitle = 48
+
+// sessionWhere is "project · branch", a tray item's secondary text.
+func sessionWhere(s store.Session, project string) string {
+	if project == "" {
+		project = fmt.Sprintf("project %d", s.ProjectID)
+	}
+	return project + " · " + s.Branch
+}
+
+// clipTitle cuts a title to n characters, marking the cut.
+func clipTitle(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return strings.TrimSpace(string(r[:n-1])) + "…"
+	}
+	return s
 }
 
 // elapsed is a duration in whole minutes: "<1m", "12m", "2h05m", "3d4h".
@@ -408,8 +429,10 @@ func (t *Tray) menu(m trayModel) *fyne.Menu {
 			merge = fyne.NewMenuItem("Merged at "+shortCommit(s.Merged), nil)
 			merge.Disabled = true
 		}
+		where := fyne.NewMenuItem(s.Where, nil)
+		where.Disabled = true
 		item := fyne.NewMenuItem(s.Label, nil)
-		item.ChildMenu = fyne.NewMenu("", open, stop, merge)
+		item.ChildMenu = fyne.NewMenu("", where, fyne.NewMenuItemSeparator(), open, stop, merge)
 		items = append(items, item)
 	}
 	items = append(items, fyne.NewMenuItemSeparator(),
@@ -465,7 +488,8 @@ func (t *Tray) merge(id string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		what := t.u.describe(ctx, id)
+		title, where := t.u.describe(ctx, id)
+		what := fmt.Sprintf("“%s” (%s)", title, where)
 		before, _ := t.u.Backend.Get(ctx, id)
 		res, err := t.u.Backend.Merge(ctx, id, false)
 		if err != nil {

@@ -43,7 +43,7 @@ func TestBuildTrayModel(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	projects := []store.Project{{ID: 1, Name: "web"}, {ID: 2, Name: "api"}}
 	sess := func(id string, state store.State, activity string, started time.Duration, ended time.Duration) store.Session {
-		s := store.Session{ID: id, ProjectID: 1, Branch: "sandbar/" + id, State: state, Activity: activity, Started: now.Add(-started)}
+		s := store.Session{ID: id, ProjectID: 1, Title: "Task " + id, Branch: "sandbar/" + id, State: state, Activity: activity, Started: now.Add(-started)}
 		if ended > 0 {
 			s.Ended = now.Add(-ended)
 		}
@@ -63,16 +63,16 @@ func TestBuildTrayModel(t *testing.T) {
 		{"running", []store.Session{
 			sess("a", session.StateRunning, session.ActivityWorking, 12*time.Minute+30*time.Second, 0),
 			sess("b", session.StateBooting, "", 10*time.Second, 0),
-		}, nil, assets.Running, []string{"web · sandbar/a · working · 12m", "web · sandbar/b · starting · <1m"}, "2 sessions running"},
+		}, nil, assets.Running, []string{"Task a · working · 12m", "Task b · starting · <1m"}, "2 sessions running"},
 		{"waiting needs the person", []store.Session{
 			sess("a", session.StateRunning, session.ActivityWaiting, 2*time.Hour+time.Minute, 0),
-		}, map[string]notice{"a": noticeWaiting}, assets.Attention, []string{"web · sandbar/a · waiting for you · 2h01m"}, "1 session running · 1 needs you"},
+		}, map[string]notice{"a": noticeWaiting}, assets.Attention, []string{"Task a · waiting for you · 2h01m"}, "1 session running · 1 needs you"},
 		{"finished until seen", []store.Session{
 			sess("a", session.StateRunning, session.ActivityWorking, 5*time.Minute, 0),
 			sess("b", session.StateStopped, "", 50*time.Minute, 20*time.Minute),
 			sess("c", session.StateFailed, "", 50*time.Minute, 40*time.Minute),
 		}, map[string]notice{"b": noticeFinished, "c": noticeFailed}, assets.Attention,
-			[]string{"web · sandbar/a · working · 5m", "web · sandbar/b · finished · 30m", "web · sandbar/c · failed · 10m"}, "1 session running · 2 need you"},
+			[]string{"Task a · working · 5m", "Task b · finished · 30m", "Task c · failed · 10m"}, "1 session running · 2 need you"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,6 +83,9 @@ func TestBuildTrayModel(t *testing.T) {
 			var labels []string
 			for _, s := range m.Sessions {
 				labels = append(labels, s.Label)
+				if want := "web · sandbar/" + s.ID; s.Where != want {
+					t.Errorf("%s's secondary text %q, want %q", s.ID, s.Where, want)
+				}
 			}
 			if !slices.Equal(labels, tc.labels) {
 				t.Errorf("sessions %q, want %q", labels, tc.labels)
@@ -185,19 +188,31 @@ func TestTrayRealManager(t *testing.T) {
 			icon == assets.TrayIdleColor
 	})
 
-	s, err := e.Manager.Start(ctx, session.Options{Repo: repo, Agent: sessiontest.Shell("sleep 60")})
+	s, err := e.Manager.Start(ctx, session.Options{Repo: repo, Agent: sessiontest.Shell("sleep 60"), Prompt: "Serve the web app\non port 80"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := waitTray(t, h, ft, "the running session", func(m *fyne.Menu, icon fyne.Resource) bool {
-		return trayItem(m, "web app · "+s.Branch+" · working · ") != nil && icon == assets.TrayRunningColor
+		return trayItem(m, "Serve the web app · working · ") != nil && icon == assets.TrayRunningColor
 	})
 	if got := trayLabels(m)[0]; got != "1 session running" {
 		t.Errorf("header %q", got)
 	}
-	if got := trayLabels(trayItem(m, "web app · ").ChildMenu); !slices.Equal(got, []string{"Open", "Stop", "Merge"}) {
-		t.Errorf("session submenu %q", got)
+	sub := trayItem(m, "Serve the web app · ").ChildMenu
+	if got := trayLabels(sub); !slices.Equal(got, []string{"web app · " + s.Branch, "Open", "Stop", "Merge"}) {
+		t.Errorf("session submenu %q, want where it works, then its actions", got)
 	}
+	if !sub.Items[0].Disabled {
+		t.Error("the submenu's project and branch can be clicked")
+	}
+
+	// A rename shows at once.
+	if _, err := e.Manager.Rename(ctx, s.ID, "Web app, served"); err != nil {
+		t.Fatal(err)
+	}
+	m = waitTray(t, h, ft, "the renamed session", func(m *fyne.Menu, _ fyne.Resource) bool {
+		return trayItem(m, "Web app, served · working · ") != nil
+	})
 	recent := trayItem(m, "Recent Projects")
 	if recent == nil || !slices.Equal(trayLabels(recent.ChildMenu), []string{"web app"}) {
 		t.Fatalf("no Recent Projects holding web app in %q", trayLabels(m))
@@ -221,16 +236,16 @@ func TestTrayRealManager(t *testing.T) {
 	clock.Unlock()
 	tray.poke()
 	m = waitTray(t, h, ft, "the elapsed time move on", func(m *fyne.Menu, _ fyne.Resource) bool {
-		return trayItem(m, "web app · "+s.Branch+" · working · 1m") != nil
+		return trayItem(m, "Web app, served · working · 1m") != nil
 	})
 	if len(ft.icons) != icons {
 		t.Errorf("the icon was set again when only a label changed")
 	}
 
 	// Stop from the menu: the session goes, and it needs nobody.
-	trayItem(m, "web app · ").ChildMenu.Items[1].Action()
+	trayItem(trayItem(m, "Web app, served · ").ChildMenu, "Stop").Action()
 	waitTray(t, h, ft, "the idle menu after Stop", func(m *fyne.Menu, icon fyne.Resource) bool {
-		return trayItem(m, "web app · ") == nil && icon == assets.TrayIdleColor
+		return trayItem(m, "Web app, served · ") == nil && icon == assets.TrayIdleColor
 	})
 	if got, _ := e.Manager.Get(ctx, s.ID); got.State != session.StateStopped {
 		t.Errorf("after Stop the session is %s", got.State)
@@ -242,21 +257,21 @@ func TestTrayRealManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	m = waitTray(t, h, ft, "the finished session", func(m *fyne.Menu, icon fyne.Resource) bool {
-		return trayItem(m, "web app · "+done.Branch+" · finished · ") != nil && icon == assets.TrayAttentionColor
+		return trayItem(m, "true · finished · ") != nil && icon == assets.TrayAttentionColor
 	})
 	if got := trayLabels(m)[0]; got != "No sessions running · 1 needs you" {
 		t.Errorf("header %q", got)
 	}
-	sub := trayItem(m, "web app · ").ChildMenu
-	if !sub.Items[1].Disabled {
+	sub = trayItem(m, "true · ").ChildMenu
+	if !trayItem(sub, "Stop").Disabled {
 		t.Error("Stop is enabled for an ended session")
 	}
-	sub.Items[0].Action() // Open
+	trayItem(sub, "Open").Action()
 	if !slices.Equal(opened, []string{done.ID}) {
 		t.Errorf("opened %v, want %s", opened, done.ID)
 	}
 	waitTray(t, h, ft, "the idle icon once the session was opened", func(m *fyne.Menu, icon fyne.Resource) bool {
-		return trayItem(m, "web app · ") == nil && icon == assets.TrayIdleColor
+		return trayItem(m, "true · ") == nil && icon == assets.TrayIdleColor
 	})
 }
 
@@ -286,7 +301,7 @@ func TestTrayQuit(t *testing.T) {
 	if _, err := e.Manager.Start(context.Background(), session.Options{Repo: repo, Agent: sessiontest.Shell("sleep 60")}); err != nil {
 		t.Fatal(err)
 	}
-	m = waitTray(t, h, ft, "a running session", func(m *fyne.Menu, _ fyne.Resource) bool { return trayItem(m, "q · ") != nil })
+	m = waitTray(t, h, ft, "a running session", func(m *fyne.Menu, _ fyne.Resource) bool { return trayItem(m, "sleep 60 · ") != nil })
 	trayItem(m, "Quit").Action()
 	h.q.drain()
 	if quits != 1 {
@@ -322,7 +337,7 @@ func TestTrayQuit(t *testing.T) {
 	clientQuits := 0
 	client := u.StartTray(ft, TrayOptions{Quit: func() { clientQuits++ }, Client: true})
 	defer client.Stop()
-	m = waitTray(t, h, ft, "the running session", func(m *fyne.Menu, _ fyne.Resource) bool { return trayItem(m, "q · ") != nil })
+	m = waitTray(t, h, ft, "the running session", func(m *fyne.Menu, _ fyne.Resource) bool { return trayItem(m, "sleep 60 · ") != nil })
 	trayItem(m, "Quit").Action()
 	h.q.drain()
 	if clientQuits != 1 {

@@ -1,0 +1,184 @@
+//go:build linux
+
+package ui
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+)
+
+// privateBus starts a D-Bus daemon of the test's own and returns its
+// address; the test is skipped where dbus-daemon is not installed.
+func privateBus(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("dbus-daemon")
+	if err != nil {
+		t.Skip("dbus-daemon is not installed: the D-Bus notifications are tested where it is (scripts/install-deps.sh)")
+	}
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "session.conf")
+	os.WriteFile(conf, []byte(`<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig><type>session</type><listen>unix:dir=`+dir+`</listen>
+<policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy>
+</busconfig>`), 0o600)
+	cmd := exec.Command(bin, "--config-file="+conf, "--nofork", "--print-address=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		addr <- strings.TrimSpace(line)
+	}()
+	select {
+	case a := <-addr:
+		if a == "" {
+			t.Fatal("dbus-daemon printed no address")
+		}
+		return a
+	case <-time.After(10 * time.Second):
+		t.Fatal("dbus-daemon did not start within 10 s")
+	}
+	return ""
+}
+
+// connect opens a connection to the bus at addr.
+func connect(t *testing.T, addr string) *dbus.Conn {
+	t.Helper()
+	conn, err := dbus.Connect(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// fakeNotifyServer plays the desktop's notification server.
+type fakeNotifyServer struct {
+	conn  *dbus.Conn
+	caps  []string
+	mu    sync.Mutex
+	calls []notifyCall
+	added chan struct{}
+}
+
+type notifyCall struct {
+	App, Summary, Body string
+	Actions            []string
+	Hints              map[string]dbus.Variant
+	ID                 uint32
+}
+
+func (s *fakeNotifyServer) Notify(app string, replaces uint32, icon, summary, body string, actions []string, hints map[string]dbus.Variant, timeout int32) (uint32, *dbus.Error) {
+	s.mu.Lock()
+	id := uint32(len(s.calls) + 41)
+	s.calls = append(s.calls, notifyCall{App: app, Summary: summary, Body: body, Actions: actions, Hints: hints, ID: id})
+	s.mu.Unlock()
+	s.added <- struct{}{}
+	return id, nil
+}
+
+func (s *fakeNotifyServer) GetCapabilities() ([]string, *dbus.Error) { return s.caps, nil }
+
+// invoke is the person clicking notification id.
+func (s *fakeNotifyServer) invoke(t *testing.T, id uint32, action string) {
+	t.Helper()
+	if err := s.conn.Emit(notifyPath, notifyService+".ActionInvoked", id, action); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func startFakeNotifyServer(t *testing.T, addr string, caps ...string) *fakeNotifyServer {
+	t.Helper()
+	s := &fakeNotifyServer{conn: connect(t, addr), caps: caps, added: make(chan struct{}, 16)}
+	if err := s.conn.Export(s, notifyPath, notifyService); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.conn.RequestName(notifyService, dbus.NameFlagDoNotQueue); err != nil || r != dbus.RequestNameReplyPrimaryOwner {
+		t.Fatalf("own %s: %v, %v", notifyService, r, err)
+	}
+	return s
+}
+
+// TestDBusNotifications: against a notification server on a private
+// bus, a notification carries the title and what happened, where the
+// session works, a default action and the app's desktop entry; clicking
+// it opens its session, and only its own; with no server, there is no
+// notifier (Fyne's notifications are used).
+func TestDBusNotifications(t *testing.T) {
+	addr := privateBus(t)
+
+	if _, err := newDBusNotifier(connect(t, addr), "dev.sandbar.app", func(string) {}); err == nil {
+		t.Fatal("a notifier was made with no notification server on the bus")
+	}
+
+	srv := startFakeNotifyServer(t, addr, "body", "actions", "body-markup")
+	opened := make(chan string, 4)
+	d, err := newDBusNotifier(connect(t, addr), "dev.sandbar.app", func(id string) { opened <- id })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []sessionNote{
+		{Session: "s1", Title: "Fix the login bug — finished", Body: "shop & co · sandbar/s1"},
+		{Session: "s2", Title: "Tidy <docs> — failed: the API key was refused", Body: "shop & co · sandbar/s2"},
+	} {
+		if err := d.Notify(n); err != nil {
+			t.Fatal(err)
+		}
+		<-srv.added
+	}
+	srv.mu.Lock()
+	calls := append([]notifyCall(nil), srv.calls...)
+	srv.mu.Unlock()
+	first := calls[0]
+	if first.App != "Sandbar" || first.Summary != "Fix the login bug — finished" || first.Body != "shop &amp; co · sandbar/s1" {
+		t.Errorf("notification %+v: want Sandbar's, the title and what happened, then where (escaped for a markup server)", first)
+	}
+	if len(first.Actions) != 2 || first.Actions[0] != "default" {
+		t.Errorf("actions %q, want the default action", first.Actions)
+	}
+	if e, ok := first.Hints["desktop-entry"]; !ok || e.Value() != "dev.sandbar.app" {
+		t.Errorf("hints %v, want the desktop entry", first.Hints)
+	}
+	if calls[1].Summary != "Tidy <docs> — failed: the API key was refused" {
+		t.Errorf("the summary, which is never markup, was changed: %q", calls[1].Summary)
+	}
+
+	// Another action, and an id the notifier did not send, open nothing;
+	// the default action of the second opens its session.
+	srv.invoke(t, calls[0].ID, "snooze")
+	srv.invoke(t, 999, "default")
+	srv.invoke(t, calls[1].ID, "default")
+	select {
+	case id := <-opened:
+		if id != "s2" {
+			t.Errorf("clicking the second notification opened %q, want s2", id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("clicking a notification opened nothing within 10 s")
+	}
+	// Signals arrive in the order sent: the two before were read, and
+	// opened nothing, before this one.
+	if len(opened) != 0 {
+		t.Errorf("%q opened too", <-opened)
+	}
+	if err := d.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+}
