@@ -27,6 +27,9 @@ func (m *Mirror) Saved(ctx context.Context, id string) (SaveInfo, bool) {
 	if s.Branch == "" || s.Snapshot == "" || s.Head == "" {
 		return SaveInfo{}, false
 	}
+	if a := refs[sessionRef(id, "autocommit")]; a == s.Branch {
+		s.AutoCommit = a
+	}
 	return s, true
 }
 
