@@ -110,6 +110,11 @@ INSERT INTO settings (key, value) VALUES ('log_window', '500'), ('default_agent'
 			"created, updated, started, ended, activity, timings)", 1),
 			"1600000001500000000, 1600000002000000000);",
 			"1600000001500000000, 1600000002000000000, '', '{\"boot\":27000000}');", 1)
+	case 3:
+		// v2's rows, with v3's columns of a brokered secret.
+		return oldRows(2) + `
+UPDATE secret_names SET broker_host = 'api.example.com', broker_header = 'x-api-key';
+`
 	}
 	return ""
 }
@@ -208,6 +213,17 @@ func TestMigrateFromEveryVersion(t *testing.T) {
 			}
 			if err := s.SetSecretBroker(ctx, "ANTHROPIC_API_KEY", SecretBroker{Host: "api.example.com", Header: "x-api-key"}); err != nil {
 				t.Errorf("bind an upgraded secret: %v", err)
+			}
+			// v4: an upgraded session was never merged, and records a merge.
+			if !x.Merged.IsZero() {
+				t.Errorf("an upgraded session has a merge: %+v", x.Merged)
+			}
+			m := Merge{Into: "main", Commit: "c0ffee", Work: "beef", Time: time.Unix(1700000000, 0).UTC()}
+			if _, err := s.UpdateSession(ctx, x.ID, func(x *Session) error { x.Merged = m; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if y, _ := s.Session(ctx, x.ID); y.Merged != m {
+				t.Errorf("merge after the upgrade = %+v, want %+v", y.Merged, m)
 			}
 		})
 	}

@@ -106,6 +106,11 @@ CREATE TABLE net_attempts (
 ALTER TABLE secret_names ADD COLUMN broker_host TEXT NOT NULL DEFAULT '';
 ALTER TABLE secret_names ADD COLUMN broker_header TEXT NOT NULL DEFAULT '';
 `},
+		// v4: the last merge of a session's work into its repository
+		// (a JSON Merge; '' when never merged).
+		{4, `
+ALTER TABLE sessions ADD COLUMN merged TEXT NOT NULL DEFAULT '';
+`},
 	}
 }
 
