@@ -64,12 +64,12 @@ func (c *Client) Remove(ctx context.Context, id string, force bool) error {
 }
 
 // Merge merges a session's branch through the engine.
-func (c *Client) Merge(ctx context.Context, id string, force bool) (workspace.MergeResult, error) {
+func (c *Client) Merge(ctx context.Context, id string, o MergeOptions) (workspace.MergeResult, error) {
 	r, err := c.Engine(ctx)
 	if err != nil {
 		return workspace.MergeResult{}, err
 	}
-	return r.Merge(ctx, id, force)
+	return r.Merge(ctx, id, o)
 }
 
 // Chat sends text to a session's agent in the engine.

@@ -144,6 +144,7 @@ type request struct {
 	ID      string                `json:"id,omitempty"`
 	Text    string                `json:"text,omitempty"`
 	Force   bool                  `json:"force,omitempty"`
+	Into    bool                  `json:"into,omitempty"` // merge: into the current branch
 	Options *Options              `json:"options,omitempty"`
 	Exec    *sandbox.ExecRequest  `json:"exec,omitempty"`
 	Path    string                `json:"path,omitempty"`
@@ -248,7 +249,7 @@ func (e *Engine) handle(ctx context.Context, c net.Conn) {
 	case "remove":
 		done(reply{}, m.Remove(ctx, req.ID, req.Force))
 	case "merge":
-		res, err := m.Merge(ctx, req.ID, req.Force)
+		res, err := m.Merge(ctx, req.ID, MergeOptions{Into: req.Into, Force: req.Force})
 		done(reply{Merge: &res}, err)
 	case "changes":
 		ch, err := m.Changes(ctx, req.ID)
@@ -463,9 +464,9 @@ func (r *Remote) Remove(ctx context.Context, id string, force bool) error {
 }
 
 // Merge is Manager.Merge in the engine.
-func (r *Remote) Merge(ctx context.Context, id string, force bool) (workspace.MergeResult, error) {
+func (r *Remote) Merge(ctx context.Context, id string, o MergeOptions) (workspace.MergeResult, error) {
 	var res workspace.MergeResult
-	err := r.call(ctx, request{Op: "merge", ID: id, Force: force}, func(rep reply) error {
+	err := r.call(ctx, request{Op: "merge", ID: id, Force: o.Force, Into: o.Into}, func(rep reply) error {
 		if rep.Merge != nil {
 			res = *rep.Merge
 		}

@@ -242,9 +242,13 @@ type trayModel struct {
 }
 
 type traySession struct {
-	ID    string
-	Label string
-	Live  bool
+	ID     string
+	Label  string
+	Live   bool
+	Branch string
+	// Merged says where the session's work went ("Merged into main
+	// (1a2b3c4)") when it was merged after its last run; "" otherwise.
+	Merged string
 }
 
 type trayProject struct {
@@ -278,7 +282,8 @@ func buildTrayModel(sessions []store.Session, projects []store.Project, attentio
 		if needs {
 			m.Attention++
 		}
-		m.Sessions = append(m.Sessions, traySession{ID: s.ID, Live: live, Label: sessionLabel(s, names[s.ProjectID], n, now)})
+		m.Sessions = append(m.Sessions, traySession{ID: s.ID, Live: live, Label: sessionLabel(s, names[s.ProjectID], n, now),
+			Branch: s.Branch, Merged: trayMerged(s)})
 	}
 	for _, p := range projects {
 		if len(m.Projects) == recentProjects {
@@ -368,7 +373,13 @@ func (t *Tray) menu(m trayModel) *fyne.Menu {
 		open := fyne.NewMenuItem("Open", func() { t.open(id) })
 		stop := fyne.NewMenuItem("Stop", func() { t.stop(id) })
 		stop.Disabled = !s.Live
-		merge := fyne.NewMenuItem("Merge", func() { t.merge(id) })
+		// The tray creates the session's branch; merging into the
+		// current branch, which may refuse, is the session window's.
+		merge := fyne.NewMenuItem("Create branch "+s.Branch, func() { t.merge(id) })
+		if s.Merged != "" {
+			merge = fyne.NewMenuItem(s.Merged, nil)
+			merge.Disabled = true
+		}
 		item := fyne.NewMenuItem(s.Label, nil)
 		item.ChildMenu = fyne.NewMenu("", open, stop, merge)
 		items = append(items, item)
@@ -427,7 +438,7 @@ func (t *Tray) merge(id string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		what := t.u.describe(ctx, id)
-		res, err := t.u.Backend.Merge(ctx, id, false)
+		res, err := t.u.Backend.Merge(ctx, id, session.MergeOptions{})
 		if err != nil {
 			t.tell("Could not merge "+what, err.Error())
 			return
@@ -438,6 +449,19 @@ func (t *Tray) merge(id string) {
 		}
 		t.tell("Merged", msg)
 	}()
+}
+
+// trayMerged is the tray's line for a session whose work was merged
+// after it last ran, "" for any other.
+func trayMerged(s store.Session) string {
+	m := s.Merged
+	if m.IsZero() || session.Live(s.State) || m.Time.Before(s.Ended) {
+		return ""
+	}
+	if m.Branch {
+		return fmt.Sprintf("Branch %s created (%.7s)", m.Into, m.Commit)
+	}
+	return fmt.Sprintf("Merged into %s (%.7s)", m.Into, m.Commit)
 }
 
 func (t *Tray) tell(title, content string) {

@@ -195,7 +195,7 @@ func TestTrayRealManager(t *testing.T) {
 	if got := trayLabels(m)[0]; got != "1 session running" {
 		t.Errorf("header %q", got)
 	}
-	if got := trayLabels(trayItem(m, "web app · ").ChildMenu); !slices.Equal(got, []string{"Open", "Stop", "Merge"}) {
+	if got := trayLabels(trayItem(m, "web app · ").ChildMenu); !slices.Equal(got, []string{"Open", "Stop", "Create branch " + s.Branch}) {
 		t.Errorf("session submenu %q", got)
 	}
 	recent := trayItem(m, "Recent Projects")

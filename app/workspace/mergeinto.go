@@ -237,3 +237,20 @@ func cleanTree(ctx context.Context, root string) error {
 	}
 	return refuse(fmt.Sprintf("your working tree has uncommitted changes in %s (%s): commit or stash them first", plural(len(files), "file", "files"), list(files, ", ")), ErrDirtyTree)
 }
+
+// Reaches reports whether rev (a branch, HEAD) of the source repository
+// has commit in its history; false when the source lacks the commit.
+func Reaches(ctx context.Context, source Repo, rev, commit string) bool {
+	ok, err := isAncestor(ctx, source.Root, commit, rev)
+	return err == nil && ok
+}
+
+// BranchAt is the commit the branch points at in the source repository,
+// "" when it does not exist.
+func BranchAt(ctx context.Context, source Repo, branch string) string {
+	c, err := gitLine(ctx, source.Root, "rev-parse", "-q", "--verify", "refs/heads/"+branch+"^{commit}")
+	if err != nil {
+		return ""
+	}
+	return c
+}

@@ -94,3 +94,13 @@ func (m *Mirror) uncommittedSaved(ctx context.Context, s SaveInfo) ([]string, er
 	}
 	return splitZ(out), nil
 }
+
+// SavedUncommitted lists the files the session's last save holds
+// uncommitted (changed in its snapshot on top of its HEAD).
+func (m *Mirror) SavedUncommitted(ctx context.Context, id string) ([]string, error) {
+	s, ok := m.Saved(ctx, id)
+	if !ok {
+		return nil, fmt.Errorf("session %s has no saved work yet", id)
+	}
+	return m.uncommittedSaved(ctx, s)
+}
