@@ -106,7 +106,7 @@ func commands() []command {
 		{name: "restart", summary: "restart a stopped, failed or interrupted session", run: restart},
 		{name: "changes", summary: "list a session's changed files: sandbar changes [--json] ID", run: changesCmd},
 		{name: "diff", summary: "print one changed file's diff: sandbar diff ID PATH", run: diffCmd},
-		{name: "merge", summary: "bring a session's branch into its repository", run: merge},
+		{name: "merge", summary: "create the session's branch in its repository (--into: merge into the current branch)", run: merge},
 		{name: "net", summary: "what a session's VM tried to reach, and what it may: sandbar net ID [allow|deny TARGET]", run: netCmd},
 		{name: "ports", summary: "a session's ports published on this machine: sandbar ports ID [publish GUEST[:HOST]]", run: portsCmd},
 		{name: "rm", summary: "delete sessions", run: remove},

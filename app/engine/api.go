@@ -41,7 +41,7 @@ import (
 // the unversioned protocol of the Sandbars before the handshake; bump it
 // whenever a request, a reply or an operation's meaning changes.
 // Version 3 added rename (titles).
-const APIVersion = 3
+const APIVersion = 4
 
 // The operations, by their names on the wire.
 const (
@@ -133,6 +133,7 @@ type (
 	}
 	MergeRequest struct {
 		ID    string `json:"id"`
+		Into  bool   `json:"into,omitempty"`
 		Force bool   `json:"force,omitempty"`
 	}
 	MergeReply struct {
@@ -241,6 +242,7 @@ var errorCodes = []struct {
 	{"network_rules", session.ErrNetworkRules},
 	{"no_network", session.ErrNoNetwork},
 	{"no_model_api", session.ErrNoModelAPI},
+	{"nothing_to_merge", workspace.ErrNothingToMerge},
 	{"port_in_use", netstack.ErrPortInUse},
 }
 

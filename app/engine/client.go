@@ -208,10 +208,17 @@ func (c *Client) Remove(ctx context.Context, id string, force bool) error {
 	return err
 }
 
-// Merge merges a session's branch through the engine.
-func (c *Client) Merge(ctx context.Context, id string, force bool) (workspace.MergeResult, error) {
-	rep, err := call[MergeReply](ctx, c, OpMerge, MergeRequest{ID: id, Force: force})
+// Merge merges a session's work through the engine, which saves a live
+// session's first.
+func (c *Client) Merge(ctx context.Context, id string, o session.MergeOptions) (workspace.MergeResult, error) {
+	rep, err := call[MergeReply](ctx, c, OpMerge, MergeRequest{ID: id, Into: o.Into, Force: o.Force})
 	return rep.Result, err
+}
+
+// MergeTarget reads here what the merge actions would do: it reads the
+// repositories and changes nothing.
+func (c *Client) MergeTarget(ctx context.Context, id string) (session.MergeTarget, error) {
+	return c.Local.MergeTarget(ctx, id)
 }
 
 // Rename gives a session a new title in the engine, which tells every

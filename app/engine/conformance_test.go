@@ -116,9 +116,15 @@ func conformance(t *testing.T, f *fixture, svc session.Service) {
 		t.Errorf("saved changes: %+v, %v", ch, err)
 	}
 
-	merged, err := svc.Merge(ctx, s.ID, false)
+	if tg, err := svc.MergeTarget(ctx, s.ID); err != nil || tg.Branch != s.Branch || tg.Nothing != "" || tg.BranchDone != "" {
+		t.Errorf("merge target before merging: %+v, %v", tg, err)
+	}
+	merged, err := svc.Merge(ctx, s.ID, session.MergeOptions{})
 	if err != nil || !merged.Created || merged.Commit == "" {
 		t.Fatalf("merge: %+v, %v", merged, err)
+	}
+	if tg, err := svc.MergeTarget(ctx, s.ID); err != nil || tg.BranchDone == "" {
+		t.Errorf("merge target after creating the branch: %+v, %v; want BranchDone to say why there is nothing more", tg, err)
 	}
 	if got := sessiontest.Git(t, f.repo, "rev-parse", s.Branch); got != merged.Commit {
 		t.Errorf("the repository's %s is at %s, the merge said %s", s.Branch, got, merged.Commit)

@@ -325,7 +325,7 @@ func operations() map[string]handler {
 			return None{}, svc.Remove(ctx, r.ID, r.Force)
 		}),
 		OpMerge: unary(func(ctx context.Context, svc session.Service, r MergeRequest) (MergeReply, error) {
-			res, err := svc.Merge(ctx, r.ID, r.Force)
+			res, err := svc.Merge(ctx, r.ID, session.MergeOptions{Into: r.Into, Force: r.Force})
 			return MergeReply{Result: res}, err
 		}),
 		OpRename: unary(func(ctx context.Context, svc session.Service, r RenameRequest) (SessionReply, error) {

@@ -45,7 +45,14 @@ type Service interface {
 	// Rename gives a session a new title ("" makes one from its prompt
 	// again), refusing one longer than MaxTitle.
 	Rename(ctx context.Context, id, title string) (store.Session, error)
-	Merge(ctx context.Context, id string, force bool) (workspace.MergeResult, error)
+	// Merge creates the session's branch in its repository, or with
+	// o.Into merges into the repository's current branch; see
+	// MergeOptions. Nothing to merge is refused
+	// (workspace.ErrNothingToMerge).
+	Merge(ctx context.Context, id string, o MergeOptions) (workspace.MergeResult, error)
+	// MergeTarget says what the merge actions would do, to name and
+	// enable them; it changes nothing.
+	MergeTarget(ctx context.Context, id string) (MergeTarget, error)
 	Chat(ctx context.Context, id, text string) error
 	Exec(ctx context.Context, id string, req ExecRequest, stdout, stderr io.Writer) (ExecResult, error)
 	// Shell starts an interactive command in a running session's VM (by

@@ -85,7 +85,7 @@ func TestLegacySession(t *testing.T) {
 
 	for name, verb := range map[string]func() error{
 		"restart": func() error { _, err := f.m.Restart(ctx, s.ID); return err },
-		"merge":   func() error { _, err := f.m.Merge(ctx, s.ID, false); return err },
+		"merge":   func() error { _, err := f.m.Merge(ctx, s.ID, MergeOptions{}); return err },
 		"changes": func() error { _, err := f.m.Changes(ctx, s.ID); return err },
 		"rm":      func() error { return f.m.Remove(ctx, s.ID, false) },
 	} {

@@ -112,6 +112,11 @@ ALTER TABLE secret_names ADD COLUMN broker_header TEXT NOT NULL DEFAULT '';
 		{4, `
 ALTER TABLE sessions ADD COLUMN title TEXT NOT NULL DEFAULT '';
 `},
+		// v5: the last merge of a session's work into its repository
+		// (a JSON Merge; '' when never merged).
+		{5, `
+ALTER TABLE sessions ADD COLUMN merged TEXT NOT NULL DEFAULT '';
+`},
 	}
 }
 

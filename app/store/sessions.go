@@ -77,7 +77,29 @@ type Session struct {
 	Updated  time.Time
 	Started  time.Time
 	Ended    time.Time
+	// Merged is the last time the session's work was brought into its
+	// repository; zero when never.
+	Merged Merge
 }
+
+// Merge records one merge of a session's work into its repository.
+type Merge struct {
+	// Into is the branch that received it: the repository's current
+	// branch ("main"), or the session's own branch when it was created
+	// or moved there.
+	Into string `json:"into"`
+	// Branch: Into is the session's own branch (made by "Create
+	// branch"), not a merge into the person's current one.
+	Branch bool `json:"branch,omitempty"`
+	// Commit is where Into pointed afterwards; Work is the session's
+	// commit that was merged (Commit itself, or a parent of it).
+	Commit string    `json:"commit"`
+	Work   string    `json:"work"`
+	Time   time.Time `json:"time"`
+}
+
+// IsZero reports whether no merge is recorded.
+func (m Merge) IsZero() bool { return m.Commit == "" }
 
 // SessionFilter narrows Sessions; zero fields match every session.
 type SessionFilter struct {
@@ -85,17 +107,22 @@ type SessionFilter struct {
 	States    []State // any of these
 }
 
-const sessionCols = "id, project_id, title, branch, base, prompt, agent, limits, state, activity, reason, exit_code, error, owner, timings, created, updated, started, ended"
+const sessionCols = "id, project_id, title, branch, base, prompt, agent, limits, state, activity, reason, exit_code, error, owner, timings, created, updated, started, ended, merged"
 
 func scanSession(sc scanner) (Session, error) {
 	var x Session
-	var agent, limits, owner, timings string
+	var agent, limits, owner, timings, merged string
 	var exit sql.NullInt64
 	var created, updated, started, ended int64
 	err := sc.Scan(&x.ID, &x.ProjectID, &x.Title, &x.Branch, &x.Base, &x.Prompt, &agent, &limits, &x.State, &x.Activity, &x.Reason,
-		&exit, &x.Error, &owner, &timings, &created, &updated, &started, &ended)
+		&exit, &x.Error, &owner, &timings, &created, &updated, &started, &ended, &merged)
 	if err != nil {
 		return Session{}, err
+	}
+	if merged != "" {
+		if err := json.Unmarshal([]byte(merged), &x.Merged); err != nil {
+			return Session{}, fmt.Errorf("session %s: its merged column is unreadable (%v): delete it with `sandbar rm %s`", x.ID, err, x.ID)
+		}
 	}
 	ns := map[string]int64{}
 	for _, c := range []struct {
@@ -136,8 +163,16 @@ func sessionArgs(x Session) ([]any, error) {
 	if x.ExitCode != nil {
 		exit = *x.ExitCode
 	}
+	merged := ""
+	if !x.Merged.IsZero() {
+		b, err := json.Marshal(x.Merged)
+		if err != nil {
+			return nil, fmt.Errorf("session %s: %w", x.ID, err)
+		}
+		merged = string(b)
+	}
 	return []any{x.ID, x.ProjectID, x.Title, x.Branch, x.Base, x.Prompt, js[0], js[1], x.State, x.Activity, x.Reason,
-		exit, x.Error, js[2], js[3], nanos(x.Created), nanos(x.Updated), nanos(x.Started), nanos(x.Ended)}, nil
+		exit, x.Error, js[2], js[3], nanos(x.Created), nanos(x.Updated), nanos(x.Started), nanos(x.Ended), merged}, nil
 }
 
 // updateSessionSQL writes every column but id.

@@ -61,7 +61,6 @@ type UI struct {
 	projectWins map[int64]*projectSettingsWindow
 	sessionWins map[string]*sessionWindow // open session windows, by session id
 	image       *imageBuild
-	merges      merges // done through this app, for the tray
 }
 
 // New returns a UI over a, b and s, and gives a Sandbar's theme. s may be

@@ -27,7 +27,7 @@ func TestTrayHealthLines(t *testing.T) {
 		{ID: "b", ProjectID: 1, Branch: "sandbar/b", State: session.StateFailed,
 			Reason: "The API key was refused — set it in Settings", Started: now.Add(-9 * time.Minute), Ended: now.Add(-8 * time.Minute)},
 	}
-	m := buildTrayModel(ss, []store.Project{{ID: 1, Name: "web"}}, map[string]notice{"b": noticeFailed}, nil, now)
+	m := buildTrayModel(ss, []store.Project{{ID: 1, Name: "web"}}, map[string]notice{"b": noticeFailed}, now)
 	var labels []string
 	for _, s := range m.Sessions {
 		labels = append(labels, s.Label)

@@ -148,7 +148,7 @@ func (mw *mainWindow) mergeSession(id string) {
 	}
 	mw.u.ShowSession(id)
 	if w := mw.u.sessionWins[id]; w != nil {
-		w.doMerge(false)
+		w.doMerge(session.MergeOptions{})
 	}
 }
 
