@@ -72,6 +72,12 @@ func (c *Client) FindProject(ctx context.Context, ref string) (store.Project, er
 	return c.Local.FindProject(ctx, ref)
 }
 
+// Branches lists a project's branches, here: git reads the person's
+// repository, which this process may read as well as the engine.
+func (c *Client) Branches(ctx context.Context, projectRef string) (workspace.Branches, error) {
+	return c.Local.Branches(ctx, projectRef)
+}
+
 // List lists the sessions, here.
 func (c *Client) List(ctx context.Context) ([]store.Session, error) { return c.Local.List(ctx) }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,12 @@ func conformance(t *testing.T, f *fixture, svc session.Service) {
 	}
 	if ps, err := svc.Projects(ctx); err != nil || len(ps) != 1 || ps[0].ID != p.ID {
 		t.Errorf("projects: %+v, %v", ps, err)
+	}
+	if b, err := svc.Branches(ctx, p.Name); err != nil || b.Current == "" || !slices.Contains(b.Names, b.Current) {
+		t.Errorf("branches: %+v, %v; want the checked-out one among them", b, err)
+	}
+	if _, err := svc.Branches(ctx, "nosuchproject"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("branches of an unknown project: %v, want ErrNotFound", err)
 	}
 
 	s, err := svc.Start(ctx, session.Options{Project: p.Name, Agent: sessiontest.Shell(conformanceAgent), MemoryMiB: 512, Prompt: "first"})

@@ -33,6 +33,9 @@ type Service interface {
 	// FindProject finds a project by id, name or path.
 	FindProject(ctx context.Context, ref string) (store.Project, error)
 	RemoveProject(ctx context.Context, ref string) error
+	// Branches lists the local branches of a project's repository, and
+	// the one checked out there: what a session may start from.
+	Branches(ctx context.Context, projectRef string) (workspace.Branches, error)
 
 	List(ctx context.Context) ([]store.Session, error)
 	Get(ctx context.Context, id string) (store.Session, error)
