@@ -110,6 +110,9 @@ INSERT INTO settings (key, value) VALUES ('log_window', '500'), ('default_agent'
 			"created, updated, started, ended, activity, timings)", 1),
 			"1600000001500000000, 1600000002000000000);",
 			"1600000001500000000, 1600000002000000000, '', '{\"boot\":27000000}');", 1)
+	case 3:
+		// v2's rows; nothing of v3's is needed to read them.
+		return oldRows(2)
 	}
 	return ""
 }
@@ -208,6 +211,16 @@ func TestMigrateFromEveryVersion(t *testing.T) {
 			}
 			if err := s.SetSecretBroker(ctx, "ANTHROPIC_API_KEY", SecretBroker{Host: "api.example.com", Header: "x-api-key"}); err != nil {
 				t.Errorf("bind an upgraded secret: %v", err)
+			}
+			// v4: an upgraded session is not in the trash, and can go there.
+			if tr, err := s.Trashed(ctx); err != nil || len(tr) != 0 {
+				t.Errorf("the trash after the upgrade: %+v, %v", tr, err)
+			}
+			if err := s.TrashSession(ctx, x.ID, time.Unix(1700000000, 0)); err != nil {
+				t.Errorf("trash an upgraded session: %v", err)
+			}
+			if tr, err := s.FindTrashed(ctx, "0ld5"); err != nil || tr.ID != x.ID || tr.Deleted.Unix() != 1700000000 {
+				t.Errorf("an upgraded session in the trash: %+v, %v", tr, err)
 			}
 		})
 	}

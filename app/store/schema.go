@@ -106,6 +106,14 @@ CREATE TABLE net_attempts (
 ALTER TABLE secret_names ADD COLUMN broker_host TEXT NOT NULL DEFAULT '';
 ALTER TABLE secret_names ADD COLUMN broker_header TEXT NOT NULL DEFAULT '';
 `},
+		// v4: the trash. A deleted session keeps its row (and its log
+		// lines, events and network attempts) with the time it was
+		// deleted, until the trash is emptied; every read but the
+		// trash's leaves it out.
+		{4, `
+ALTER TABLE sessions ADD COLUMN deleted INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX sessions_deleted ON sessions(deleted) WHERE deleted != 0;
+`},
 	}
 }
 
