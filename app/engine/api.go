@@ -40,7 +40,9 @@ import (
 // APIVersion is the version of the API this Sandbar speaks. Version 1 was
 // the unversioned protocol of the Sandbars before the handshake; bump it
 // whenever a request, a reply or an operation's meaning changes.
-const APIVersion = 2
+//
+// v3: the trash (restore, trash-empty; remove moves to the trash).
+const APIVersion = 3
 
 // The operations, by their names on the wire.
 const (
@@ -66,6 +68,8 @@ const (
 	OpPorts         = "ports"
 	OpPublish       = "publish"
 	OpUnpublish     = "unpublish"
+	OpRestore       = "restore"
+	OpEmptyTrash    = "trash-empty"
 )
 
 // Hello is the handshake: the client's first line carries its API version
@@ -198,6 +202,14 @@ type (
 	UnpublishRequest struct {
 		ID    string `json:"id"`
 		Guest uint16 `json:"guest"`
+	}
+	// EmptyTrashRequest names the sessions to delete from the trash;
+	// none means all of them.
+	EmptyTrashRequest struct {
+		IDs []string `json:"ids,omitempty"`
+	}
+	EmptyTrashReply struct {
+		Deleted int `json:"deleted"`
 	}
 )
 

@@ -201,11 +201,28 @@ func (c *Client) Wait(ctx context.Context, id string) (store.Session, error) {
 	return rep.Session, err
 }
 
-// Remove removes a session through the engine, which stops it first if
-// it runs.
+// Remove moves a session to the trash through the engine, which stops it
+// first if it runs.
 func (c *Client) Remove(ctx context.Context, id string, force bool) error {
 	_, err := call[None](ctx, c, OpRemove, RemoveRequest{ID: id, Force: force})
 	return err
+}
+
+// Trash lists the sessions in the trash and measures their folders, here.
+func (c *Client) Trash(ctx context.Context) ([]session.Trashed, error) { return c.Local.Trash(ctx) }
+
+// Restore brings a session back from the trash through the engine, which
+// tells its subscribers.
+func (c *Client) Restore(ctx context.Context, id string) (store.Session, error) {
+	rep, err := call[SessionReply](ctx, c, OpRestore, SessionRef{ID: id})
+	return rep.Session, err
+}
+
+// EmptyTrash deletes sessions from the trash for good, in the engine,
+// which owns Sandbar's repositories of the projects.
+func (c *Client) EmptyTrash(ctx context.Context, ids []string) (int, error) {
+	rep, err := call[EmptyTrashReply](ctx, c, OpEmptyTrash, EmptyTrashRequest{IDs: ids})
+	return rep.Deleted, err
 }
 
 // Merge merges a session's branch through the engine.

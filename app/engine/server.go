@@ -76,6 +76,8 @@ func Listen(p config.Paths, m *session.Manager, log *slog.Logger) (*Server, erro
 	s.lastUsed.Store(time.Now().UnixNano())
 	// The engine keeps the projects' base disks fresh; a client does not.
 	m.WatchSources(context.Background())
+	// And empties the trash of what is due, now and every hour.
+	m.TendTrash(context.Background())
 	return s, nil
 }
 
@@ -383,6 +385,14 @@ func operations() map[string]handler {
 		}),
 		OpUnpublish: unary(func(ctx context.Context, svc session.Service, r UnpublishRequest) (None, error) {
 			return None{}, svc.UnpublishPort(ctx, r.ID, r.Guest)
+		}),
+		OpRestore: unary(func(ctx context.Context, svc session.Service, r SessionRef) (SessionReply, error) {
+			s, err := svc.Restore(ctx, r.ID)
+			return SessionReply{Session: s}, err
+		}),
+		OpEmptyTrash: unary(func(ctx context.Context, svc session.Service, r EmptyTrashRequest) (EmptyTrashReply, error) {
+			n, err := svc.EmptyTrash(ctx, r.IDs)
+			return EmptyTrashReply{Deleted: n}, err
 		}),
 	}
 }

@@ -35,6 +35,10 @@ const (
 	EventNet EventKind = "net"
 	// EventPorts: the session's published ports changed (Ports).
 	EventPorts EventKind = "ports"
+	// EventPurged: the session left the trash for good (emptied by hand
+	// or a week after it was deleted). Going into the trash is
+	// EventRemoved; coming back out, an EventState.
+	EventPurged EventKind = "purged"
 )
 
 // Event is what subscribers (tray, windows, CLI) receive.

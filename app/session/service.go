@@ -41,7 +41,15 @@ type Service interface {
 	Restart(ctx context.Context, id string) (store.Session, error)
 	// Wait blocks until the session has ended (or ctx is done).
 	Wait(ctx context.Context, id string) (store.Session, error)
+	// Remove moves a session to the trash (its VM stopped first).
 	Remove(ctx context.Context, id string, force bool) error
+	// Trash lists the sessions in the trash; Restore brings one back as
+	// it was; EmptyTrash deletes those named (all when none is) for
+	// good, and says how many went. The engine empties what has been in
+	// the trash for DefaultTrashKeep.
+	Trash(ctx context.Context) ([]Trashed, error)
+	Restore(ctx context.Context, id string) (store.Session, error)
+	EmptyTrash(ctx context.Context, ids []string) (int, error)
 	Merge(ctx context.Context, id string, force bool) (workspace.MergeResult, error)
 	Chat(ctx context.Context, id, text string) error
 	Exec(ctx context.Context, id string, req ExecRequest, stdout, stderr io.Writer) (ExecResult, error)
