@@ -464,9 +464,10 @@ func (w *sessionWindow) showUptime() {
 	}
 }
 
-// removed is the session being deleted (here or elsewhere).
+// removed is the session being deleted (here or elsewhere): it is in the
+// trash, and the notice offers Undo.
 func (w *sessionWindow) removed() {
-	w.notice.show(widget.WarningImportance, "This session was deleted.")
+	w.trashedNotice()
 	for _, b := range []*widget.Button{w.stop, w.restart, w.merge, w.del, w.chatSend} {
 		b.Disable()
 	}

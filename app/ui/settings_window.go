@@ -60,6 +60,7 @@ type settingsWindow struct {
 	storageTotal  *widget.Label
 	cleanup       *widget.Button
 	storageStatus *widget.Label
+	trash         *trashPanel
 
 	// General.
 	login       *widget.Check
