@@ -245,7 +245,7 @@ func newBanner() *banner {
 	closeBtn.Importance = widget.LowImportance
 	bg := canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
 	bg.CornerRadius = theme.InputRadiusSize()
-	b.action = widget.NewButton("", nil)
+	b.action = widget.NewButton("Undo", nil)
 	b.action.Hide()
 	b.box = container.NewStack(bg, container.NewBorder(nil, nil, container.NewCenter(b.icon), container.NewCenter(container.NewHBox(b.action, closeBtn)), b.text))
 	b.box.Hide()
