@@ -198,6 +198,7 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 		hint = "see " + agentLog
 	}
 	w.logs = sbwidget.NewLogView(sbwidget.DefaultLogCapacity, hint)
+	w.logs.OnClose = func() bool { return closeFrontOf(w.logs) }
 	w.logs.Post = w.post
 	if agentLog != "" {
 		// agent.log holds the newest 64 to 128 MiB (with agent.log.1);

@@ -30,8 +30,8 @@ type settingsWindow struct {
 	// Secrets.
 	secretNames []string
 	secretList  *widget.List
-	secretName  *widget.SelectEntry
-	secretValue *widget.Entry
+	secretName  *selectEntry
+	secretValue *entry
 	// secretHost and secretHeader bind a secret to the one host the
 	// broker puts it in requests to.
 	secretHost, secretHeader *entry
