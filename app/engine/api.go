@@ -32,6 +32,7 @@ import (
 
 	"sandbar/app/net/netstack"
 	"sandbar/app/net/policy"
+	"sandbar/app/secrets"
 	"sandbar/app/session"
 	"sandbar/app/store"
 	"sandbar/app/workspace"
@@ -41,7 +42,8 @@ import (
 // the unversioned protocol of the Sandbars before the handshake; bump it
 // whenever a request, a reply or an operation's meaning changes.
 //
-// v3: the trash (restore, trash-empty; remove moves to the trash).
+// v3: the trash (restore, trash-empty; remove moves to the trash), and
+// yield with the keyring error code.
 const APIVersion = 3
 
 // The operations, by their names on the wire.
@@ -70,6 +72,9 @@ const (
 	OpUnpublish     = "unpublish"
 	OpRestore       = "restore"
 	OpEmptyTrash    = "trash-empty"
+	// OpYield asks a headless engine that cannot reach the keyring to
+	// hand over to the caller, which can (Client.handOver).
+	OpYield = "yield"
 )
 
 // Hello is the handshake: the client's first line carries its API version
@@ -211,6 +216,11 @@ type (
 	EmptyTrashReply struct {
 		Deleted int `json:"deleted"`
 	}
+	// YieldReply says whether the engine handed over, and if not why.
+	YieldReply struct {
+		Yielded bool   `json:"yielded,omitempty"`
+		Reason  string `json:"reason,omitempty"`
+	}
 )
 
 // Output is a piece of a command's output (Exec, Shell).
@@ -247,6 +257,7 @@ var errorCodes = []struct {
 	{"network_rules", session.ErrNetworkRules},
 	{"no_network", session.ErrNoNetwork},
 	{"port_in_use", netstack.ErrPortInUse},
+	{"keyring", secrets.ErrUnavailable},
 }
 
 // codeOf names err's sentinel for the wire ("" for none).

@@ -35,6 +35,10 @@ type Client struct {
 	// Logger gets what the client cannot tell its caller (a subscription
 	// that lost its engine); nil discards it.
 	Logger *slog.Logger
+	// KeyringOK checks that this process can reach the keyring; when it
+	// can and the engine cannot, the engine hands over (handover.go).
+	// Nil: never.
+	KeyringOK func(ctx context.Context) error
 }
 
 var _ session.Service = (*Client)(nil)
@@ -177,9 +181,12 @@ func (c *Client) RemoveProject(ctx context.Context, ref string) error {
 	return err
 }
 
-// Start starts a session in the engine.
+// Start starts a session in the engine; one that cannot reach the
+// keyring hands over first (handover.go).
 func (c *Client) Start(ctx context.Context, o session.Options) (store.Session, error) {
-	rep, err := call[SessionReply](ctx, c, OpStart, StartRequest{Options: o})
+	rep, err := withKeyring(ctx, c, func() (SessionReply, error) {
+		return call[SessionReply](ctx, c, OpStart, StartRequest{Options: o})
+	})
 	return rep.Session, err
 }
 
@@ -191,7 +198,9 @@ func (c *Client) Stop(ctx context.Context, id string) (store.Session, error) {
 
 // Restart restarts a session in the engine.
 func (c *Client) Restart(ctx context.Context, id string) (store.Session, error) {
-	rep, err := call[SessionReply](ctx, c, OpRestart, SessionRef{ID: id})
+	rep, err := withKeyring(ctx, c, func() (SessionReply, error) {
+		return call[SessionReply](ctx, c, OpRestart, SessionRef{ID: id})
+	})
 	return rep.Session, err
 }
 
