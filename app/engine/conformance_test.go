@@ -145,6 +145,44 @@ func conformance(t *testing.T, f *fixture, svc session.Service) {
 		t.Errorf("sessions after remove: %+v, %v", ss, err)
 	}
 
+	// Removed is in the trash, whence it comes back as it was, and goes
+	// for good when the trash is emptied.
+	if tr, err := svc.Trash(ctx); err != nil || len(tr) != 1 || tr[0].ID != s.ID || tr[0].Bytes <= 0 {
+		t.Fatalf("the trash: %+v, %v", tr, err)
+	}
+	back, err := svc.Restore(ctx, s.ID)
+	if err != nil || back.ID != s.ID || back.State != session.StateStopped {
+		t.Fatalf("restore: %+v, %v", back, err)
+	}
+	waitEvent(t, events, s.ID, "restored", func(ev session.Event) bool {
+		return ev.Kind == session.EventState && ev.State == session.StateStopped
+	})
+	if ss, err := svc.List(ctx); err != nil || len(ss) != 1 {
+		t.Errorf("sessions after restore: %+v, %v", ss, err)
+	}
+	if lines, err := svc.Logs(ctx, s.ID, 0, 0); err != nil || len(lines) == 0 {
+		t.Errorf("a restored session's log: %d lines, %v", len(lines), err)
+	}
+	if _, err := svc.Restore(ctx, s.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("restore one not in the trash: %v, want ErrNotFound", err)
+	}
+	if err := svc.Remove(ctx, s.ID, false); err != nil {
+		t.Fatalf("remove again: %v", err)
+	}
+	if n, err := svc.EmptyTrash(ctx, []string{s.ID}); err != nil || n != 1 {
+		t.Fatalf("empty the trash: %d, %v", n, err)
+	}
+	waitEvent(t, events, s.ID, "purged", func(ev session.Event) bool { return ev.Kind == session.EventPurged })
+	if tr, err := svc.Trash(ctx); err != nil || len(tr) != 0 {
+		t.Errorf("the trash once emptied: %+v, %v", tr, err)
+	}
+	if _, err := svc.EmptyTrash(ctx, []string{s.ID}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("empty one not in the trash: %v, want ErrNotFound", err)
+	}
+	if ss, err := svc.List(ctx); err != nil || len(ss) != 0 {
+		t.Errorf("sessions after remove: %+v, %v", ss, err)
+	}
+
 	// An unknown session is not found, on either side of the socket.
 	if _, err := svc.Get(ctx, s.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("get a removed session: %v, want ErrNotFound", err)

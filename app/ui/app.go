@@ -233,6 +233,9 @@ type banner struct {
 	post  func(func())
 	timer *time.Timer
 	shown int // counts shows, so that a late timer hides only its own
+	// action is the message's one button (Undo), shown by showAction
+	// and hidden by every other show.
+	action *widget.Button
 }
 
 func newBanner() *banner {
@@ -242,7 +245,9 @@ func newBanner() *banner {
 	closeBtn.Importance = widget.LowImportance
 	bg := canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
 	bg.CornerRadius = theme.InputRadiusSize()
-	b.box = container.NewStack(bg, container.NewBorder(nil, nil, container.NewCenter(b.icon), container.NewCenter(closeBtn), b.text))
+	b.action = widget.NewButton("Undo", nil)
+	b.action.Hide()
+	b.box = container.NewStack(bg, container.NewBorder(nil, nil, container.NewCenter(b.icon), container.NewCenter(container.NewHBox(b.action, closeBtn)), b.text))
 	b.box.Hide()
 	return b
 }
@@ -265,6 +270,7 @@ func (b *banner) show(kind bannerKind, msg string) {
 		b.text.Importance = widget.MediumImportance
 	}
 	b.text.SetText(msg)
+	b.action.Hide()
 	b.box.Show()
 	b.shown++
 	b.stopTimer()

@@ -14,23 +14,6 @@ import (
 // where they take shortcuts, to their window, as entry does (see
 // closekeys.go).
 
-// closeWindowOf closes what is in front in o's window; false when o is
-// in no window.
-func closeWindowOf(o fyne.CanvasObject) bool {
-	d := fyne.CurrentApp().Driver()
-	c := d.CanvasForObject(o)
-	if c == nil {
-		return false
-	}
-	for _, w := range d.AllWindows() {
-		if w.Canvas() == c {
-			closeFront(w)
-			return true
-		}
-	}
-	return false
-}
-
 // closeSelect is a widget.Select that closes its window on Esc.
 type closeSelect struct {
 	widget.Select
@@ -47,7 +30,7 @@ func newSelect(options []string, changed func(string)) *closeSelect {
 
 // TypedKey implements fyne.Focusable.
 func (s *closeSelect) TypedKey(ev *fyne.KeyEvent) {
-	if ev.Name == fyne.KeyEscape && closeWindowOf(s) {
+	if ev.Name == fyne.KeyEscape && closeFrontOf(s) {
 		return
 	}
 	s.Select.TypedKey(ev)
@@ -68,7 +51,7 @@ func newSlider(min, max float64) *closeSlider {
 
 // TypedKey implements fyne.Focusable.
 func (s *closeSlider) TypedKey(ev *fyne.KeyEvent) {
-	if ev.Name == fyne.KeyEscape && closeWindowOf(s) {
+	if ev.Name == fyne.KeyEscape && closeFrontOf(s) {
 		return
 	}
 	s.Slider.TypedKey(ev)
@@ -91,7 +74,7 @@ func newSelectEntry(options []string) *selectEntry {
 
 // TypedKey implements fyne.Focusable.
 func (e *selectEntry) TypedKey(ev *fyne.KeyEvent) {
-	if ev.Name == fyne.KeyEscape && closeWindowOf(e) {
+	if ev.Name == fyne.KeyEscape && closeFrontOf(e) {
 		return
 	}
 	e.SelectEntry.TypedKey(ev)
@@ -99,7 +82,7 @@ func (e *selectEntry) TypedKey(ev *fyne.KeyEvent) {
 
 // TypedShortcut implements fyne.Shortcutable.
 func (e *selectEntry) TypedShortcut(s fyne.Shortcut) {
-	if isCloseShortcut(s) && closeWindowOf(e) {
+	if isCloseShortcut(s) && closeFrontOf(e) {
 		return
 	}
 	e.SelectEntry.TypedShortcut(s)
@@ -117,4 +100,12 @@ func (s *closeSelect) fixedWidth(texts ...string) fyne.CanvasObject {
 	}
 	wide += inner*4 + th.Size(theme.SizeNameInlineIcon)
 	return container.NewGridWrap(fyne.NewSize(max(wide, s.MinSize().Width), s.MinSize().Height), s)
+}
+
+// newPasswordEntry is widget.NewPasswordEntry's entry: its text hidden,
+// with the button that shows it (the Entry adds that itself).
+func newPasswordEntry() *entry {
+	e := newEntry()
+	e.Password = true
+	return e
 }
