@@ -146,7 +146,7 @@ func localPath(uri string) (string, error) {
 		return "", fmt.Errorf("the chooser answered %q, which is not a URI: %w", uri, err)
 	}
 	if u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") || u.Path == "" {
-		return "", fmt.Errorf("%s is not a folder on this computer: choose a local folder", uri)
+		return "", fmt.Errorf("the chooser gave %s, which is not a folder on this computer: choose a local folder", uri)
 	}
 	return u.Path, nil
 }

@@ -1,66 +1,17 @@
 package desktop
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/godbus/dbus/v5"
-)
 
-// testBus starts a private dbus-daemon, with no service it could
-// activate, and returns its address. It is stopped when the test ends.
-func testBus(t *testing.T) string {
-	t.Helper()
-	daemon, err := exec.LookPath("dbus-daemon")
-	if err != nil {
-		t.Skip("dbus-daemon is not installed: install dbus (scripts/install-deps.sh does) to test the portal client on a real bus")
-	}
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "bus.conf")
-	err = os.WriteFile(conf, []byte(`<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path=`+filepath.Join(dir, "bus")+`</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-`), 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(daemon, "--config-file="+conf, "--nofork", "--print-address=1")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Its stderr (a complaint about the fd limit, as an unprivileged
-	// user) is of no interest.
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("dbus-daemon printed no address: %v", err)
-	}
-	return strings.TrimSpace(line)
-}
+	"sandbar/app/desktop/desktoptest"
+)
 
 // connect dials the bus at addr, as Portal.Connect: the connection
 // lives as long as ctx.
@@ -140,7 +91,7 @@ func (r *fakeRequest) Close() *dbus.Error {
 }
 
 func TestPortalChoosesFolder(t *testing.T) {
-	addr := testBus(t)
+	addr := desktoptest.Bus(t)
 	f := startFakePortal(t, addr, func(openCall) (uint32, map[string]dbus.Variant) {
 		return 0, map[string]dbus.Variant{"uris": dbus.MakeVariant([]string{"file:///home/ann/src/my%20notes"})}
 	}, nil)
@@ -165,7 +116,7 @@ func TestPortalChoosesFolder(t *testing.T) {
 }
 
 func TestPortalCancel(t *testing.T) {
-	addr := testBus(t)
+	addr := desktoptest.Bus(t)
 	startFakePortal(t, addr, func(openCall) (uint32, map[string]dbus.Variant) { return 1, map[string]dbus.Variant{} }, nil)
 	_, err := Portal{Connect: connect(addr)}.ChooseFolder(context.Background(), "x")
 	if !errors.Is(err, ErrCanceled) {
@@ -174,7 +125,7 @@ func TestPortalCancel(t *testing.T) {
 }
 
 func TestPortalOtherEndIsUnavailable(t *testing.T) {
-	addr := testBus(t)
+	addr := desktoptest.Bus(t)
 	startFakePortal(t, addr, func(openCall) (uint32, map[string]dbus.Variant) { return 2, map[string]dbus.Variant{} }, nil)
 	_, err := Portal{Connect: connect(addr)}.ChooseFolder(context.Background(), "x")
 	if !errors.Is(err, ErrUnavailable) {
@@ -183,7 +134,7 @@ func TestPortalOtherEndIsUnavailable(t *testing.T) {
 }
 
 func TestPortalRefusesRemoteURI(t *testing.T) {
-	addr := testBus(t)
+	addr := desktoptest.Bus(t)
 	startFakePortal(t, addr, func(openCall) (uint32, map[string]dbus.Variant) {
 		return 0, map[string]dbus.Variant{"uris": dbus.MakeVariant([]string{"sftp://host/src"})}
 	}, nil)
@@ -195,7 +146,7 @@ func TestPortalRefusesRemoteURI(t *testing.T) {
 
 // Without a portal the answer comes well within Answer, and says so.
 func TestPortalMissing(t *testing.T) {
-	addr := testBus(t)
+	addr := desktoptest.Bus(t)
 	start := time.Now()
 	_, err := Portal{Connect: connect(addr), Answer: 2 * time.Second}.ChooseFolder(context.Background(), "x")
 	if !errors.Is(err, ErrUnavailable) {
@@ -209,7 +160,7 @@ func TestPortalMissing(t *testing.T) {
 // A portal that takes the call and never replies counts as none once
 // Answer has passed.
 func TestPortalSilent(t *testing.T) {
-	addr := testBus(t)
+	addr := desktoptest.Bus(t)
 	hang := make(chan struct{})
 	defer close(hang)
 	startFakePortal(t, addr, nil, hang)
@@ -234,7 +185,7 @@ func TestPortalNoBus(t *testing.T) {
 
 // When the caller gives up (its window closed), the dialog is closed.
 func TestPortalContextEndClosesDialog(t *testing.T) {
-	addr := testBus(t)
+	addr := desktoptest.Bus(t)
 	f := startFakePortal(t, addr, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
