@@ -266,6 +266,12 @@ var errorCodes = []struct {
 	{"nothing_to_merge", workspace.ErrNothingToMerge},
 	{"port_in_use", netstack.ErrPortInUse},
 	{"keyring", secrets.ErrUnavailable},
+	// Why a folder is not a project, so that the app words its fix by
+	// how the folder was given (dropped, chosen, typed).
+	{"not_trusted", workspace.ErrNotTrusted},
+	{"not_repo", workspace.ErrNotRepo},
+	{"bare_repo", workspace.ErrBareRepo},
+	{"empty_repo", workspace.ErrEmptyRepo},
 }
 
 // codeOf names err's sentinel for the wire ("" for none).

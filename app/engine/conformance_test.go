@@ -12,6 +12,7 @@ import (
 	"sandbar/app/session"
 	"sandbar/app/session/sessiontest"
 	"sandbar/app/store"
+	"sandbar/app/workspace"
 )
 
 // conformanceAgent commits a file, says so, and answers each message.
@@ -52,6 +53,11 @@ func conformance(t *testing.T, f *fixture, svc session.Service) {
 	}
 	if _, _, err := svc.AddProject(ctx, f.repo); !errors.Is(err, store.ErrExists) {
 		t.Errorf("adding the project again: %v, want ErrExists", err)
+	}
+	// A folder that is no repository is refused as one, so the app can
+	// word the fix by how the folder was given.
+	if _, _, err := svc.AddProject(ctx, t.TempDir()); !errors.Is(err, workspace.ErrNotRepo) {
+		t.Errorf("adding a plain folder: %v, want ErrNotRepo", err)
 	}
 	if ps, err := svc.Projects(ctx); err != nil || len(ps) != 1 || ps[0].ID != p.ID {
 		t.Errorf("projects: %+v, %v", ps, err)

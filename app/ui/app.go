@@ -14,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"sandbar/app/desktop"
 	"sandbar/app/session"
 )
 
@@ -38,6 +39,12 @@ type UI struct {
 	// windows open no bigger. Without it they are bounded by
 	// maxWindowSize (see winframe.go).
 	ScreenSize func() fyne.Size
+	// ChooseFolder, when set, is the desktop's own folder chooser, which
+	// Add Repository opens (see addrepo.go); nil means there is none and
+	// Add a Repository, a typed path and recent folders, opens instead.
+	ChooseFolder desktop.ChooseFolder
+	// Home is the person's home folder: ~ in typed and shown paths.
+	Home string
 
 	// bannerLife is how long a success message stays up; sizeSaveDelay
 	// how long a window's size must hold before it is remembered. Tests
@@ -61,6 +68,7 @@ type UI struct {
 	projectWins map[int64]*projectSettingsWindow
 	sessionWins map[string]*sessionWindow // open session windows, by session id
 	image       *imageBuild
+	addRepo     addRepoState
 }
 
 // New returns a UI over a, b and s, and gives a Sandbar's theme. s may be
