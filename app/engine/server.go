@@ -43,11 +43,13 @@ type Server struct {
 	subsChanged chan struct{}
 }
 
-// Listen takes the engine lock of the data directory p and opens its
-// socket. It fails with ErrRunning when another process holds the lock.
-// The Manager then watches the projects' repositories, as the engine
-// does.
-func Listen(p config.Paths, m *session.Manager, log *slog.Logger) (*Server, error) {
+// Listen takes the engine lock of the data directory p, recovers what a
+// previous engine left (m.Recover: sessions whose owner died become
+// interrupted, their orphan VMs are ended) and opens its socket. It fails
+// with ErrRunning when another process holds the lock, having changed
+// nothing. The Manager then watches the projects' repositories, as the
+// engine does.
+func Listen(ctx context.Context, p config.Paths, m *session.Manager, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -61,6 +63,12 @@ func Listen(p config.Paths, m *session.Manager, log *slog.Logger) (*Server, erro
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		lock.Close()
 		return nil, ErrRunning
+	}
+	// Only the holder of the lock recovers: another process could take a
+	// session this engine has just restarted for one whose owner died.
+	if err := m.Recover(ctx); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("recover the sessions of the last engine: %w", err)
 	}
 	sock := p.EngineSocket()
 	os.Remove(sock) // a stale socket of a dead engine: we hold the lock
