@@ -132,16 +132,40 @@ func (s *Server) Close() error {
 	return errors.Join(err, s.lock.Close())
 }
 
-// sender writes frames to one connection, one at a time.
+// sender writes frames to one connection, one at a time. Each write must
+// be taken within writeTimeout: a caller that stops reading would
+// otherwise hold whatever sends to it (a session's guest channel, for
+// exec output) and keep the engine from shutting down. A write that times
+// out, or fails, cancels the connection's operation and fails every later
+// send at once.
 type sender struct {
-	mu  sync.Mutex
-	enc *json.Encoder
+	mu     sync.Mutex
+	conn   net.Conn
+	enc    *json.Encoder
+	cancel context.CancelFunc
+	err    error
+}
+
+// writeTimeout bounds each write to an engine client.
+const writeTimeout = 10 * time.Second
+
+func newSender(c net.Conn, cancel context.CancelFunc) *sender {
+	return &sender{conn: c, enc: json.NewEncoder(c), cancel: cancel}
 }
 
 func (w *sender) send(f frame) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.enc.Encode(f)
+	if w.err != nil {
+		return w.err
+	}
+	w.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if err := w.enc.Encode(f); err != nil {
+		w.err = fmt.Errorf("the engine client stopped reading: %w", err)
+		w.cancel()
+		return w.err
+	}
+	return nil
 }
 
 // done sends the final frame: the reply, or the error with its code.
@@ -172,11 +196,17 @@ func (s *Server) handle(ctx context.Context, c net.Conn) {
 	defer c.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The engine stopping ends the connection, whatever it waits on (a
+	// caller that never speaks, or never reads).
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
 	br := bufio.NewReader(c)
-	out := &sender{enc: json.NewEncoder(c)}
+	out := newSender(c, cancel)
 
-	// The handshake: each side learns the other's version.
-	line, err := readLine(br, maxCallLine)
+	// The handshake: each side learns the other's version. A caller has
+	// callTimeout to say hello and then what it wants.
+	c.SetReadDeadline(time.Now().Add(callTimeout))
+	line, err := readLine(br, maxHelloLine)
 	if err != nil {
 		return
 	}
@@ -190,10 +220,12 @@ func (s *Server) handle(ctx context.Context, c net.Conn) {
 		return // the client refuses the mismatch, saying why
 	}
 
+	c.SetReadDeadline(time.Now().Add(callTimeout))
 	line, err = readLine(br, maxCallLine)
 	if err != nil {
 		return
 	}
+	c.SetReadDeadline(time.Time{})
 	var cl callLine
 	if err := json.Unmarshal(line, &cl); err != nil {
 		out.done(nil, fmt.Errorf("bad request: %w", err))
@@ -217,9 +249,17 @@ func (s *Server) handle(ctx context.Context, c net.Conn) {
 	out.done(h(ctx, s, cl.Req, out))
 }
 
-// maxCallLine bounds a hello or call line (a start's options, a chat
-// message, an exec's stdin are the big ones).
-const maxCallLine = 64 << 20
+// callTimeout bounds how long a caller may take to send its hello, and
+// then its call: a client sends both at once.
+const callTimeout = 10 * time.Second
+
+// maxHelloLine bounds a hello line (a few dozen bytes); maxCallLine, a
+// call line (a start's options, a chat message, an exec's stdin are the
+// big ones).
+const (
+	maxHelloLine = 4 << 10
+	maxCallLine  = 64 << 20
+)
 
 // readLine reads one line of at most max bytes.
 func readLine(br *bufio.Reader, max int) ([]byte, error) {
