@@ -384,9 +384,14 @@ func operations() map[string]handler {
 			return None{}, svc.Chat(ctx, r.ID, r.Text)
 		}),
 		OpExec: streaming(func(ctx context.Context, s *Server, r ExecRequest, st emitter[Output]) (ExecReply, error) {
-			stdout := writerFunc(func(p []byte) (int, error) { return len(p), st.Send(Output{Stdout: p}) })
-			stderr := writerFunc(func(p []byte) (int, error) { return len(p), st.Send(Output{Stderr: p}) })
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			q := newOutputQueue(st.out, cancel)
+			stdout, stderr := q.writers()
 			res, err := s.m.Exec(ctx, r.ID, r.Exec, stdout, stderr)
+			if qerr := q.close(); qerr != nil {
+				return ExecReply{}, qerr
+			}
 			return ExecReply{Result: res}, err
 		}),
 		OpChanges: unary(func(ctx context.Context, svc session.Service, r SessionRef) (ChangesReply, error) {
