@@ -150,7 +150,7 @@ func until[Item any](c *conn, each func(Item) error, stop func(frame) bool) (fra
 		}
 		if f.Done {
 			if f.Error != "" {
-				return f, &RemoteError{Msg: f.Error, Sentinel: errorOf(f.Code)}
+				return f, remoteError(f)
 			}
 			return f, nil
 		}

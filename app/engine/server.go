@@ -172,7 +172,10 @@ func (w *sender) send(f frame) error {
 func (w *sender) done(reply any, err error) {
 	f := frame{Done: true}
 	if err != nil {
-		f.Error, f.Code = err.Error(), codeOf(err)
+		f.Error, f.Codes = err.Error(), codesOf(err)
+		if len(f.Codes) > 0 {
+			f.Code = f.Codes[0]
+		}
 	} else if reply != nil {
 		b, merr := json.Marshal(reply)
 		if merr != nil {
