@@ -154,6 +154,11 @@ const engineStart = 30 * time.Second
 // (`sandbar serve`) when none answers. An engine that answers in another
 // API version is not replaced: the error says which process it is.
 func (p *parts) Engine(ctx context.Context) (*engine.Remote, error) {
+	// A socket directory that is not the person's alone is refused, not
+	// worked around by starting an engine that would refuse it too.
+	if err := p.paths.CheckSocketDir(); err != nil {
+		return nil, err
+	}
 	r, err := engine.Dial(ctx, p.paths)
 	if err == nil || errors.Is(err, engine.ErrVersion) {
 		return r, err

@@ -71,6 +71,13 @@ func Listen(ctx context.Context, p config.Paths, m *session.Manager, log *slog.L
 		return nil, fmt.Errorf("recover the sessions of the last engine: %w", err)
 	}
 	sock := p.EngineSocket()
+	// The socket is made in a directory that is the person's alone (the
+	// data directory, or SocketDir), so no one else can connect before
+	// its mode is set, nor put a socket of theirs in its place.
+	if err := p.EnsureSocketDir(); err != nil {
+		lock.Close()
+		return nil, err
+	}
 	os.Remove(sock) // a stale socket of a dead engine: we hold the lock
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -203,6 +210,10 @@ func (s *Server) handle(ctx context.Context, c net.Conn) {
 	// caller that never speaks, or never reads).
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
+	if err := samePerson(c, "caller"); err != nil {
+		s.log.Warn("refused an engine client", "err", err)
+		return
+	}
 	br := bufio.NewReader(c)
 	out := newSender(c, cancel)
 
