@@ -177,6 +177,7 @@ func (p *parts) Engine(ctx context.Context) (*engine.Remote, error) {
 	defer logF.Close()
 	cmd := exec.Command(p.self, "serve")
 	cmd.Env = p.environ
+	cmd.Dir = p.paths.Home // not the caller's folder, which the engine may outlive
 	cmd.Stdout, cmd.Stderr = logF, logF
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -194,9 +195,14 @@ func (p *parts) Engine(ctx context.Context) (*engine.Remote, error) {
 		}
 		select {
 		case err := <-exited:
-			// Another engine may have won the race to start.
-			if r, derr := engine.Dial(ctx, p.paths); derr == nil || errors.Is(derr, engine.ErrVersion) {
+			// Another engine may have won the race to start: then
+			// serve exits 0, and that engine answers.
+			r, derr := engine.Dial(ctx, p.paths)
+			if derr == nil || errors.Is(derr, engine.ErrVersion) {
 				return r, derr
+			}
+			if err == nil {
+				return nil, fmt.Errorf("another Sandbar engine started meanwhile, but it does not answer (%v): see %s", derr, logPath)
 			}
 			return nil, fmt.Errorf("the Sandbar engine exited at start (%v): see %s", err, logPath)
 		case <-ctx.Done():
