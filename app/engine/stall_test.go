@@ -60,7 +60,7 @@ func TestShutdownWithStalledCallers(t *testing.T) {
 		defer c.conn.Close()
 		waitSubscribed(t, srv)
 		s, err := f.env.Manager.Start(ctx, session.Options{Repo: f.repo, MemoryMiB: 512,
-			Agent: sessiontest.Shell("yes 'a line of output the subscriber does not read' | head -n 200000; echo flooded; sleep 600")})
+			Agent: sessiontest.Shell("yes 'a line of output the subscriber does not read' | head -n 20000; echo flooded; sleep 600")})
 		if err != nil {
 			t.Fatal(err)
 		}
