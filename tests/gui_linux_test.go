@@ -6,6 +6,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
+	"image"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,13 +36,18 @@ const screenshotPath = "artifacts/screenshot.png"
 // xserver is an Xvfb with its framebuffer in a file.
 type xserver struct {
 	display string
-	fb      string // the screen's framebuffer, an xwd dump
+	fb      string          // the screen's framebuffer, an xwd dump
+	screen  image.Rectangle // the screen, at 0,0
 }
 
 // startX starts Xvfb on a free display with one screen of size (as
 // "1600x900"), stopped when t ends.
 func startX(t *testing.T, size string) *xserver {
 	t.Helper()
+	var width, height int
+	if _, err := fmt.Sscanf(size, "%dx%d", &width, &height); err != nil {
+		t.Fatalf("screen size %q: want WIDTHxHEIGHT", size)
+	}
 	fbdir := t.TempDir()
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -73,7 +80,7 @@ func startX(t *testing.T, size string) *xserver {
 		if _, err := strconv.Atoi(n); err != nil {
 			t.Fatalf("Xvfb did not start (display %q): %s", n, stderr.String())
 		}
-		return &xserver{display: ":" + n, fb: filepath.Join(fbdir, "Xvfb_screen0")}
+		return &xserver{display: ":" + n, fb: filepath.Join(fbdir, "Xvfb_screen0"), screen: image.Rect(0, 0, width, height)}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("Xvfb did not start within 30 s: %s", stderr.String())
 	}
