@@ -165,6 +165,7 @@ func TestScreenshots(t *testing.T) {
 	x.raise(t, ns)
 	x.shot(t, ns, shotNewSession)
 	x.key(t, ns, "Escape")
+	x.waitGone(t, "^New Session$", 10*time.Second)
 
 	// 5. The finished session's window, from its notification, on its
 	// Changes tab with the long file's diff.
@@ -175,8 +176,8 @@ func TestScreenshots(t *testing.T) {
 	showDiff(t, x, sw, win)
 	x.park(t)
 	x.shot(t, sw, shotSessionDiff)
-	if now := x.geometry(t, sw); now.Size() != win.Size() {
-		t.Errorf("the session window was %v and is %v after showing the diff: its content sized it", win.Size(), now.Size())
+	if now := x.geometry(t, sw); now.Size() != win.Size() || !now.In(x.screen) {
+		t.Errorf("the session window was %v and is %v after showing the diff: its content sized it", win, now)
 	}
 }
 

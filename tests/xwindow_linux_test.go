@@ -208,3 +208,16 @@ func (x *xserver) resize(t *testing.T, id string, w, h int) {
 		t.Fatal(err)
 	}
 }
+
+// waitGone waits until no visible window's name matches name, failing t
+// after d.
+func (x *xserver) waitGone(t *testing.T, name string, d time.Duration) {
+	t.Helper()
+	if !waitUntil(d, 100*time.Millisecond, func() bool {
+		// xdotool search exits 1 when it finds nothing.
+		out, _ := x.xdotool("search", "--onlyvisible", "--name", name)
+		return strings.TrimSpace(out) == ""
+	}) {
+		t.Fatalf("the window named %q was still there %s later", name, d)
+	}
+}
