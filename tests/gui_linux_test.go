@@ -29,8 +29,8 @@ import (
 // reads the menu over com.canonical.dbusmenu and clicks in it) and the
 // notification server.
 
-// screenshotPath is where the test leaves its screenshot (the README
-// shows a copy, assets/screenshot.png).
+// screenshotPath is where the test leaves its screenshot of the whole
+// screen (TestScreenshots takes the README's, of one window each).
 const screenshotPath = "artifacts/screenshot.png"
 
 // xserver is an Xvfb with its framebuffer in a file.
