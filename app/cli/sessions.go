@@ -430,28 +430,6 @@ func skippedModulesNote(w io.Writer, lines []string) {
 	}
 }
 
-func remove(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "sandbar rm")
-	force := fs.Bool("force", false, "delete even with uncommitted or unmerged work")
-	if err := parseArgs(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		return UsageError{Msg: "sandbar rm: give session ids"}
-	}
-	e, err := sessions(ctx, env)
-	if err != nil {
-		return err
-	}
-	for _, id := range fs.Args() {
-		if err := e.Remove(ctx, id, *force); err != nil {
-			return err
-		}
-		fmt.Fprintf(env.Stdout, "removed session %s\n", id)
-	}
-	return nil
-}
-
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

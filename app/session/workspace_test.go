@@ -49,10 +49,19 @@ func TestBaseDisksShared(t *testing.T) {
 	if disk(c) == disk(a) {
 		t.Fatal("a session at a new commit reused the old base disk")
 	}
+	old := disk(a)
 	for _, id := range []string{a, b} {
 		if err := f.m.Remove(ctx, id, true); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// In the trash, they may come back: their base disk stays until the
+	// trash is emptied.
+	if _, err := os.Stat(old); err != nil {
+		t.Errorf("the base disk of sessions in the trash is gone: %v", err)
+	}
+	if _, err := f.m.EmptyTrash(ctx, nil); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := os.Stat(disk(c)); err != nil {
 		t.Errorf("the base disk in use is gone: %v", err)

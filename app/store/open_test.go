@@ -123,6 +123,11 @@ UPDATE secret_names SET broker_host = 'api.example.com', broker_header = 'x-api-
 		return oldRows(3) + `
 UPDATE sessions SET title = '' WHERE id = '0ld5e55i0n';
 `
+	case 5:
+		// v4's rows; the session has v5's merged column, never merged.
+		return oldRows(4) + `
+UPDATE sessions SET merged = '' WHERE id = '0ld5e55i0n';
+`
 	}
 	return ""
 }
@@ -240,6 +245,16 @@ func TestMigrateFromEveryVersion(t *testing.T) {
 			}
 			if y, _ := s.Session(ctx, x.ID); y.Merged != m {
 				t.Errorf("merge after the upgrade = %+v, want %+v", y.Merged, m)
+			}
+			// v6: an upgraded session is not in the trash, and can go there.
+			if tr, err := s.Trashed(ctx); err != nil || len(tr) != 0 {
+				t.Errorf("the trash after the upgrade: %+v, %v", tr, err)
+			}
+			if err := s.TrashSession(ctx, x.ID, time.Unix(1700000000, 0)); err != nil {
+				t.Errorf("trash an upgraded session: %v", err)
+			}
+			if tr, err := s.FindTrashed(ctx, "0ld5"); err != nil || tr.ID != x.ID || tr.Deleted.Unix() != 1700000000 {
+				t.Errorf("an upgraded session in the trash: %+v, %v", tr, err)
 			}
 		})
 	}

@@ -219,9 +219,9 @@ func (s *Store) CreateSession(ctx context.Context, x Session) error {
 }
 
 // Session returns the session with exactly this id, or an error wrapping
-// ErrNotFound.
+// ErrNotFound. A session in the trash is not found (see Trashed).
 func (s *Store) Session(ctx context.Context, id string) (Session, error) {
-	x, err := scanSession(s.db.QueryRowContext(ctx, "SELECT "+sessionCols+" FROM sessions WHERE id = ?", id))
+	x, err := scanSession(s.db.QueryRowContext(ctx, "SELECT "+sessionCols+" FROM sessions WHERE id = ? AND deleted = 0", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, noSession(id)
 	}
@@ -253,7 +253,7 @@ func (s *Store) FindSession(ctx context.Context, idOrPrefix string) (Session, er
 		return Session{}, errorf(ErrNotFound, "no session %s: give at least %d characters of its id (run `sandbar ls` to see them)", ref, minPrefix)
 	}
 	op := "find session " + ref
-	rows, err := s.db.QueryContext(ctx, "SELECT id FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY created DESC, id", n, ref)
+	rows, err := s.db.QueryContext(ctx, "SELECT id FROM sessions WHERE substr(id, 1, ?) = ? AND deleted = 0 ORDER BY created DESC, id", n, ref)
 	if err != nil {
 		return Session{}, s.fail(op, err)
 	}
@@ -284,9 +284,10 @@ func (s *Store) FindSession(ctx context.Context, idOrPrefix string) (Session, er
 	return Session{}, errorf(ErrAmbiguous, "%s matches %d sessions (%s): give more of the id", ref, len(ids), list)
 }
 
-// Sessions lists the sessions that match f, newest first.
+// Sessions lists the sessions that match f, newest first; those in the
+// trash are left out.
 func (s *Store) Sessions(ctx context.Context, f SessionFilter) ([]Session, error) {
-	q := "SELECT " + sessionCols + " FROM sessions WHERE 1 = 1"
+	q := "SELECT " + sessionCols + " FROM sessions WHERE deleted = 0"
 	var args []any
 	if f.ProjectID != 0 {
 		q += " AND project_id = ?"
@@ -326,7 +327,7 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*Session) 
 	var out Session
 	op := "update session " + id
 	err := s.tx(ctx, op, func(tx *sql.Tx) error {
-		x, err := scanSession(tx.QueryRowContext(ctx, "SELECT "+sessionCols+" FROM sessions WHERE id = ?", id))
+		x, err := scanSession(tx.QueryRowContext(ctx, "SELECT "+sessionCols+" FROM sessions WHERE id = ? AND deleted = 0", id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return noSession(id)
 		}
@@ -362,7 +363,8 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*Session) 
 	return out, nil
 }
 
-// DeleteSession deletes the session with its log lines and events.
+// DeleteSession deletes the session with its log lines and events, for
+// good, whether or not it is in the trash.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	op := "delete session " + id
 	return s.tx(ctx, op, func(tx *sql.Tx) error {

@@ -103,7 +103,7 @@ func TestNewSessionOffersTheNetworkForClaude(t *testing.T) {
 	h.u.OpenSession = func(id string) { opened = append(opened, id) }
 	w := h.newSession(t, p.ID)
 	w.agent.SetSelected(agentClaude)
-	retype(w.memory, "512")
+	w.memory.SetSelected("1 GiB")
 	w.network.SetSelected(modeName(policy.ModeOff))
 	test.Tap(w.start)
 	h.waitFor(t, 10*time.Second, "the refusal shown", func() bool {
@@ -133,7 +133,7 @@ func TestNewSessionOffersTheNetworkForClaude(t *testing.T) {
 	}
 	w = h.newSession(t, p.ID)
 	w.agent.SetSelected(agentClaude)
-	retype(w.memory, "512")
+	w.memory.SetSelected("1 GiB")
 	w.network.SetSelected(modeName(policy.ModeOpen))
 	test.Tap(w.start)
 	h.waitFor(t, 10*time.Second, "the refusal naming the rule", func() bool {

@@ -119,6 +119,12 @@ func newSessionItem(mw *mainWindow) *sessionItem {
 	it.detail.SizeName = theme.SizeNameCaptionText
 	it.detail.Importance = widget.LowImportance
 	it.actions = newRowActions(mw, func() string { return it.id })
+	it.actions.showHints(func(hint string) {
+		if hint == "" {
+			hint = rowDetail(it.shown)
+		}
+		it.detail.SetText(hint)
+	})
 	it.content = withRowActions(container.New(sessionColumns, container.NewVBox(it.title, it.detail),
 		vcenter(it.state), vcenter(it.uptime), vcenter(it.cpu), vcenter(it.mem)), it.actions)
 	it.ExtendBaseWidget(it)

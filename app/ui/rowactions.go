@@ -21,13 +21,22 @@ import (
 // rowActions are the buttons at the end of a session's row in the
 // Sandbar window: Open, Stop, Merge and Delete, for the session the row
 // shows now (id: a list reuses its rows for other sessions). They are
-// icons, as the project rows' are: words would leave the title no room
-// in a window of 760 points.
+// icons: words would leave the title no room in a window of 760 points.
+// Each says what it does in the row's second line while the pointer is
+// over it (hintButton).
 type rowActions struct {
 	mw                     *mainWindow
 	id                     func() string
-	open, stop, merge, del *widget.Button
+	open, stop, merge, del *hintButton
 	box                    *fyne.Container
+}
+
+// rowActionHints say what each action does, beside its icon.
+var rowActionHints = map[string]string{
+	"Open":   "Open: show this session's window",
+	"Stop":   "Stop: the agent gets a few seconds to finish, then the VM shuts down",
+	"Merge":  "Merge: create its branch in your repository, in its window",
+	"Delete": "Delete: move it to the trash (Undo brings it back)",
 }
 
 // rowActionIcon is an action's icon, by its name. (A function: the
@@ -46,11 +55,14 @@ func rowActionIcon(name string) fyne.Resource {
 
 func newRowActions(mw *mainWindow, id func() string) *rowActions {
 	a := &rowActions{mw: mw, id: id}
-	a.open = widget.NewButtonWithIcon("", rowActionIcon("Open"), func() { mw.openSession(a.id()) })
-	a.stop = widget.NewButtonWithIcon("", rowActionIcon("Stop"), func() { mw.stopSession(a.id()) })
-	a.merge = widget.NewButtonWithIcon("", rowActionIcon("Merge"), func() { mw.mergeSession(a.id()) })
-	a.del = widget.NewButtonWithIcon("", rowActionIcon("Delete"), func() { mw.deleteSession(a.id()) })
-	for _, b := range []*widget.Button{a.open, a.stop, a.merge, a.del} {
+	button := func(name string, do func(string)) *hintButton {
+		return newHintButton(rowActionHints[name], rowActionIcon(name), func() { do(a.id()) })
+	}
+	a.open = button("Open", mw.openSession)
+	a.stop = button("Stop", mw.stopSession)
+	a.merge = button("Merge", mw.mergeSession)
+	a.del = button("Delete", mw.deleteSession)
+	for _, b := range []*hintButton{a.open, a.stop, a.merge, a.del} {
 		b.Importance = widget.LowImportance
 	}
 	a.box = container.NewHBox(vcenter(a.open), vcenter(a.stop), vcenter(a.merge), vcenter(a.del))
@@ -65,13 +77,21 @@ func (a *rowActions) named() []struct {
 	return []struct {
 		name string
 		btn  *widget.Button
-	}{{"Open", a.open}, {"Stop", a.stop}, {"Merge", a.merge}, {"Delete", a.del}}
+	}{{"Open", &a.open.Button}, {"Stop", &a.stop.Button}, {"Merge", &a.merge.Button}, {"Delete", &a.del.Button}}
+}
+
+// showHints has the actions say what they do through show (see
+// hintButton).
+func (a *rowActions) showHints(show func(string)) {
+	for _, b := range []*hintButton{a.open, a.stop, a.merge, a.del} {
+		b.show = show
+	}
 }
 
 // set enables the actions that fit the session as c shows it.
 func (a *rowActions) set(c sessionCells) {
-	setEnabled(a.stop, c.canStop)
-	setEnabled(a.merge, c.canMerge)
+	setEnabled(&a.stop.Button, c.canStop)
+	setEnabled(&a.merge.Button, c.canMerge)
 }
 
 // rowActionsFor says whether a session can be stopped and merged now:
@@ -161,7 +181,7 @@ func (mw *mainWindow) deleteSession(id string) {
 	}
 	title := mw.titleOf(id)
 	d := dialog.NewConfirm(fmt.Sprintf("Delete “%s”?", title),
-		"Its VM, clone, log and transcript are removed. If it holds work that is not in your repository, Sandbar asks again.",
+		"Its VM stops and it moves to the trash, with its log and transcript, for "+trashKeepWords()+": Undo or Settings → Storage bring it back. If it holds work that is not in your repository, Sandbar asks again.",
 		func(ok bool) {
 			if ok {
 				mw.removeSession(id, title, false)
@@ -180,7 +200,7 @@ func (mw *mainWindow) removeSession(id, title string, force bool) {
 			var dirty *workspace.DirtyError
 			switch {
 			case err == nil:
-				mw.banner.show(bannerInfo, fmt.Sprintf("Deleted “%s”.", title))
+				mw.showDeleted(id, title)
 				mw.reload()
 			case errors.As(err, &dirty):
 				mw.confirmForce(id, title, dirtyMessage(dirty))

@@ -218,6 +218,7 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 		hint = "see " + agentLog
 	}
 	w.logs = sbwidget.NewLogView(sbwidget.DefaultLogCapacity, hint)
+	w.logs.OnClose = func() bool { return closeFrontOf(w.logs) }
 	w.logs.Post = w.post
 	if agentLog != "" {
 		// agent.log holds the newest 64 to 128 MiB (with agent.log.1);
@@ -492,10 +493,11 @@ func (w *sessionWindow) showUptime() {
 	}
 }
 
-// removed is the session being deleted (here or elsewhere).
+// removed is the session being deleted (here or elsewhere): it is in the
+// trash, and the notice offers Undo.
 func (w *sessionWindow) removed() {
 	w.gone = true
-	w.notice.show(widget.WarningImportance, "This session was deleted.")
+	w.trashedNotice()
 	for _, b := range []*widget.Button{w.stop, w.restart, w.branch, w.merge, w.del, w.chatSend, w.title.rename} {
 		b.Disable()
 	}

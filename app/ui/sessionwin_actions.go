@@ -50,11 +50,12 @@ func (w *sessionWindow) doRestart() {
 	})
 }
 
-// doDelete removes the session; a workspace with work not in the
-// repository is listed and offered a forced delete.
+// doDelete moves the session to the trash, and the notice offers Undo; a
+// workspace with work not in the repository is listed and offered a
+// forced delete.
 func (w *sessionWindow) doDelete(force bool) {
 	w.del.Disable()
-	w.notice.show(widget.MediumImportance, "Deleting the session…")
+	w.notice.show(widget.MediumImportance, "Moving the session to the trash…")
 	w.spawn(func(ctx context.Context) {
 		err := w.u.Backend.Remove(ctx, w.id, force)
 		w.ui(func() {
@@ -62,8 +63,7 @@ func (w *sessionWindow) doDelete(force bool) {
 			var dirty *workspace.DirtyError
 			switch {
 			case err == nil:
-				w.notice.show(widget.MediumImportance, "Deleted.")
-				w.win.Close()
+				w.removed() // in the trash, with Undo
 			case errors.As(err, &dirty):
 				w.notice.show(widget.WarningImportance, dirtyMessage(dirty),
 					noticeAction{"Delete anyway", widget.DangerImportance, func() { w.doDelete(true) }},

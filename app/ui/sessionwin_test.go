@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"errors"
+	"fyne.io/fyne/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -200,14 +201,39 @@ func TestSessionWindowDeleteRefusesUnmergedWork(t *testing.T) {
 	}
 
 	test.Tap(w.notice.button("Delete anyway"))
-	h.q.waitFor(t, 30*time.Second, "the session to be deleted and its window closed", func() bool {
+	h.q.waitFor(t, 30*time.Second, "the session to be moved to the trash, with Undo", func() bool {
 		_, err := h.env.Manager.Get(context.Background(), s.ID)
-		return errors.Is(err, store.ErrNotFound) && w.closed
+		return errors.Is(err, store.ErrNotFound) && w.notice.button("Undo") != nil
 	})
 	if _, err := os.Stat(h.env.Paths.Session(s.ID)); !os.IsNotExist(err) {
 		t.Errorf("the session's directory is still there: %v", err)
 	}
+	if msg := w.notice.text(); !strings.Contains(msg, "Moved “"+session.Title(s)+"” to the trash") || !strings.Contains(msg, "7 days") {
+		t.Errorf("after Delete the notice says %q: want it in the trash for 7 days", msg)
+	}
+	if w.del.Disabled() == false || w.merge.Disabled() == false {
+		t.Error("Delete and Merge are enabled on a session in the trash")
+	}
+
+	// Undo: the session is back, in a window of its own.
+	test.Tap(w.notice.button("Undo"))
+	h.q.waitFor(t, 30*time.Second, "the session restored and the window opened afresh", func() bool {
+		got, err := h.env.Manager.Get(context.Background(), s.ID)
+		return err == nil && got.State == session.StateStopped && w.closed
+	})
 	w.wait()
+	var again fyne.Window
+	for _, x := range h.u.App.Driver().AllWindows() {
+		if x != w.win && x.Title() == w.win.Title() {
+			again = x
+		}
+	}
+	if again == nil {
+		t.Fatal("no window for the restored session")
+	}
+	if _, err := os.Stat(h.env.Paths.SessionDir(s.ID).AgentLog()); err != nil {
+		t.Errorf("the restored session has no agent log: %v", err)
+	}
 }
 
 func TestSessionWindowChangesAndDiff(t *testing.T) {

@@ -80,8 +80,8 @@ func TestSettingsDefaultLimitsReachTheBackend(t *testing.T) {
 
 	// New Session starts from the saved defaults.
 	ns := h.newSession(t, p.ID)
-	if ns.cpus.Value != 1 || ns.memory.Text != "768" || ns.disk.Text != "3" || ns.agent.Selected != agentCustom || ns.command.Text != "echo from the default agent" {
-		t.Errorf("New Session shows %v vCPUs, %q MiB, %q GiB, %q %q", ns.cpus.Value, ns.memory.Text, ns.disk.Text, ns.agent.Selected, ns.command.Text)
+	if ns.cpus.Value != 1 || ns.memory.Selected != "768 MiB" || ns.disk.Text != "3" || ns.agent.Selected != agentCustom || ns.command.Text != "echo from the default agent" {
+		t.Errorf("New Session shows %v vCPUs, %q, %q GiB, %q %q", ns.cpus.Value, ns.memory.Selected, ns.disk.Text, ns.agent.Selected, ns.command.Text)
 	}
 }
 

@@ -30,8 +30,8 @@ type settingsWindow struct {
 	// Secrets.
 	secretNames []string
 	secretList  *widget.List
-	secretName  *widget.SelectEntry
-	secretValue *widget.Entry
+	secretName  *selectEntry
+	secretValue *entry
 	// secretHost and secretHeader bind a secret to the one host the
 	// broker puts it in requests to.
 	secretHost, secretHeader *entry
@@ -61,6 +61,7 @@ type settingsWindow struct {
 	storageTotal  *widget.Label
 	cleanup       *widget.Button
 	storageStatus *widget.Label
+	trash         *trashPanel
 
 	// General.
 	login       *widget.Check

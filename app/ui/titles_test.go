@@ -99,7 +99,7 @@ func TestMainWindowRowsByTitle(t *testing.T) {
 	test.Tap(rowOf(mw, s.ID).actions.del)
 	test.Tap(overlayButton(t, mw.win, "Delete"))
 	h.waitFor(t, 30*time.Second, "the row gone and the banner saying so", func() bool {
-		return mw.byID[s.ID] == nil && mw.banner.text.Text == "Deleted “Spaces in passwords”."
+		return mw.byID[s.ID] == nil && strings.HasPrefix(mw.banner.text.Text, "Moved “Spaces in passwords” to the trash.")
 	})
 }
 

@@ -429,7 +429,8 @@ func (t *Tray) menu(m trayModel) *fyne.Menu {
 		items = append(items, item)
 	}
 	items = append(items, fyne.NewMenuItemSeparator(),
-		fyne.NewMenuItem("New Session…", func() { t.u.ShowNewSession(0) }))
+		fyne.NewMenuItem("New Session…", func() { t.u.ShowNewSession(0) }),
+		fyne.NewMenuItem("Add Repository…", t.addRepository))
 	if len(m.Projects) > 0 {
 		var recent []*fyne.MenuItem
 		for _, p := range m.Projects {
@@ -452,6 +453,13 @@ func (t *Tray) menu(m trayModel) *fyne.Menu {
 		fyne.NewMenuItem("Quit", t.quit),
 	)
 	return fyne.NewMenu("Sandbar", items...)
+}
+
+// addRepository asks for a repository from the tray; what happened shows
+// in the Sandbar window.
+func (t *Tray) addRepository() {
+	t.u.ShowMain()
+	t.u.AddRepository(t.u.mainWin.added)
 }
 
 func (t *Tray) open(id string) {

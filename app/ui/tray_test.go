@@ -184,7 +184,7 @@ func TestTrayRealManager(t *testing.T) {
 	ctx := context.Background()
 
 	waitTray(t, h, ft, "the idle menu", func(m *fyne.Menu, icon fyne.Resource) bool {
-		return slices.Equal(trayLabels(m), []string{"No sessions running", "New Session…", "Open Sandbar", "Settings…", "Quit"}) &&
+		return slices.Equal(trayLabels(m), []string{"No sessions running", "New Session…", "Add Repository…", "Open Sandbar", "Settings…", "Quit"}) &&
 			icon == assets.TrayIdleColor
 	})
 
