@@ -56,7 +56,7 @@ func runGUI(parent context.Context, p *parts, env *cli.Env) error {
 	}
 
 	var backend session.Service = m
-	eng, err := engine.Listen(p.paths, m, p.logger)
+	eng, err := engine.Listen(ctx, p.paths, m, p.logger)
 	switch {
 	case err == nil:
 	case errors.Is(err, engine.ErrRunning):

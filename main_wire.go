@@ -164,6 +164,11 @@ const engineStart = 30 * time.Second
 // (`sandbar serve`) when none answers. An engine that answers in another
 // API version is not replaced: the error says which process it is.
 func (p *parts) Engine(ctx context.Context) (*engine.Remote, error) {
+	// A socket directory that is not the person's alone is refused, not
+	// worked around by starting an engine that would refuse it too.
+	if err := p.paths.CheckSocketDir(); err != nil {
+		return nil, err
+	}
 	r, err := engine.Dial(ctx, p.paths)
 	if err == nil || errors.Is(err, engine.ErrVersion) {
 		return r, err
@@ -182,6 +187,7 @@ func (p *parts) Engine(ctx context.Context) (*engine.Remote, error) {
 	defer logF.Close()
 	cmd := exec.Command(p.self, "serve")
 	cmd.Env = p.environ
+	cmd.Dir = p.paths.Home // not the caller's folder, which the engine may outlive
 	cmd.Stdout, cmd.Stderr = logF, logF
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -199,9 +205,14 @@ func (p *parts) Engine(ctx context.Context) (*engine.Remote, error) {
 		}
 		select {
 		case err := <-exited:
-			// Another engine may have won the race to start.
-			if r, derr := engine.Dial(ctx, p.paths); derr == nil || errors.Is(derr, engine.ErrVersion) {
+			// Another engine may have won the race to start: then
+			// serve exits 0, and that engine answers.
+			r, derr := engine.Dial(ctx, p.paths)
+			if derr == nil || errors.Is(derr, engine.ErrVersion) {
 				return r, derr
+			}
+			if err == nil {
+				return nil, fmt.Errorf("another Sandbar engine started meanwhile, but it does not answer (%v): see %s", derr, logPath)
 			}
 			return nil, fmt.Errorf("the Sandbar engine exited at start (%v): see %s", err, logPath)
 		case <-ctx.Done():

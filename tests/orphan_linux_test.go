@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"sandbar/app/config"
+	"sandbar/app/engine"
 	"sandbar/app/session"
 	"sandbar/app/store"
 	"sandbar/guest/image"
@@ -27,7 +28,7 @@ import (
 // TestOrphanVMReaped: a Sandbar killed while a session ran, on a system
 // where nothing kills its QEMU with it (macOS has no parent-death signal;
 // here qemu.Config.NoParentDeath starts QEMU that way), leaves the VM
-// running. The next Sandbar's Manager, opened on the same data directory,
+// running. The next Sandbar's engine, opened on the same data directory,
 // ends exactly that QEMU, by its pid file, and marks the session
 // interrupted.
 //
@@ -106,6 +107,12 @@ func TestOrphanVMReaped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close(context.Background())
+	// Recovery is the engine's: it runs once this process holds the lock.
+	e, err := engine.Listen(ctx, paths, m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
 	waitOrFail(t, 10*time.Second, fmt.Sprintf("recovery to end the orphan qemu %d", q.PID),
 		func() bool { return !hostproc.Running(q.PID, q.Start) })
 	if !hostproc.Running(bystander.Process.Pid, 0) {

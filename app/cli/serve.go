@@ -22,7 +22,7 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	e, err := engine.Listen(env.Paths, m, env.Logger)
+	e, err := engine.Listen(ctx, env.Paths, m, env.Logger)
 	if err != nil {
 		if errors.Is(err, engine.ErrRunning) {
 			fmt.Fprintln(env.Stderr, "sandbar: an engine already runs for", env.Paths.Home)

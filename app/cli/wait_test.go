@@ -35,7 +35,7 @@ done
 // nothing, for the reads), and a CLI Env on the same data directory.
 func engineFor(t *testing.T, env *sessiontest.Env) (session.Service, *Env, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
-	e, err := engine.Listen(env.Paths, env.Manager, nil)
+	e, err := engine.Listen(context.Background(), env.Paths, env.Manager, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,10 @@ type Paths struct {
 	// Downloads is the content-addressed download cache that lets an image
 	// rebuild work offline. It lives in the user cache directory.
 	Downloads string
+	// Runtime is where the engine's socket goes when Home's path is too
+	// long for one (see SocketDir): $XDG_RUNTIME_DIR, else this user's
+	// directory in the temp directory.
+	Runtime string
 }
 
 // Env looks up an environment variable; os.Getenv in main, a map in tests.
@@ -52,7 +56,7 @@ func Resolve(env Env) (Paths, error) {
 		}
 		home = abs
 	}
-	p := Paths{Home: home, Images: filepath.Join(home, "images")}
+	p := Paths{Home: home, Images: filepath.Join(home, "images"), Runtime: runtimeDir(env)}
 	if dir := env("SANDBAR_IMAGE_DIR"); dir != "" {
 		p.Images = dir
 	}

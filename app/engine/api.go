@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"sandbar/app/net/netstack"
@@ -104,6 +105,9 @@ type frame struct {
 	Reply   json.RawMessage `json:"reply,omitempty"`
 	Error   string          `json:"error,omitempty"`
 	Code    string          `json:"code,omitempty"`
+	// Codes are all the codes the error matches (Code is the first, for
+	// clients that know only it): an error may wrap several sentinels.
+	Codes []string `json:"codes,omitempty"`
 }
 
 // None is the request or reply of an operation that has none.
@@ -272,19 +276,39 @@ var errorCodes = []struct {
 	{"not_repo", workspace.ErrNotRepo},
 	{"bare_repo", workspace.ErrBareRepo},
 	{"empty_repo", workspace.ErrEmptyRepo},
+	{"not_saved", session.ErrNotSaved},
+	{"legacy_session", session.ErrLegacySession},
+	{"diverged", workspace.ErrDiverged},
+	{"checked_out", workspace.ErrCheckedOut},
+	{"old_git", workspace.ErrOldGit},
+	{"no_git", workspace.ErrNoGit},
+	{"too_many_files", workspace.ErrTooManyFiles},
+	{"save_too_large", workspace.ErrSaveTooLarge},
+	{"pack_too_large", workspace.ErrPackTooLarge},
+	{"git_output_too_large", workspace.ErrOutputTooLarge},
 }
 
-// codeOf names err's sentinel for the wire ("" for none).
+// codeOf names err's sentinel for the wire ("" for none): the first of
+// codesOf.
 func codeOf(err error) string {
-	if _, ok := errors.AsType[*workspace.DirtyError](err); ok {
-		return "dirty"
-	}
-	for _, c := range errorCodes {
-		if errors.Is(err, c.err) {
-			return c.code
-		}
+	if codes := codesOf(err); len(codes) > 0 {
+		return codes[0]
 	}
 	return ""
+}
+
+// codesOf names every sentinel err matches, in the table's order.
+func codesOf(err error) []string {
+	var codes []string
+	if _, ok := errors.AsType[*workspace.DirtyError](err); ok {
+		codes = append(codes, "dirty")
+	}
+	for _, c := range errorCodes {
+		if errors.Is(err, c.err) && !slices.Contains(codes, c.code) {
+			codes = append(codes, c.code)
+		}
+	}
+	return codes
 }
 
 // errorOf is the sentinel a code names (nil for none, or one this Sandbar
@@ -298,17 +322,33 @@ func errorOf(code string) error {
 	return nil
 }
 
+// remoteError is the error of a final frame, with every sentinel its
+// codes name that this Sandbar knows.
+func remoteError(f frame) *RemoteError {
+	e := &RemoteError{Msg: f.Error, Sentinel: errorOf(f.Code)}
+	for _, code := range f.Codes {
+		if s := errorOf(code); s != nil && s != e.Sentinel {
+			e.Also = append(e.Also, s)
+		}
+	}
+	return e
+}
+
 // RemoteError is an error the engine returned: its message, and the
-// sentinel it matched there.
+// sentinels it matched there.
 type RemoteError struct {
 	Msg      string
 	Sentinel error
+	// Also are the other sentinels it matched.
+	Also []error
 }
 
 func (e *RemoteError) Error() string { return e.Msg }
 
-// Is matches the sentinel the error matched in the engine.
-func (e *RemoteError) Is(target error) bool { return e.Sentinel != nil && target == e.Sentinel }
+// Is matches the sentinels the error matched in the engine.
+func (e *RemoteError) Is(target error) bool {
+	return e.Sentinel != nil && target == e.Sentinel || slices.Contains(e.Also, target)
+}
 
 // ErrVersion is what a VersionError is: the engine speaks another API.
 var ErrVersion = errors.New("the Sandbar engine speaks another API version")

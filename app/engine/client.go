@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"time"
 
 	"sandbar/app/net/netstack"
@@ -82,12 +83,39 @@ func (c *Client) Branches(ctx context.Context, projectRef string) (workspace.Bra
 	return c.Local.Branches(ctx, projectRef)
 }
 
-// List lists the sessions, here.
-func (c *Client) List(ctx context.Context) ([]store.Session, error) { return c.Local.List(ctx) }
+// List lists the sessions, here, once the engine has recovered those
+// whose owner died (see recovered).
+func (c *Client) List(ctx context.Context) ([]store.Session, error) {
+	list, err := c.Local.List(ctx)
+	if err == nil && slices.ContainsFunc(list, session.Orphaned) && c.recovered(ctx) {
+		list, err = c.Local.List(ctx)
+	}
+	return list, err
+}
 
-// Get reads a session, here.
+// Get reads a session, here, once the engine has recovered it if its
+// owner died.
 func (c *Client) Get(ctx context.Context, id string) (store.Session, error) {
-	return c.Local.Get(ctx, id)
+	s, err := c.Local.Get(ctx, id)
+	if err == nil && session.Orphaned(s) && c.recovered(ctx) {
+		s, err = c.Local.Get(ctx, id)
+	}
+	return s, err
+}
+
+// recovered reaches the engine, for a session that is live in the store
+// while its owner is gone (the engine died): only the engine recovers such
+// a session, and Engine starts one when none runs, which recovers it
+// before it answers. It reports whether the engine answered; if it did
+// not, the read goes on with what the store says.
+func (c *Client) recovered(ctx context.Context) bool {
+	if _, err := c.Engine(ctx); err != nil {
+		if c.Logger != nil {
+			c.Logger.Warn("a session's Sandbar process is gone and no engine answers to recover it", "err", err)
+		}
+		return false
+	}
+	return true
 }
 
 // Logs reads a session's log lines, here.

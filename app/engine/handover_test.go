@@ -52,7 +52,7 @@ func TestHandOverToAClientWithTheKeyring(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { other.Close(context.Background()) })
-	srvA, err := Listen(f.env.Paths, other, nil)
+	srvA, err := Listen(context.Background(), f.env.Paths, other, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func newFixture(t *testing.T) *fixture {
 // returned stop is called (or the test ends).
 func serve(t *testing.T, f *fixture) (*Server, func()) {
 	t.Helper()
-	srv, err := Listen(f.env.Paths, f.env.Manager, nil)
+	srv, err := Listen(context.Background(), f.env.Paths, f.env.Manager, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,10 +59,17 @@ type conn struct {
 // connect opens a connection and does the handshake.
 func (r *Remote) connect(ctx context.Context) (*conn, error) {
 	sock := r.paths.EngineSocket()
+	if err := r.paths.CheckSocketDir(); err != nil {
+		return nil, err
+	}
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "unix", sock)
 	if err != nil {
 		return nil, fmt.Errorf("reach the Sandbar engine at %s: %w", sock, err)
+	}
+	if err := samePerson(nc, "engine"); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("refuse the Sandbar engine at %s: %w: remove that socket", sock, err)
 	}
 	c := &conn{conn: nc, dec: json.NewDecoder(bufio.NewReaderSize(nc, 64<<10)), enc: json.NewEncoder(nc)}
 	stop := context.AfterFunc(ctx, func() { nc.Close() })
@@ -150,7 +157,7 @@ func until[Item any](c *conn, each func(Item) error, stop func(frame) bool) (fra
 		}
 		if f.Done {
 			if f.Error != "" {
-				return f, &RemoteError{Msg: f.Error, Sentinel: errorOf(f.Code)}
+				return f, remoteError(f)
 			}
 			return f, nil
 		}

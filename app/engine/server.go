@@ -52,11 +52,13 @@ type Server struct {
 	closeErr  error
 }
 
-// Listen takes the engine lock of the data directory p and opens its
-// socket. It fails with ErrRunning when another process holds the lock.
-// The Manager then watches the projects' repositories, as the engine
-// does.
-func Listen(p config.Paths, m *session.Manager, log *slog.Logger) (*Server, error) {
+// Listen takes the engine lock of the data directory p, recovers what a
+// previous engine left (m.Recover: sessions whose owner died become
+// interrupted, their orphan VMs are ended) and opens its socket. It fails
+// with ErrRunning when another process holds the lock, having changed
+// nothing. The Manager then watches the projects' repositories, as the
+// engine does.
+func Listen(ctx context.Context, p config.Paths, m *session.Manager, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -71,7 +73,20 @@ func Listen(p config.Paths, m *session.Manager, log *slog.Logger) (*Server, erro
 		lock.Close()
 		return nil, ErrRunning
 	}
+	// Only the holder of the lock recovers: another process could take a
+	// session this engine has just restarted for one whose owner died.
+	if err := m.Recover(ctx); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("recover the sessions of the last engine: %w", err)
+	}
 	sock := p.EngineSocket()
+	// The socket is made in a directory that is the person's alone (the
+	// data directory, or SocketDir), so no one else can connect before
+	// its mode is set, nor put a socket of theirs in its place.
+	if err := p.EnsureSocketDir(); err != nil {
+		lock.Close()
+		return nil, err
+	}
 	os.Remove(sock) // a stale socket of a dead engine: we hold the lock
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -163,23 +178,50 @@ func (s *Server) yield() (YieldReply, error) {
 	return YieldReply{Yielded: true}, nil
 }
 
-// sender writes frames to one connection, one at a time.
+// sender writes frames to one connection, one at a time. Each write must
+// be taken within writeTimeout: a caller that stops reading would
+// otherwise hold whatever sends to it (a session's guest channel, for
+// exec output) and keep the engine from shutting down. A write that times
+// out, or fails, cancels the connection's operation and fails every later
+// send at once.
 type sender struct {
-	mu  sync.Mutex
-	enc *json.Encoder
+	mu     sync.Mutex
+	conn   net.Conn
+	enc    *json.Encoder
+	cancel context.CancelFunc
+	err    error
+}
+
+// writeTimeout bounds each write to an engine client.
+const writeTimeout = 10 * time.Second
+
+func newSender(c net.Conn, cancel context.CancelFunc) *sender {
+	return &sender{conn: c, enc: json.NewEncoder(c), cancel: cancel}
 }
 
 func (w *sender) send(f frame) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.enc.Encode(f)
+	if w.err != nil {
+		return w.err
+	}
+	w.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if err := w.enc.Encode(f); err != nil {
+		w.err = fmt.Errorf("the engine client stopped reading: %w", err)
+		w.cancel()
+		return w.err
+	}
+	return nil
 }
 
 // done sends the final frame: the reply, or the error with its code.
 func (w *sender) done(reply any, err error) {
 	f := frame{Done: true}
 	if err != nil {
-		f.Error, f.Code = err.Error(), codeOf(err)
+		f.Error, f.Codes = err.Error(), codesOf(err)
+		if len(f.Codes) > 0 {
+			f.Code = f.Codes[0]
+		}
 	} else if reply != nil {
 		b, merr := json.Marshal(reply)
 		if merr != nil {
@@ -203,11 +245,21 @@ func (s *Server) handle(ctx context.Context, c net.Conn) {
 	defer c.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The engine stopping ends the connection, whatever it waits on (a
+	// caller that never speaks, or never reads).
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	if err := samePerson(c, "caller"); err != nil {
+		s.log.Warn("refused an engine client", "err", err)
+		return
+	}
 	br := bufio.NewReader(c)
-	out := &sender{enc: json.NewEncoder(c)}
+	out := newSender(c, cancel)
 
-	// The handshake: each side learns the other's version.
-	line, err := readLine(br, maxCallLine)
+	// The handshake: each side learns the other's version. A caller has
+	// callTimeout to say hello and then what it wants.
+	c.SetReadDeadline(time.Now().Add(callTimeout))
+	line, err := readLine(br, maxHelloLine)
 	if err != nil {
 		return
 	}
@@ -221,10 +273,12 @@ func (s *Server) handle(ctx context.Context, c net.Conn) {
 		return // the client refuses the mismatch, saying why
 	}
 
+	c.SetReadDeadline(time.Now().Add(callTimeout))
 	line, err = readLine(br, maxCallLine)
 	if err != nil {
 		return
 	}
+	c.SetReadDeadline(time.Time{})
 	var cl callLine
 	if err := json.Unmarshal(line, &cl); err != nil {
 		out.done(nil, fmt.Errorf("bad request: %w", err))
@@ -260,9 +314,17 @@ func (s *Server) handle(ctx context.Context, c net.Conn) {
 	out.done(h(ctx, s, cl.Req, out))
 }
 
-// maxCallLine bounds a hello or call line (a start's options, a chat
-// message, an exec's stdin are the big ones).
-const maxCallLine = 64 << 20
+// callTimeout bounds how long a caller may take to send its hello, and
+// then its call: a client sends both at once.
+const callTimeout = 10 * time.Second
+
+// maxHelloLine bounds a hello line (a few dozen bytes); maxCallLine, a
+// call line (a start's options, a chat message, an exec's stdin are the
+// big ones).
+const (
+	maxHelloLine = 4 << 10
+	maxCallLine  = 64 << 20
+)
 
 // readLine reads one line of at most max bytes.
 func readLine(br *bufio.Reader, max int) ([]byte, error) {
@@ -387,9 +449,14 @@ func operations() map[string]handler {
 			return None{}, svc.Chat(ctx, r.ID, r.Text)
 		}),
 		OpExec: streaming(func(ctx context.Context, s *Server, r ExecRequest, st emitter[Output]) (ExecReply, error) {
-			stdout := writerFunc(func(p []byte) (int, error) { return len(p), st.Send(Output{Stdout: p}) })
-			stderr := writerFunc(func(p []byte) (int, error) { return len(p), st.Send(Output{Stderr: p}) })
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			q := newOutputQueue(st.out, cancel)
+			stdout, stderr := q.writers()
 			res, err := s.m.Exec(ctx, r.ID, r.Exec, stdout, stderr)
+			if qerr := q.close(); qerr != nil {
+				return ExecReply{}, qerr
+			}
 			return ExecReply{Result: res}, err
 		}),
 		OpChanges: unary(func(ctx context.Context, svc session.Service, r SessionRef) (ChangesReply, error) {

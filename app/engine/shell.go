@@ -32,10 +32,13 @@ func (s *Server) serveShell(ctx context.Context, cancel context.CancelFunc, conn
 		out.done(nil, err)
 		return
 	}
-	stdout := writerFunc(func(p []byte) (int, error) { return len(p), out.item(Output{Stdout: p}) })
-	stderr := writerFunc(func(p []byte) (int, error) { return len(p), out.item(Output{Stderr: p}) })
+	// The command's output goes through a queue: the session's guest
+	// channel must not wait on this caller (see outputQueue).
+	q := newOutputQueue(out, cancel)
+	stdout, stderr := q.writers()
 	term, err := s.m.Shell(ctx, req.ID, req.Exec, stdout, stderr)
 	if err != nil {
+		q.close()
 		out.done(nil, err)
 		return
 	}
@@ -66,6 +69,9 @@ func (s *Server) serveShell(ctx context.Context, cancel context.CancelFunc, conn
 		}
 	})
 	res, err := term.Wait(ctx)
+	if qerr := q.close(); qerr != nil {
+		err = qerr
+	}
 	out.done(ExecReply{Result: res}, err)
 	conn.Close() // ends the input reader
 	input.Wait()

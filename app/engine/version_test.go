@@ -137,4 +137,19 @@ func TestErrorCodes(t *testing.T) {
 	if codeOf(errors.New("plain")) != "" || errors.Is(&RemoteError{Msg: "x"}, store.ErrNotFound) {
 		t.Error("a plain error got a code")
 	}
+	// The sentinels callers test (the UI offers to overwrite a diverged
+	// branch) are in the table.
+	for _, want := range []error{workspace.ErrDiverged, workspace.ErrCheckedOut, session.ErrNotSaved, session.ErrLegacySession, workspace.ErrNotRepo} {
+		if codeOf(fmt.Errorf("x: %w", want)) == "" {
+			t.Errorf("%v has no code: it loses its identity across the socket", want)
+		}
+	}
+	// An error that wraps several sentinels is each of them in the client.
+	both := fmt.Errorf("merge: %w: %w", session.ErrState, workspace.ErrDiverged)
+	f := frame{Done: true, Error: both.Error(), Code: codeOf(both), Codes: codesOf(both)}
+	for _, want := range []error{session.ErrState, workspace.ErrDiverged} {
+		if got := remoteError(f); !errors.Is(got, want) {
+			t.Errorf("%v crossed as %q %q and is no longer %v", both, f.Code, f.Codes, want)
+		}
+	}
 }

@@ -155,9 +155,9 @@ type Manager struct {
 	wg         sync.WaitGroup
 }
 
-// New returns a Manager and recovers what a previous Sandbar left: live
-// sessions whose owner is gone become interrupted and their orphan VMs
-// are ended.
+// New returns a Manager. It recovers nothing: only the engine, the one
+// process that holds the data directory's engine lock, may mark sessions
+// interrupted and end orphan VMs, and it calls Recover once it holds it.
 func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.Store == nil || cfg.Hypervisor == nil || cfg.Image == nil {
 		return nil, errors.New("session.New: Store, Hypervisor and Image are required")
@@ -191,10 +191,6 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	}
 	m := &Manager{cfg: cfg, log: cfg.Logger, hub: newHub(), owner: selfOwner(), runs: map[string]*run{}}
 	m.life, m.lifeCancel = context.WithCancel(context.Background())
-	if err := m.recover(ctx); err != nil {
-		m.lifeCancel()
-		return nil, err
-	}
 	if cfg.WatchSources {
 		m.watchSources(ctx)
 	}
@@ -204,11 +200,17 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 // Owner is this process as the store records VM owners.
 func (m *Manager) Owner() store.Owner { return m.owner }
 
-// recover marks live sessions whose owner process is gone interrupted,
+// Recover marks live sessions whose owner process is gone interrupted,
 // and ends the VMs such an owner left running where the backend can find
 // them (vm.OrphanReaper): where the system could not kill them with
 // their owner (macOS has no parent-death signal).
-func (m *Manager) recover(ctx context.Context) error {
+//
+// Only the engine may call it (engine.Listen does, once it holds the
+// engine lock): a process that is not the engine could otherwise take a
+// session the engine has just restarted for one whose owner died. Each
+// change is made only if the session is still as it was read (the same
+// owner, still live), and its VM is ended only then.
+func (m *Manager) Recover(ctx context.Context) error {
 	sessions, err := m.cfg.Store.Sessions(ctx, store.SessionFilter{States: store.LiveStates})
 	if err != nil {
 		return err
@@ -217,21 +219,53 @@ func (m *Manager) recover(ctx context.Context) error {
 		if ownerAlive(s.Owner) && !sameOwner(s.Owner, m.owner) {
 			continue // another Sandbar runs it
 		}
-		// The VM's directory is the session's (see newRun: the run boots
-		// its VM with Dir r.dir), where the backend left its pid file.
-		if r, ok := m.cfg.Hypervisor.(vm.OrphanReaper); ok {
-			if killed, err := r.ReapOrphan(ctx, m.cfg.Paths.SessionDir(s.ID).VMDir()); err != nil {
-				m.log.Warn("end orphan VM", "session", s.ID, "err", err)
-			} else if killed {
-				m.log.Info("ended an orphan VM", "session", s.ID)
-			}
-		}
-		reason := fmt.Sprintf("Sandbar stopped while this session was %s (process %d): its workspace is intact; restart it to go on", s.State, s.Owner.PID)
-		if _, err := m.setState(ctx, s.ID, StateInterrupted, "", reason, nil); err != nil {
+		if err := m.recoverSession(ctx, s); err != nil {
 			return err
 		}
-		m.log.Info("session interrupted", "session", s.ID, "was", s.State)
 	}
+	return nil
+}
+
+// Orphaned reports whether s is live in the store while the process that
+// ran it is gone: what the engine's Recover marks interrupted. A process
+// that is not the engine, seeing one, reaches the engine (which starts
+// one, and so recovers) rather than recovering itself.
+func Orphaned(s store.Session) bool { return Live(s.State) && !ownerAlive(s.Owner) }
+
+// errChanged is recoverSession's word that a session changed since it was
+// read: someone else has it now.
+var errChanged = errors.New("the session changed since recovery read it")
+
+// recoverSession marks s, as Recover read it, interrupted and ends the VM
+// its dead owner left, unless it has changed since.
+func (m *Manager) recoverSession(ctx context.Context, was store.Session) error {
+	reason := fmt.Sprintf("Sandbar stopped while this session was %s (process %d): its workspace is intact; restart it to go on", was.State, was.Owner.PID)
+	s, err := m.cfg.Store.UpdateSession(ctx, was.ID, func(s *store.Session) error {
+		if !Live(s.State) || !sameOwner(s.Owner, was.Owner) {
+			return errChanged
+		}
+		s.State, s.Activity, s.Reason, s.Ended = StateInterrupted, "", reason, time.Now()
+		return nil
+	})
+	switch {
+	case errors.Is(err, errChanged) || errors.Is(err, store.ErrNotFound):
+		m.log.Info("session changed while recovering: left as it is", "session", was.ID)
+		return nil
+	case err != nil:
+		return err
+	}
+	// The VM's directory is the session's (see newRun: the run boots its
+	// VM with Dir r.dir), where the backend left its pid file.
+	if r, ok := m.cfg.Hypervisor.(vm.OrphanReaper); ok {
+		if killed, err := r.ReapOrphan(ctx, m.cfg.Paths.SessionDir(s.ID).VMDir()); err != nil {
+			m.log.Warn("end orphan VM", "session", s.ID, "err", err)
+		} else if killed {
+			m.log.Info("ended an orphan VM", "session", s.ID)
+		}
+	}
+	m.cfg.Store.AppendEvent(ctx, s.ID, store.Event{Time: time.Now(), Kind: "state", Detail: string(s.State) + ": " + reason})
+	m.publishState(s)
+	m.log.Info("session interrupted", "session", s.ID, "was", was.State)
 	return nil
 }
 

@@ -10,12 +10,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"sandbar/app/sandbox"
 	"sandbar/app/store"
 	"sandbar/vm"
+	"sandbar/vm/vmtest"
 )
 
 func TestSessionEndToEndInProcess(t *testing.T) {
@@ -253,6 +255,14 @@ func TestRecoverInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A Manager alone recovers nothing: it may be a process that is not
+	// the engine (a CLI command, a second window).
+	if got, err := m2.Get(ctx, s.ID); err != nil || got.State != StateRunning {
+		t.Fatalf("after New: %s %v; want it left running for the engine to recover", got.State, err)
+	}
+	if err := m2.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
 	got, err := m2.Get(ctx, s.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -381,4 +391,84 @@ func TestSessionSaysLFSFilesArePointers(t *testing.T) {
 	}
 	waitFor(t, f, s.ID, "1 Git LFS file is a pointer file in this session (weights.bin)")
 	f.wait(t, s.ID)
+}
+
+// reaper is a thin OrphanReaper over the fake hypervisor that records the
+// VM directories it was asked to end.
+type reaper struct {
+	*vmtest.Hypervisor
+	mu   sync.Mutex
+	dirs []string
+}
+
+func (r *reaper) ReapOrphan(_ context.Context, dir string) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dirs = append(r.dirs, dir)
+	return false, nil
+}
+
+// TestRecoverComparesAndSets: recovery changes a session only if it is
+// still as it was read (same owner, still live), and ends its VM only
+// then: a session restarted meanwhile by another process is left alone.
+func TestRecoverComparesAndSets(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	p, _, err := f.m.AddProject(ctx, f.repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &reaper{Hypervisor: f.hv}
+	m2, err := New(ctx, Config{Paths: f.paths, Store: f.st, Hypervisor: r, Secrets: mapSecrets{}, Image: f.m.cfg.Image, HostMemory: 16 << 30, HostCPUs: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := store.Owner{PID: 999999, Start: 1, Host: f.m.owner.Host}
+	other := store.Owner{PID: 999998, Start: 2, Host: f.m.owner.Host}
+	tests := []struct {
+		name   string
+		change func(*store.Session)
+		want   store.State
+		reaped bool
+	}{
+		{"unchanged", func(*store.Session) {}, StateInterrupted, true},
+		{"another owner since", func(s *store.Session) { s.Owner = other }, StateRunning, false},
+		{"stopped since", func(s *store.Session) { s.State = StateStopped }, StateStopped, false},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := fmt.Sprintf("deadbeef%02d", i)
+			s := store.Session{ID: id, ProjectID: p.ID, Branch: "sandbar/" + id, State: StateRunning, Owner: dead,
+				Agent: store.Agent{Command: "sh", Kind: "custom"}, Limits: store.Limits{CPUs: 1, MemoryMiB: 512, DiskGiB: 1}}
+			if err := f.st.CreateSession(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+			read, err := f.st.Session(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.st.UpdateSession(ctx, id, func(s *store.Session) error { tt.change(s); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			r.mu.Lock()
+			r.dirs = nil
+			r.mu.Unlock()
+			if err := m2.recoverSession(ctx, read); err != nil {
+				t.Fatal(err)
+			}
+			got, err := f.st.Session(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.State != tt.want {
+				t.Errorf("state %s, want %s", got.State, tt.want)
+			}
+			r.mu.Lock()
+			reaped := len(r.dirs) > 0
+			r.mu.Unlock()
+			if reaped != tt.reaped {
+				t.Errorf("its VM reaped: %v, want %v", reaped, tt.reaped)
+			}
+		})
+	}
 }

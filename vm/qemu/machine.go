@@ -34,6 +34,10 @@ type machine struct {
 }
 
 func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *slog.Logger) (*machine, error) {
+	// Before anything that cleanup undoes: cleanup removes the pid file.
+	if err := checkPIDFile(p.PIDFile); err != nil {
+		return nil, err
+	}
 	m := &machine{spec: spec, plan: p, log: log, stderr: &tailBuffer{max: 8 << 10}, done: make(chan struct{})}
 	if privateSockDir {
 		m.sockDir = filepath.Dir(p.Channel)

@@ -16,9 +16,10 @@ import (
 
 // PIDFile is the file in a VM's directory (vm.Spec.Dir) that records its
 // QEMU process while it runs: "<pid> <start> <name>", the start time and
-// command name as hostproc gives them. With the pid, the start time names
+// command name as hostproc gives them, and on a second line "owner <pid>
+// <start>", the process that booted it. With the pid, the start time names
 // one process across pid reuse; the name says it is still the QEMU that
-// was started.
+// was started; the owner says whether anyone still runs it.
 const PIDFile = "vm.pid"
 
 // reapWait bounds how long ReapOrphan waits for a killed QEMU to go.
@@ -30,13 +31,24 @@ type pidRecord struct {
 	Start int64
 	// Name is "" in a record written before names were kept.
 	Name string
+	// OwnerPID and OwnerStart are the process that booted the QEMU; 0 in
+	// a record written before owners were kept.
+	OwnerPID   int
+	OwnerStart int64
 }
 
-func (r pidRecord) String() string { return fmt.Sprintf("%d %d %s\n", r.PID, r.Start, r.Name) }
+func (r pidRecord) String() string {
+	s := fmt.Sprintf("%d %d %s\n", r.PID, r.Start, r.Name)
+	if r.OwnerPID > 0 {
+		s += fmt.Sprintf("owner %d %d\n", r.OwnerPID, r.OwnerStart)
+	}
+	return s
+}
 
 // parsePIDFile reads a pid file's record.
 func parsePIDFile(data []byte) (pidRecord, error) {
-	f := strings.Fields(string(data))
+	first, rest, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(first)
 	if len(f) < 2 {
 		return pidRecord{}, fmt.Errorf("%d fields, want a pid, a start time and a name", len(f))
 	}
@@ -48,16 +60,45 @@ func parsePIDFile(data []byte) (pidRecord, error) {
 	if err != nil || start <= 0 {
 		return pidRecord{}, fmt.Errorf("start time %q is not a positive number", f[1])
 	}
-	return pidRecord{PID: pid, Start: start, Name: strings.Join(f[2:], " ")}, nil
+	rec := pidRecord{PID: pid, Start: start, Name: strings.Join(f[2:], " ")}
+	if o := strings.Fields(rest); len(o) > 0 {
+		if len(o) != 3 || o[0] != "owner" {
+			return pidRecord{}, fmt.Errorf("second line %q, want \"owner <pid> <start>\"", strings.TrimSpace(rest))
+		}
+		rec.OwnerPID, err = strconv.Atoi(o[1])
+		if err != nil || rec.OwnerPID <= 0 {
+			return pidRecord{}, fmt.Errorf("owner pid %q is not a process id", o[1])
+		}
+		if rec.OwnerStart, err = strconv.ParseInt(o[2], 10, 64); err != nil || rec.OwnerStart < 0 {
+			return pidRecord{}, fmt.Errorf("owner start time %q is not a number", o[2])
+		}
+	}
+	return rec, nil
 }
 
-// writePIDFile records process pid, which has just started, in path.
+// writePIDFile records process pid, which this process has just started,
+// in path.
 func writePIDFile(path string, pid int) error {
+	self, err := hostproc.Lookup(os.Getpid())
+	if err != nil {
+		return err
+	}
+	return writePIDRecord(path, pid, self)
+}
+
+// writePIDRecord records process pid, started by owner, in path: written
+// aside and renamed, so that a crash never leaves half a record.
+func writePIDRecord(path string, pid int, owner hostproc.Process) error {
 	p, err := hostproc.Lookup(pid)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, []byte(pidRecord{PID: pid, Start: p.Start, Name: p.Name}.String()), 0o600)
+	rec := pidRecord{PID: pid, Start: p.Start, Name: p.Name, OwnerPID: owner.PID, OwnerStart: owner.Start}
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, []byte(rec.String()), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // ours reports whether a process named name is the one rec recorded: the
@@ -69,23 +110,64 @@ func (r pidRecord) ours(name string) bool {
 	return strings.HasPrefix(name, "qemu-system")
 }
 
+// running reports whether the QEMU rec names still runs: the pid names a
+// live process of the recorded start time and name.
+func (r pidRecord) running() bool {
+	p, err := hostproc.Lookup(r.PID)
+	return err == nil && !p.Zombie && p.Start == r.Start && r.ours(p.Name)
+}
+
+// ownerRunning reports whether the process that booted rec's QEMU still
+// runs, and is not this one: it runs that VM, so it is no orphan. A record
+// without an owner (an older one) has none to ask about.
+func (r pidRecord) ownerRunning() bool {
+	if r.OwnerPID <= 0 || r.OwnerPID == os.Getpid() {
+		return false
+	}
+	return hostproc.Running(r.OwnerPID, r.OwnerStart)
+}
+
+// checkPIDFile refuses to boot a VM in the directory whose pid file path
+// names a QEMU that still runs: booting would forget it (the file is
+// rewritten) while it holds the session's disk. Anything else the file
+// says (nothing, a process that is gone or another one now, a malformed
+// record) is replaced by the new record.
+func checkPIDFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil // none (or unreadable: writing it will say so)
+	}
+	rec, err := parsePIDFile(data)
+	if err != nil || !rec.running() {
+		return nil
+	}
+	return fmt.Errorf("the VM directory %s records QEMU process %d (%s), which still runs: a VM of this session was left running; end it (kill %d) and try again",
+		filepath.Dir(path), rec.PID, rec.Name, rec.PID)
+}
+
 // ReapOrphan implements vm.OrphanReaper. A QEMU outlives the process that
 // booted it where nothing killed it at that process's death: on macOS,
 // which has no parent-death signal, or with Config.NoParentDeath. It ends
 // the QEMU recorded in vmDir's pid file when that pid still names the same
-// process (same start time) under the same name, and waits, within ctx and
-// reapWait, until it is gone. The pid file is removed unless it is
-// malformed (then it is left for a person to read, and an error says
-// where).
+// process (same start time) under the same name and the process that
+// booted it is gone, and waits, within ctx and reapWait, until it is gone.
+// The pid file is removed once its process is known to be gone; it stays
+// while the QEMU may still run (its owner runs it, the kill failed or the
+// wait ran out) and when it is malformed (then an error says where), so
+// that nothing forgets a VM that may hold a session's disk.
 func (h *Hypervisor) ReapOrphan(ctx context.Context, vmDir string) (bool, error) {
-	killed, err := reapOrphan(ctx, filepath.Join(vmDir, PIDFile))
+	killed, err := reapOrphan(ctx, filepath.Join(vmDir, PIDFile), sigkill)
 	if killed {
 		h.log.Info("ended an orphan qemu", "dir", vmDir)
 	}
 	return killed, err
 }
 
-func reapOrphan(ctx context.Context, path string) (bool, error) {
+func sigkill(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
+
+// reapOrphan is ReapOrphan of the pid file path, ending the process with
+// kill.
+func reapOrphan(ctx context.Context, path string, kill func(pid int) error) (bool, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
@@ -97,20 +179,24 @@ func reapOrphan(ctx context.Context, path string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("pid file %s is malformed (%v): check for a qemu-system process of that VM by hand", path, err)
 	}
-	defer os.Remove(path)
-	p, err := hostproc.Lookup(rec.PID)
-	if err != nil || p.Zombie || p.Start != rec.Start || !rec.ours(p.Name) {
-		return false, nil // gone, or the pid is another process's now
+	if !rec.running() {
+		os.Remove(path) // gone, or the pid is another process's now
+		return false, nil
 	}
-	if err := syscall.Kill(rec.PID, syscall.SIGKILL); err != nil {
+	if rec.ownerRunning() {
+		return false, nil // not an orphan: its owner runs it
+	}
+	if err := kill(rec.PID); err != nil {
 		if errors.Is(err, syscall.ESRCH) {
+			os.Remove(path)
 			return false, nil
 		}
-		return false, fmt.Errorf("end orphan qemu %d: %w", rec.PID, err)
+		return false, fmt.Errorf("end orphan qemu %d (recorded in %s): %w", rec.PID, path, err)
 	}
 	if err := waitGone(ctx, rec); err != nil {
-		return true, err
+		return true, fmt.Errorf("%w (its pid file %s is kept)", err, path)
 	}
+	os.Remove(path)
 	return true, nil
 }
 

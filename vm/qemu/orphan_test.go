@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"sandbar/vm"
 	"sandbar/vm/hostproc"
 )
 
@@ -115,7 +118,7 @@ func TestReapOrphanLeavesOthers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), PIDFile)
 			os.WriteFile(path, []byte(tt.rec.String()), 0o600)
-			killed, err := reapOrphan(context.Background(), path)
+			killed, err := reapOrphan(context.Background(), path, sigkill)
 			if err != nil || killed {
 				t.Errorf("reapOrphan = %v, %v; want nothing ended", killed, err)
 			}
@@ -151,7 +154,7 @@ func TestReapOrphanMalformed(t *testing.T) {
 		"7 -5 qemu", strings.Repeat("9", 30) + " 5 qemu"} {
 		path := filepath.Join(t.TempDir(), PIDFile)
 		os.WriteFile(path, []byte(data), 0o600)
-		killed, err := reapOrphan(context.Background(), path)
+		killed, err := reapOrphan(context.Background(), path, sigkill)
 		if err == nil || killed || !strings.Contains(err.Error(), path) {
 			t.Errorf("pid file %q: %v, %v; want an error naming the file", data, killed, err)
 		}
@@ -184,5 +187,117 @@ func TestReapOrphanWaitBounded(t *testing.T) {
 	// A process that is not killed never goes: the wait ends with ctx.
 	if err := waitGone(ctx, pidRecord{PID: p.PID, Start: p.Start}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("waitGone on a live process = %v, want the deadline", err)
+	}
+}
+
+// TestReapOrphanLeavesOwned: a QEMU whose recorded owner still runs is
+// that owner's VM, not an orphan, whatever the store said when recovery
+// looked: it runs on and its pid file stays. Once the owner is gone, it
+// is ended.
+func TestReapOrphanLeavesOwned(t *testing.T) {
+	qcmd, _ := child(t, fakeQEMU(t))
+	ocmd, owner := child(t, "sleep")
+	dir := t.TempDir()
+	path := filepath.Join(dir, PIDFile)
+	if err := writePIDRecord(path, qcmd.Process.Pid, owner); err != nil {
+		t.Fatal(err)
+	}
+	h := New(Config{})
+	if killed, err := h.ReapOrphan(context.Background(), dir); err != nil || killed {
+		t.Errorf("ReapOrphan of a QEMU whose owner runs = %v, %v; want nothing ended", killed, err)
+	}
+	if !running(qcmd) {
+		t.Fatalf("the QEMU of a live owner was ended")
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("the pid file of a running QEMU was removed: %v", err)
+	}
+
+	ocmd.Process.Kill()
+	ocmd.Wait()
+	if killed, err := h.ReapOrphan(context.Background(), dir); err != nil || !killed {
+		t.Errorf("ReapOrphan once its owner died = %v, %v; want it ended", killed, err)
+	}
+	if running(qcmd) {
+		t.Errorf("the orphan still runs")
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the pid file of the ended orphan is still there: %v", err)
+	}
+}
+
+// TestReapOrphanKeepsRecordUntilGone: when the kill fails, or the process
+// has not gone when the wait ends, the pid file stays for the next try.
+func TestReapOrphanKeepsRecordUntilGone(t *testing.T) {
+	qcmd, _ := child(t, fakeQEMU(t))
+	tests := []struct {
+		name string
+		kill func(pid int) error
+	}{
+		{"kill refused", func(int) error { return syscall.EPERM }},
+		// A kill that has not taken effect yet (a process in an
+		// uninterruptible sleep goes only when it wakes).
+		{"not gone in time", func(int) error { return nil }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), PIDFile)
+			if err := writePIDRecord(path, qcmd.Process.Pid, hostproc.Process{}); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			if _, err := reapOrphan(ctx, path, tt.kill); err == nil || !strings.Contains(err.Error(), path) {
+				t.Errorf("reapOrphan = %v; want an error naming the pid file", err)
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("the pid file of a QEMU that may still run was removed: %v", err)
+			}
+		})
+	}
+}
+
+// TestBootRefusesRunningRecord: a VM directory whose pid file names a
+// QEMU that still runs is not booted over (the new record would forget
+// it); a record of a process that is gone, or is another one now, is.
+func TestBootRefusesRunningRecord(t *testing.T) {
+	qcmd, q := child(t, fakeQEMU(t))
+	dir := t.TempDir()
+	path := filepath.Join(dir, PIDFile)
+	if err := writePIDRecord(path, qcmd.Process.Pid, hostproc.Process{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := start(context.Background(), plan{Binary: "/bin/true", PIDFile: path}, vm.Spec{Dir: dir}, false, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), strconv.Itoa(q.PID)) || !strings.Contains(err.Error(), "still runs") {
+		t.Fatalf("boot over a running QEMU's record = %v; want a refusal naming process %d", err, q.PID)
+	}
+	if b, err := os.ReadFile(path); err != nil || !strings.HasPrefix(string(b), strconv.Itoa(q.PID)+" ") {
+		t.Errorf("the running QEMU's record was changed: %q, %v", b, err)
+	}
+	if !running(qcmd) {
+		t.Errorf("the running QEMU was ended")
+	}
+
+	// Stale records do not stand in a boot's way.
+	os.WriteFile(path, []byte(pidRecord{PID: q.PID, Start: q.Start - 1, Name: q.Name}.String()), 0o600)
+	if err := checkPIDFile(path); err != nil {
+		t.Errorf("a record of a reused pid: %v", err)
+	}
+	os.WriteFile(path, []byte("garbage"), 0o600)
+	if err := checkPIDFile(path); err != nil {
+		t.Errorf("a malformed record: %v", err)
+	}
+}
+
+func TestParsePIDFileOwner(t *testing.T) {
+	want := pidRecord{PID: 4242, Start: 99, Name: "qemu-system-x86", OwnerPID: 17, OwnerStart: 5}
+	got, err := parsePIDFile([]byte(want.String()))
+	if err != nil || got != want {
+		t.Errorf("round trip: %+v, %v; want %+v", got, err, want)
+	}
+	for _, bad := range []string{"4242 99 q\nowner x 5\n", "4242 99 q\nowner 17\n", "4242 99 q\nsomething else\n"} {
+		if _, err := parsePIDFile([]byte(bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
 	}
 }

@@ -1,0 +1,22 @@
+package engine
+
+import (
+	"fmt"
+	"net"
+	"os"
+)
+
+// samePerson checks that the process at the other end of c runs as this
+// one's user: only the person's own processes may drive the engine, and a
+// client talks only to an engine of its own user's (one another user
+// started at a squatted socket path would see and drive its sessions).
+func samePerson(c net.Conn, other string) error {
+	uid, err := peerUID(c)
+	if err != nil {
+		return err
+	}
+	if uid != os.Getuid() {
+		return fmt.Errorf("the %s at the other end of the engine's socket runs as user %d, not as you (%d)", other, uid, os.Getuid())
+	}
+	return nil
+}
