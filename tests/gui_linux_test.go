@@ -6,6 +6,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
+	"image"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,19 +29,25 @@ import (
 // reads the menu over com.canonical.dbusmenu and clicks in it) and the
 // notification server.
 
-// screenshotPath is where the test leaves its screenshot (the README
-// shows a copy, assets/screenshot.png).
+// screenshotPath is where the test leaves its screenshot of the whole
+// screen (TestScreenshots takes the README's, of one window each).
 const screenshotPath = "artifacts/screenshot.png"
 
 // xserver is an Xvfb with its framebuffer in a file.
 type xserver struct {
 	display string
-	fb      string // the screen's framebuffer, an xwd dump
+	fb      string          // the screen's framebuffer, an xwd dump
+	screen  image.Rectangle // the screen, at 0,0
 }
 
-// startX starts Xvfb on a free display, stopped when t ends.
-func startX(t *testing.T) *xserver {
+// startX starts Xvfb on a free display with one screen of size (as
+// "1600x900"), stopped when t ends.
+func startX(t *testing.T, size string) *xserver {
 	t.Helper()
+	var width, height int
+	if _, err := fmt.Sscanf(size, "%dx%d", &width, &height); err != nil {
+		t.Fatalf("screen size %q: want WIDTHxHEIGHT", size)
+	}
 	fbdir := t.TempDir()
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -47,7 +55,7 @@ func startX(t *testing.T) *xserver {
 	}
 	defer r.Close()
 	var stderr bytes.Buffer
-	cmd := exec.Command("Xvfb", "-displayfd", "3", "-screen", "0", "1600x900x24", "-fbdir", fbdir, "-nolisten", "tcp")
+	cmd := exec.Command("Xvfb", "-displayfd", "3", "-screen", "0", size+"x24", "-fbdir", fbdir, "-nolisten", "tcp")
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = 5 * time.Second
@@ -72,7 +80,7 @@ func startX(t *testing.T) *xserver {
 		if _, err := strconv.Atoi(n); err != nil {
 			t.Fatalf("Xvfb did not start (display %q): %s", n, stderr.String())
 		}
-		return &xserver{display: ":" + n, fb: filepath.Join(fbdir, "Xvfb_screen0")}
+		return &xserver{display: ":" + n, fb: filepath.Join(fbdir, "Xvfb_screen0"), screen: image.Rect(0, 0, width, height)}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("Xvfb did not start within 30 s: %s", stderr.String())
 	}
@@ -104,7 +112,11 @@ type gui struct {
 	err    error // how it exited, once exited is closed
 }
 
-func TestGUI(t *testing.T) {
+// needDesktop skips t unless it can run the real app: not -short, the
+// X tools installed, and the private D-Bus session keyringtest.Main runs
+// the package in.
+func needDesktop(t *testing.T) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts the real app under Xvfb; skipped with -short")
 	}
@@ -116,6 +128,31 @@ func TestGUI(t *testing.T) {
 	if !keyringtest.InSession() || os.Getenv("DBUS_SESSION_BUS_ADDRESS") == "" {
 		t.Skip("needs the private D-Bus session keyringtest.Main starts (dbus-run-session and gnome-keyring)")
 	}
+}
+
+// desktopEnv is the app's environment on x: every folder it keeps
+// anything in under root (a fresh data directory), and a git that knows
+// who commits.
+func desktopEnv(x *xserver, root string) []string {
+	gitconfig := filepath.Join(root, "gitconfig")
+	os.WriteFile(gitconfig, []byte("[user]\n\tname = Test User\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n[safe]\n\tdirectory = *\n"), 0o644)
+	runtimeDir := filepath.Join(root, "run")
+	os.Mkdir(runtimeDir, 0o700)
+	return append(os.Environ(),
+		"DISPLAY="+x.display,
+		"XDG_RUNTIME_DIR="+runtimeDir,
+		"SANDBAR_HOME="+filepath.Join(root, "sandbar"),
+		"XDG_CONFIG_HOME="+filepath.Join(root, "config"),
+		"XDG_CACHE_HOME="+filepath.Join(root, "cache"),
+		"XDG_DATA_HOME="+filepath.Join(root, "data"),
+		"GIT_CONFIG_GLOBAL="+gitconfig,
+		"GIT_CONFIG_NOSYSTEM=1",
+		"SANDBAR_DEBUG=1",
+	)
+}
+
+func TestGUI(t *testing.T) {
+	needDesktop(t)
 	bin := sandbarBin(t)
 
 	// The desktop's side of D-Bus, up before the app so that it finds
@@ -128,23 +165,9 @@ func TestGUI(t *testing.T) {
 	tray := startWatcher(t, bus)
 	notes := startNotifications(t, bus)
 
-	x := startX(t)
+	x := startX(t, "1600x900")
 	root := t.TempDir()
-	gitconfig := filepath.Join(root, "gitconfig")
-	os.WriteFile(gitconfig, []byte("[user]\n\tname = Test User\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n[safe]\n\tdirectory = *\n"), 0o644)
-	runtimeDir := filepath.Join(root, "run")
-	os.Mkdir(runtimeDir, 0o700)
-	env := append(os.Environ(),
-		"DISPLAY="+x.display,
-		"XDG_RUNTIME_DIR="+runtimeDir,
-		"SANDBAR_HOME="+filepath.Join(root, "sandbar"),
-		"XDG_CONFIG_HOME="+filepath.Join(root, "config"),
-		"XDG_CACHE_HOME="+filepath.Join(root, "cache"),
-		"XDG_DATA_HOME="+filepath.Join(root, "data"),
-		"GIT_CONFIG_GLOBAL="+gitconfig,
-		"GIT_CONFIG_NOSYSTEM=1",
-		"SANDBAR_DEBUG=1",
-	)
+	env := desktopEnv(x, root)
 	g := launch(t, bin, env, filepath.Join(root, "sandbar.log"))
 
 	// 1. The main window appears.
