@@ -17,6 +17,7 @@ import (
 
 	"sandbar/app/cli"
 	"sandbar/app/config"
+	folders "sandbar/app/desktop"
 	"sandbar/app/doctor"
 	"sandbar/app/engine"
 	"sandbar/app/session"
@@ -75,6 +76,8 @@ func runGUI(parent context.Context, p *parts, env *cli.Env) error {
 		u.Notice = clientNotice(p.paths)
 	}
 	u.ScreenSize = screenSize
+	u.ChooseFolder = folders.FolderChooser()
+	u.Home, _ = os.UserHomeDir()
 
 	// Set on the UI goroutine (which, with Fyne's GLFW driver, is this
 	// one once Run returns).

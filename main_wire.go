@@ -144,7 +144,17 @@ func (p *parts) Sessions(ctx context.Context) (session.Service, error) {
 }
 
 func (p *parts) client(m *session.Manager) *engine.Client {
-	return &engine.Client{Local: m, Engine: p.Engine, Logger: p.logger}
+	return &engine.Client{Local: m, Engine: p.Engine, Logger: p.logger, KeyringOK: p.keyringOK}
+}
+
+// keyringOK checks that this process reaches the keyring, for a client
+// whose engine cannot (engine.Client.KeyringOK).
+func (p *parts) keyringOK(ctx context.Context) error {
+	sec, err := p.Secrets()
+	if err != nil {
+		return err
+	}
+	return sec.Check(ctx)
 }
 
 // engineStart bounds how long a headless engine may take to answer.

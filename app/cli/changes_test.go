@@ -10,6 +10,7 @@ import (
 
 	"sandbar/app/session"
 	"sandbar/app/session/sessiontest"
+	"sandbar/app/store"
 	"sandbar/app/workspace"
 )
 
@@ -31,6 +32,11 @@ func TestChangesAndDiff(t *testing.T) {
 	r, cli, stdout, _ := engineFor(t, env)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// The uncommitted files stay so when it stops (else Sandbar commits
+	// them), to be read from the saved snapshot.
+	if err := env.Store.SetSetting(ctx, store.SettingAutoCommit, "off"); err != nil {
+		t.Fatal(err)
+	}
 	events := env.Manager.Subscribe(ctx, "") // before the session's first line
 	s, err := r.Start(ctx, session.Options{Repo: env.Repo(t, "changes répo"), MemoryMiB: 512, Agent: sessiontest.Shell(changesAgent)})
 	if err != nil {

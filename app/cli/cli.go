@@ -106,10 +106,15 @@ func commands() []command {
 		{name: "restart", summary: "restart a stopped, failed or interrupted session", run: restart},
 		{name: "changes", summary: "list a session's changed files: sandbar changes [--json] ID", run: changesCmd},
 		{name: "diff", summary: "print one changed file's diff: sandbar diff ID PATH", run: diffCmd},
-		{name: "merge", summary: "bring a session's branch into its repository", run: merge},
+		{name: "merge", summary: "create the session's branch in its repository (--into: merge into the current branch)", run: merge},
 		{name: "net", summary: "what a session's VM tried to reach, and what it may: sandbar net ID [allow|deny TARGET]", run: netCmd},
 		{name: "ports", summary: "a session's ports published on this machine: sandbar ports ID [publish GUEST[:HOST]]", run: portsCmd},
-		{name: "rm", summary: "delete sessions", run: remove},
+		{name: "rm", summary: "move sessions to the trash (--purge: delete them for good)", run: remove},
+		{name: "trash", summary: "deleted sessions, kept for a week: sandbar trash ls | restore ID | empty [ID...]", sub: []command{
+			{name: "ls", summary: "list the sessions in the trash", run: trashList},
+			{name: "restore", summary: "bring sessions back from the trash: sandbar trash restore ID...", run: trashRestore},
+			{name: "empty", summary: "delete sessions in the trash for good (all, or those named)", run: trashEmpty},
+		}},
 		{name: "secrets", summary: "keep API keys and tokens in the keyring", sub: []command{
 			{name: "set", summary: "set a secret (value from standard input or a hidden prompt)", run: secretsSet},
 			{name: "ls", summary: "list secret names", run: secretsList},

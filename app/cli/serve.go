@@ -31,6 +31,9 @@ func serve(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer e.Close()
+	// Started from another login session, it may not reach the keyring a
+	// client can: it hands over to that client's engine then.
+	e.MayYield()
 	sctx, stopServing := context.WithCancel(ctx)
 	defer stopServing()
 	served := make(chan error, 1)
@@ -48,6 +51,9 @@ loop:
 			if err != nil {
 				env.Logger.Error("engine", "err", err)
 			}
+			break loop
+		case <-e.Yielded():
+			env.Logger.Info("engine handed over to a client that can reach the keyring")
 			break loop
 		case <-tick.C:
 			if *idleExit > 0 && e.Idle() > *idleExit {

@@ -89,6 +89,21 @@ type sessionJSON struct {
 	Created   time.Time          `json:"created"`
 	Ended     *time.Time         `json:"ended,omitempty"`
 	Timings   map[string]float64 `json:"timings_ms,omitempty"`
+	Merged    *store.Merge       `json:"merged,omitempty"`
+}
+
+// mergedCell is the MERGED column of sandbar ls: where the session's
+// work last went ("main@1a2b3c4", or the session's own branch as
+// "branch@…"), "-" when never.
+func mergedCell(m store.Merge) string {
+	if m.IsZero() {
+		return "-"
+	}
+	into := m.Into
+	if m.Branch {
+		into = "branch"
+	}
+	return into + "@" + m.Commit[:min(7, len(m.Commit))]
 }
 
 func list(ctx context.Context, env *Env, args []string) error {
@@ -122,6 +137,10 @@ func list(ctx context.Context, env *Env, args []string) error {
 				t := s.Ended
 				j.Ended = &t
 			}
+			if !s.Merged.IsZero() {
+				m := s.Merged
+				j.Merged = &m
+			}
 			if len(s.Timings) > 0 {
 				j.Timings = map[string]float64{}
 				for k, v := range s.Timings {
@@ -137,7 +156,7 @@ func list(ctx context.Context, env *Env, args []string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTITLE\tPROJECT\tBRANCH\tSTATE\tEXIT\tAGE\tREASON")
+	fmt.Fprintln(tw, "ID\tTITLE\tPROJECT\tBRANCH\tSTATE\tMERGED\tEXIT\tAGE\tREASON")
 	for _, s := range ss {
 		state := string(s.State)
 		if s.Activity != "" {
@@ -151,7 +170,7 @@ func list(ctx context.Context, env *Env, args []string) error {
 		if len(reason) > 60 {
 			reason = reason[:57] + "..."
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID[:min(8, len(s.ID))], clip(session.Title(s), 40), projects[s.ProjectID].Name, s.Branch, state, exit,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID[:min(8, len(s.ID))], clip(session.Title(s), 40), projects[s.ProjectID].Name, s.Branch, state, mergedCell(s.Merged), exit,
 			time.Since(s.Created).Round(time.Second), strings.ReplaceAll(reason, "\n", " "))
 	}
 	return tw.Flush()
@@ -336,17 +355,21 @@ func oneID(ctx context.Context, env *Env, args []string, verb string, do func(se
 func merge(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "sandbar merge")
 	force := fs.Bool("force", false, "overwrite a diverged branch of the same name")
+	into := fs.Bool("into", false, "merge into the repository's current branch and update its working tree (refused if the tree has uncommitted changes or the merge conflicts), instead of creating the session's branch")
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return UsageError{Msg: "sandbar merge: give one session id"}
+		return UsageError{Msg: "sandbar merge: give one session id: sandbar merge [--into | --force] ID"}
+	}
+	if *into && *force {
+		return UsageError{Msg: "sandbar merge: --force overwrites the session's own branch, and --into does not touch it: give one of them"}
 	}
 	e, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
-	res, err := e.Merge(ctx, fs.Arg(0), *force)
+	res, err := e.Merge(ctx, fs.Arg(0), session.MergeOptions{Into: *into, Force: *force})
 	if err != nil {
 		return err
 	}
@@ -359,6 +382,20 @@ func merge(ctx context.Context, env *Env, args []string) error {
 	}
 	how := "is at"
 	switch {
+	case res.Into != "":
+		how = "a merge commit"
+		if res.FastForward {
+			how = "a fast-forward"
+		}
+		fmt.Fprintf(env.Stdout, "merged the session's work into %s in %s: %s from %s to %s; the working tree is updated\n", res.Into, repo, how, short(res.Previous), short(res.Commit))
+		if len(res.Submodules) > 0 {
+			fmt.Fprintf(env.Stdout, "the session's submodule commits are in the repository's submodules as %s: %s\n", branch, strings.Join(res.Submodules, ", "))
+		}
+		skippedModulesNote(env.Stdout, res.SkippedSubmodules)
+		if len(res.Uncommitted) > 0 {
+			fmt.Fprintf(env.Stdout, "note: %d uncommitted changes in the session were not included: %s\n", len(res.Uncommitted), strings.Join(res.Uncommitted, ", "))
+		}
+		return nil
 	case res.Created:
 		how = "created at"
 	case res.Updated:
@@ -391,28 +428,6 @@ func skippedModulesNote(w io.Writer, lines []string) {
 		}
 		fmt.Fprintf(w, "  %s\n", line)
 	}
-}
-
-func remove(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "sandbar rm")
-	force := fs.Bool("force", false, "delete even with uncommitted or unmerged work")
-	if err := parseArgs(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		return UsageError{Msg: "sandbar rm: give session ids"}
-	}
-	e, err := sessions(ctx, env)
-	if err != nil {
-		return err
-	}
-	for _, id := range fs.Args() {
-		if err := e.Remove(ctx, id, *force); err != nil {
-			return err
-		}
-		fmt.Fprintf(env.Stdout, "removed session %s\n", id)
-	}
-	return nil
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -10,6 +10,7 @@ import (
 
 	"sandbar/app/session"
 	"sandbar/app/store"
+	"sandbar/app/workspace"
 )
 
 // `sandbar start`, and following a session with --wait.
@@ -63,12 +64,25 @@ func start(ctx context.Context, env *Env, args []string) error {
 	if *wait && o.Agent.Claude() && o.Prompt == "" {
 		return UsageError{Msg: "sandbar start --wait: Claude Code waits for a first message, so there is no turn to wait for: give one with --prompt"}
 	}
-	// The image build is long the first time: do it here, with progress.
-	if _, err := imageOrBuild(ctx, env); err != nil {
-		return err
+	// What was asked is checked before the image, whose first build is
+	// long: a folder that is no repository, or a project there is none
+	// of, is said at once.
+	if o.Repo != "" {
+		if _, err := workspace.Resolve(ctx, o.Repo); err != nil {
+			return err
+		}
 	}
 	e, err := sessions(ctx, env)
 	if err != nil {
+		return err
+	}
+	if o.Project != "" {
+		if _, err := e.FindProject(ctx, o.Project); err != nil {
+			return err
+		}
+	}
+	// The image build is long the first time: do it here, with progress.
+	if _, err := imageOrBuild(ctx, env); err != nil {
 		return err
 	}
 	if *wait {

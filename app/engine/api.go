@@ -32,6 +32,7 @@ import (
 
 	"sandbar/app/net/netstack"
 	"sandbar/app/net/policy"
+	"sandbar/app/secrets"
 	"sandbar/app/session"
 	"sandbar/app/store"
 	"sandbar/app/workspace"
@@ -40,8 +41,10 @@ import (
 // APIVersion is the version of the API this Sandbar speaks. Version 1 was
 // the unversioned protocol of the Sandbars before the handshake; bump it
 // whenever a request, a reply or an operation's meaning changes.
-// Version 3 added rename (titles).
-const APIVersion = 3
+// Version 3 added rename (titles); 4, merge into the current branch and
+// the merge target; 5, the trash (restore, trash-empty; remove moves to
+// the trash), and yield with the keyring error code.
+const APIVersion = 5
 
 // The operations, by their names on the wire.
 const (
@@ -68,6 +71,11 @@ const (
 	OpPorts         = "ports"
 	OpPublish       = "publish"
 	OpUnpublish     = "unpublish"
+	OpRestore       = "restore"
+	OpEmptyTrash    = "trash-empty"
+	// OpYield asks a headless engine that cannot reach the keyring to
+	// hand over to the caller, which can (Client.handOver).
+	OpYield = "yield"
 )
 
 // Hello is the handshake: the client's first line carries its API version
@@ -133,6 +141,7 @@ type (
 	}
 	MergeRequest struct {
 		ID    string `json:"id"`
+		Into  bool   `json:"into,omitempty"`
 		Force bool   `json:"force,omitempty"`
 	}
 	MergeReply struct {
@@ -205,6 +214,19 @@ type (
 		ID    string `json:"id"`
 		Guest uint16 `json:"guest"`
 	}
+	// EmptyTrashRequest names the sessions to delete from the trash;
+	// none means all of them.
+	EmptyTrashRequest struct {
+		IDs []string `json:"ids,omitempty"`
+	}
+	EmptyTrashReply struct {
+		Deleted int `json:"deleted"`
+	}
+	// YieldReply says whether the engine handed over, and if not why.
+	YieldReply struct {
+		Yielded bool   `json:"yielded,omitempty"`
+		Reason  string `json:"reason,omitempty"`
+	}
 )
 
 // Output is a piece of a command's output (Exec, Shell).
@@ -241,7 +263,15 @@ var errorCodes = []struct {
 	{"network_rules", session.ErrNetworkRules},
 	{"no_network", session.ErrNoNetwork},
 	{"no_model_api", session.ErrNoModelAPI},
+	{"nothing_to_merge", workspace.ErrNothingToMerge},
 	{"port_in_use", netstack.ErrPortInUse},
+	{"keyring", secrets.ErrUnavailable},
+	// Why a folder is not a project, so that the app words its fix by
+	// how the folder was given (dropped, chosen, typed).
+	{"not_trusted", workspace.ErrNotTrusted},
+	{"not_repo", workspace.ErrNotRepo},
+	{"bare_repo", workspace.ErrBareRepo},
+	{"empty_repo", workspace.ErrEmptyRepo},
 }
 
 // codeOf names err's sentinel for the wire ("" for none).

@@ -35,6 +35,10 @@ type Client struct {
 	// Logger gets what the client cannot tell its caller (a subscription
 	// that lost its engine); nil discards it.
 	Logger *slog.Logger
+	// KeyringOK checks that this process can reach the keyring; when it
+	// can and the engine cannot, the engine hands over (handover.go).
+	// Nil: never.
+	KeyringOK func(ctx context.Context) error
 }
 
 var _ session.Service = (*Client)(nil)
@@ -70,6 +74,12 @@ func (c *Client) Project(ctx context.Context, id int64) (store.Project, error) {
 // FindProject finds a project by id, name or path, here.
 func (c *Client) FindProject(ctx context.Context, ref string) (store.Project, error) {
 	return c.Local.FindProject(ctx, ref)
+}
+
+// Branches lists a project's branches, here: git reads the person's
+// repository, which this process may read as well as the engine.
+func (c *Client) Branches(ctx context.Context, projectRef string) (workspace.Branches, error) {
+	return c.Local.Branches(ctx, projectRef)
 }
 
 // List lists the sessions, here.
@@ -177,9 +187,12 @@ func (c *Client) RemoveProject(ctx context.Context, ref string) error {
 	return err
 }
 
-// Start starts a session in the engine.
+// Start starts a session in the engine; one that cannot reach the
+// keyring hands over first (handover.go).
 func (c *Client) Start(ctx context.Context, o session.Options) (store.Session, error) {
-	rep, err := call[SessionReply](ctx, c, OpStart, StartRequest{Options: o})
+	rep, err := withKeyring(ctx, c, func() (SessionReply, error) {
+		return call[SessionReply](ctx, c, OpStart, StartRequest{Options: o})
+	})
 	return rep.Session, err
 }
 
@@ -191,7 +204,9 @@ func (c *Client) Stop(ctx context.Context, id string) (store.Session, error) {
 
 // Restart restarts a session in the engine.
 func (c *Client) Restart(ctx context.Context, id string) (store.Session, error) {
-	rep, err := call[SessionReply](ctx, c, OpRestart, SessionRef{ID: id})
+	rep, err := withKeyring(ctx, c, func() (SessionReply, error) {
+		return call[SessionReply](ctx, c, OpRestart, SessionRef{ID: id})
+	})
 	return rep.Session, err
 }
 
@@ -201,17 +216,41 @@ func (c *Client) Wait(ctx context.Context, id string) (store.Session, error) {
 	return rep.Session, err
 }
 
-// Remove removes a session through the engine, which stops it first if
-// it runs.
+// Remove moves a session to the trash through the engine, which stops it
+// first if it runs.
 func (c *Client) Remove(ctx context.Context, id string, force bool) error {
 	_, err := call[None](ctx, c, OpRemove, RemoveRequest{ID: id, Force: force})
 	return err
 }
 
-// Merge merges a session's branch through the engine.
-func (c *Client) Merge(ctx context.Context, id string, force bool) (workspace.MergeResult, error) {
-	rep, err := call[MergeReply](ctx, c, OpMerge, MergeRequest{ID: id, Force: force})
+// Trash lists the sessions in the trash and measures their folders, here.
+func (c *Client) Trash(ctx context.Context) ([]session.Trashed, error) { return c.Local.Trash(ctx) }
+
+// Restore brings a session back from the trash through the engine, which
+// tells its subscribers.
+func (c *Client) Restore(ctx context.Context, id string) (store.Session, error) {
+	rep, err := call[SessionReply](ctx, c, OpRestore, SessionRef{ID: id})
+	return rep.Session, err
+}
+
+// EmptyTrash deletes sessions from the trash for good, in the engine,
+// which owns Sandbar's repositories of the projects.
+func (c *Client) EmptyTrash(ctx context.Context, ids []string) (int, error) {
+	rep, err := call[EmptyTrashReply](ctx, c, OpEmptyTrash, EmptyTrashRequest{IDs: ids})
+	return rep.Deleted, err
+}
+
+// Merge merges a session's work through the engine, which saves a live
+// session's first.
+func (c *Client) Merge(ctx context.Context, id string, o session.MergeOptions) (workspace.MergeResult, error) {
+	rep, err := call[MergeReply](ctx, c, OpMerge, MergeRequest{ID: id, Into: o.Into, Force: o.Force})
 	return rep.Result, err
+}
+
+// MergeTarget reads here what the merge actions would do: it reads the
+// repositories and changes nothing.
+func (c *Client) MergeTarget(ctx context.Context, id string) (session.MergeTarget, error) {
+	return c.Local.MergeTarget(ctx, id)
 }
 
 // Rename gives a session a new title in the engine, which tells every

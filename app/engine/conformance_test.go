@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"sandbar/app/session"
 	"sandbar/app/session/sessiontest"
 	"sandbar/app/store"
+	"sandbar/app/workspace"
 )
 
 // conformanceAgent commits a file, says so, and answers each message.
@@ -52,8 +54,19 @@ func conformance(t *testing.T, f *fixture, svc session.Service) {
 	if _, _, err := svc.AddProject(ctx, f.repo); !errors.Is(err, store.ErrExists) {
 		t.Errorf("adding the project again: %v, want ErrExists", err)
 	}
+	// A folder that is no repository is refused as one, so the app can
+	// word the fix by how the folder was given.
+	if _, _, err := svc.AddProject(ctx, t.TempDir()); !errors.Is(err, workspace.ErrNotRepo) {
+		t.Errorf("adding a plain folder: %v, want ErrNotRepo", err)
+	}
 	if ps, err := svc.Projects(ctx); err != nil || len(ps) != 1 || ps[0].ID != p.ID {
 		t.Errorf("projects: %+v, %v", ps, err)
+	}
+	if b, err := svc.Branches(ctx, p.Name); err != nil || b.Current == "" || !slices.Contains(b.Names, b.Current) {
+		t.Errorf("branches: %+v, %v; want the checked-out one among them", b, err)
+	}
+	if _, err := svc.Branches(ctx, "nosuchproject"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("branches of an unknown project: %v, want ErrNotFound", err)
 	}
 
 	s, err := svc.Start(ctx, session.Options{Project: p.Name, Agent: sessiontest.Shell(conformanceAgent), MemoryMiB: 512, Prompt: "first"})
@@ -116,9 +129,15 @@ func conformance(t *testing.T, f *fixture, svc session.Service) {
 		t.Errorf("saved changes: %+v, %v", ch, err)
 	}
 
-	merged, err := svc.Merge(ctx, s.ID, false)
+	if tg, err := svc.MergeTarget(ctx, s.ID); err != nil || tg.Branch != s.Branch || tg.Nothing != "" || tg.BranchDone != "" {
+		t.Errorf("merge target before merging: %+v, %v", tg, err)
+	}
+	merged, err := svc.Merge(ctx, s.ID, session.MergeOptions{})
 	if err != nil || !merged.Created || merged.Commit == "" {
 		t.Fatalf("merge: %+v, %v", merged, err)
+	}
+	if tg, err := svc.MergeTarget(ctx, s.ID); err != nil || tg.BranchDone == "" {
+		t.Errorf("merge target after creating the branch: %+v, %v; want BranchDone to say why there is nothing more", tg, err)
 	}
 	if got := sessiontest.Git(t, f.repo, "rev-parse", s.Branch); got != merged.Commit {
 		t.Errorf("the repository's %s is at %s, the merge said %s", s.Branch, got, merged.Commit)
@@ -128,6 +147,44 @@ func conformance(t *testing.T, f *fixture, svc session.Service) {
 		t.Fatalf("remove a merged session: %v", err)
 	}
 	waitEvent(t, events, s.ID, "removed", func(ev session.Event) bool { return ev.Kind == session.EventRemoved })
+	if ss, err := svc.List(ctx); err != nil || len(ss) != 0 {
+		t.Errorf("sessions after remove: %+v, %v", ss, err)
+	}
+
+	// Removed is in the trash, whence it comes back as it was, and goes
+	// for good when the trash is emptied.
+	if tr, err := svc.Trash(ctx); err != nil || len(tr) != 1 || tr[0].ID != s.ID || tr[0].Bytes <= 0 {
+		t.Fatalf("the trash: %+v, %v", tr, err)
+	}
+	back, err := svc.Restore(ctx, s.ID)
+	if err != nil || back.ID != s.ID || back.State != session.StateStopped {
+		t.Fatalf("restore: %+v, %v", back, err)
+	}
+	waitEvent(t, events, s.ID, "restored", func(ev session.Event) bool {
+		return ev.Kind == session.EventState && ev.State == session.StateStopped
+	})
+	if ss, err := svc.List(ctx); err != nil || len(ss) != 1 {
+		t.Errorf("sessions after restore: %+v, %v", ss, err)
+	}
+	if lines, err := svc.Logs(ctx, s.ID, 0, 0); err != nil || len(lines) == 0 {
+		t.Errorf("a restored session's log: %d lines, %v", len(lines), err)
+	}
+	if _, err := svc.Restore(ctx, s.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("restore one not in the trash: %v, want ErrNotFound", err)
+	}
+	if err := svc.Remove(ctx, s.ID, false); err != nil {
+		t.Fatalf("remove again: %v", err)
+	}
+	if n, err := svc.EmptyTrash(ctx, []string{s.ID}); err != nil || n != 1 {
+		t.Fatalf("empty the trash: %d, %v", n, err)
+	}
+	waitEvent(t, events, s.ID, "purged", func(ev session.Event) bool { return ev.Kind == session.EventPurged })
+	if tr, err := svc.Trash(ctx); err != nil || len(tr) != 0 {
+		t.Errorf("the trash once emptied: %+v, %v", tr, err)
+	}
+	if _, err := svc.EmptyTrash(ctx, []string{s.ID}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("empty one not in the trash: %v, want ErrNotFound", err)
+	}
 	if ss, err := svc.List(ctx); err != nil || len(ss) != 0 {
 		t.Errorf("sessions after remove: %+v, %v", ss, err)
 	}

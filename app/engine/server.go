@@ -41,6 +41,15 @@ type Server struct {
 	subsMu      sync.Mutex
 	subs        int
 	subsChanged chan struct{}
+
+	// mayYield: a headless engine hands over to a client that can reach
+	// the keyring when it cannot (see OpYield); yielded is closed when
+	// it has.
+	mayYield  bool
+	yieldOnce sync.Once
+	yielded   chan struct{}
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Listen takes the engine lock of the data directory p and opens its
@@ -72,10 +81,12 @@ func Listen(p config.Paths, m *session.Manager, log *slog.Logger) (*Server, erro
 	os.Chmod(sock, 0o600)
 	lock.Truncate(0)
 	fmt.Fprintf(lock, "%d\n", os.Getpid())
-	s := &Server{m: m, ops: operations(), log: log, lock: lock, ln: ln, sock: sock, subsChanged: make(chan struct{})}
+	s := &Server{m: m, ops: operations(), log: log, lock: lock, ln: ln, sock: sock, subsChanged: make(chan struct{}), yielded: make(chan struct{})}
 	s.lastUsed.Store(time.Now().UnixNano())
 	// The engine keeps the projects' base disks fresh; a client does not.
 	m.WatchSources(context.Background())
+	// And empties the trash of what is due, now and every hour.
+	m.TendTrash(context.Background())
 	return s, nil
 }
 
@@ -114,14 +125,42 @@ func (s *Server) Idle() time.Duration {
 }
 
 // Close stops accepting and releases the lock; running sessions are the
-// Manager's to stop.
+// Manager's to stop. Only the first call does anything: by a later one
+// the socket may be another engine's.
 func (s *Server) Close() error {
-	err := s.ln.Close()
-	if errors.Is(err, net.ErrClosed) {
-		err = nil
+	s.closeOnce.Do(func() {
+		err := s.ln.Close()
+		if errors.Is(err, net.ErrClosed) {
+			err = nil
+		}
+		os.Remove(s.sock)
+		s.closeErr = errors.Join(err, s.lock.Close())
+	})
+	return s.closeErr
+}
+
+// MayYield lets this engine hand over to a client that can reach the
+// keyring when it cannot (OpYield): what a headless engine (`sandbar
+// serve`) does, started perhaps from another login session whose
+// Secret Service this one cannot reach. The app, which a person sees,
+// never yields.
+func (s *Server) MayYield() { s.mayYield = true }
+
+// Yielded is closed once the engine has handed over: it no longer
+// serves, nor holds the lock, and its process should close its Manager
+// and exit.
+func (s *Server) Yielded() <-chan struct{} { return s.yielded }
+
+// yield hands over, if this engine may and runs no session; the reply
+// says whether it did, and why not.
+func (s *Server) yield() (YieldReply, error) {
+	switch {
+	case !s.mayYield:
+		return YieldReply{Reason: fmt.Sprintf("the Sandbar app (process %d) is the engine: quit it and try again", os.Getpid())}, nil
+	case len(s.m.Running()) > 0:
+		return YieldReply{Reason: fmt.Sprintf("the Sandbar engine (process %d) still runs %d session(s): stop them (`sandbar ls`, `sandbar stop ID`) and try again", os.Getpid(), len(s.m.Running()))}, nil
 	}
-	os.Remove(s.sock)
-	return errors.Join(err, s.lock.Close())
+	return YieldReply{Yielded: true}, nil
 }
 
 // sender writes frames to one connection, one at a time.
@@ -194,6 +233,18 @@ func (s *Server) handle(ctx context.Context, c net.Conn) {
 	if cl.Op == OpShell {
 		// The caller keeps talking: stdin, its end and resizes.
 		s.serveShell(ctx, cancel, c, br, cl.Req, out)
+		return
+	}
+	if cl.Op == OpYield {
+		rep, err := s.yield()
+		out.done(rep, err)
+		if rep.Yielded {
+			// Once the caller has the reply: no more requests, and the
+			// lock goes, for the caller's engine to take.
+			s.log.Info("engine yielding to a client that can reach the keyring")
+			s.Close()
+			s.yieldOnce.Do(func() { close(s.yielded) })
+		}
 		return
 	}
 	h, ok := s.ops[cl.Op]
@@ -325,7 +376,7 @@ func operations() map[string]handler {
 			return None{}, svc.Remove(ctx, r.ID, r.Force)
 		}),
 		OpMerge: unary(func(ctx context.Context, svc session.Service, r MergeRequest) (MergeReply, error) {
-			res, err := svc.Merge(ctx, r.ID, r.Force)
+			res, err := svc.Merge(ctx, r.ID, session.MergeOptions{Into: r.Into, Force: r.Force})
 			return MergeReply{Result: res}, err
 		}),
 		OpRename: unary(func(ctx context.Context, svc session.Service, r RenameRequest) (SessionReply, error) {
@@ -387,6 +438,14 @@ func operations() map[string]handler {
 		}),
 		OpUnpublish: unary(func(ctx context.Context, svc session.Service, r UnpublishRequest) (None, error) {
 			return None{}, svc.UnpublishPort(ctx, r.ID, r.Guest)
+		}),
+		OpRestore: unary(func(ctx context.Context, svc session.Service, r SessionRef) (SessionReply, error) {
+			s, err := svc.Restore(ctx, r.ID)
+			return SessionReply{Session: s}, err
+		}),
+		OpEmptyTrash: unary(func(ctx context.Context, svc session.Service, r EmptyTrashRequest) (EmptyTrashReply, error) {
+			n, err := svc.EmptyTrash(ctx, r.IDs)
+			return EmptyTrashReply{Deleted: n}, err
 		}),
 	}
 }

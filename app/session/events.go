@@ -37,6 +37,10 @@ const (
 	EventPorts EventKind = "ports"
 	// EventTitle: the session was renamed (Title is its new title).
 	EventTitle EventKind = "title"
+	// EventPurged: the session left the trash for good (emptied by hand
+	// or a week after it was deleted). Going into the trash is
+	// EventRemoved; coming back out, an EventState.
+	EventPurged EventKind = "purged"
 )
 
 // Event is what subscribers (tray, windows, CLI) receive.

@@ -123,6 +123,11 @@ type Config struct {
 	// 5 s.
 	Clock      HostClock
 	ClockCheck time.Duration
+	// Now is the time the trash is kept by (trash.go); nil means
+	// time.Now. TrashKeep is how long a deleted session stays in the
+	// trash; default DefaultTrashKeep.
+	Now       func() time.Time
+	TrashKeep time.Duration
 }
 
 // Manager runs sessions.
@@ -177,6 +182,12 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	}
 	if cfg.ClockCheck <= 0 {
 		cfg.ClockCheck = defaultClockCheck
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.TrashKeep <= 0 {
+		cfg.TrashKeep = DefaultTrashKeep
 	}
 	if err := cfg.Paths.Ensure(); err != nil {
 		return nil, err

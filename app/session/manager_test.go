@@ -97,7 +97,7 @@ func TestSessionEndToEndInProcess(t *testing.T) {
 	if err := f.m.Remove(ctx, s.ID, false); err == nil {
 		t.Error("remove succeeded with unmerged commits")
 	}
-	res, err := f.m.Merge(ctx, s.ID, false)
+	res, err := f.m.Merge(ctx, s.ID, MergeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,14 +39,28 @@ func (m *Manager) Projects(ctx context.Context) ([]store.Project, error) {
 }
 
 // RemoveProject forgets a project (never touching the repository); it
-// refuses while the project has sessions.
+// refuses while the project has sessions, and empties its sessions out of
+// the trash.
 func (m *Manager) RemoveProject(ctx context.Context, ref string) error {
 	p, err := m.findProject(ctx, ref)
 	if err != nil {
 		return err
 	}
+	trashed, err := m.cfg.Store.Trashed(ctx)
+	if err != nil {
+		return err
+	}
+	// Its sessions in the trash go with it (the store deletes their
+	// records): none could be restored without it.
 	if err := m.cfg.Store.RemoveProject(ctx, p.ID); err != nil {
 		return err
+	}
+	for _, t := range trashed {
+		if t.ProjectID == p.ID {
+			if err := removeSessionDir(m.cfg.Paths.TrashedSessionDir(t.ID, t.Deleted)); err != nil {
+				m.log.Warn("delete a trashed session of a removed project", "session", t.ID, "err", err)
+			}
+		}
 	}
 	// Its watch ends, and Sandbar's repository and base disks of it go:
 	// a project added later may be given the same id.

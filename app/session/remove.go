@@ -14,9 +14,11 @@ import (
 	"sandbar/app/workspace"
 )
 
-// Remove deletes a session: its VM (stopped first), workspace, scratch
-// disk, logs and record. It refuses while the workspace has uncommitted
-// changes or commits not in the project's repository, unless force.
+// Remove deletes a session: its VM is stopped, and its folder (workspace,
+// scratch disk, logs, transcript) and record go to the trash, whence
+// Restore brings them back until the trash is emptied (trash.go). It
+// refuses while the workspace has uncommitted changes or commits not in
+// the project's repository, unless force: the trash is emptied in a week.
 func (m *Manager) Remove(ctx context.Context, ref string, force bool) error {
 	s, err := m.cfg.Store.FindSession(ctx, ref)
 	if err != nil {
@@ -39,18 +41,8 @@ func (m *Manager) Remove(ctx context.Context, ref string, force bool) error {
 			return ctx.Err()
 		}
 	}
-	if err := removeSessionDir(dir); err != nil {
+	if err := m.moveToTrash(ctx, s.ID, dir); err != nil {
 		return err
-	}
-	if err := m.cfg.Store.DeleteSession(ctx, s.ID); err != nil {
-		return err
-	}
-	if mr, unlock, err := m.mirror(ctx, s.ProjectID); err == nil {
-		if err := mr.Forget(ctx, s.ID); err != nil {
-			m.log.Warn("forget the session's saved work", "session", s.ID, "err", err)
-		}
-		m.pruneBases(ctx, s.ProjectID)
-		unlock()
 	}
 	m.hub.publish(Event{Session: s.ID, Time: time.Now(), Kind: EventRemoved})
 	return nil

@@ -140,6 +140,7 @@ func (r *run) saveBeforeStop() {
 		what = "uncommitted changes kept as a snapshot"
 	}
 	r.systemLine(fmt.Sprintf("work saved: branch %s at %s, %s (%s)", r.s.Branch, short(info.Branch), what, humanSize(info.Bytes)))
+	r.autoCommit(ctx, info)
 }
 
 func (b *boundedBuffer) Write(p []byte) (int, error) {

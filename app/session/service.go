@@ -33,6 +33,9 @@ type Service interface {
 	// FindProject finds a project by id, name or path.
 	FindProject(ctx context.Context, ref string) (store.Project, error)
 	RemoveProject(ctx context.Context, ref string) error
+	// Branches lists the local branches of a project's repository, and
+	// the one checked out there: what a session may start from.
+	Branches(ctx context.Context, projectRef string) (workspace.Branches, error)
 
 	List(ctx context.Context) ([]store.Session, error)
 	Get(ctx context.Context, id string) (store.Session, error)
@@ -41,11 +44,26 @@ type Service interface {
 	Restart(ctx context.Context, id string) (store.Session, error)
 	// Wait blocks until the session has ended (or ctx is done).
 	Wait(ctx context.Context, id string) (store.Session, error)
+	// Remove moves a session to the trash (its VM stopped first).
 	Remove(ctx context.Context, id string, force bool) error
 	// Rename gives a session a new title ("" makes one from its prompt
 	// again), refusing one longer than MaxTitle.
 	Rename(ctx context.Context, id, title string) (store.Session, error)
-	Merge(ctx context.Context, id string, force bool) (workspace.MergeResult, error)
+	// Merge creates the session's branch in its repository, or with
+	// o.Into merges into the repository's current branch; see
+	// MergeOptions. Nothing to merge is refused
+	// (workspace.ErrNothingToMerge).
+	Merge(ctx context.Context, id string, o MergeOptions) (workspace.MergeResult, error)
+	// MergeTarget says what the merge actions would do, to name and
+	// enable them; it changes nothing.
+	MergeTarget(ctx context.Context, id string) (MergeTarget, error)
+	// Trash lists the sessions in the trash; Restore brings one back as
+	// it was; EmptyTrash deletes those named (all when none is) for
+	// good, and says how many went. The engine empties what has been in
+	// the trash for DefaultTrashKeep.
+	Trash(ctx context.Context) ([]Trashed, error)
+	Restore(ctx context.Context, id string) (store.Session, error)
+	EmptyTrash(ctx context.Context, ids []string) (int, error)
 	Chat(ctx context.Context, id, text string) error
 	Exec(ctx context.Context, id string, req ExecRequest, stdout, stderr io.Writer) (ExecResult, error)
 	// Shell starts an interactive command in a running session's VM (by

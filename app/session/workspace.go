@@ -251,7 +251,7 @@ func humanSize(n int64) string {
 }
 
 // pruneBases deletes a project's base disks that no session boots on any
-// more, keeping the newest (the next session most likely starts there).
+// more (one in the trash included), keeping the newest (the next session most likely starts there).
 // A base disk is as large as the repository's checkout and history.
 func (m *Manager) pruneBases(ctx context.Context, projectID int64) {
 	dir := m.cfg.Paths.ProjectBases(projectID)
@@ -263,7 +263,7 @@ func (m *Manager) pruneBases(ctx context.Context, projectID int64) {
 	if err != nil {
 		return
 	}
-	used := map[string]bool{}
+	used := m.trashedBaseDisks(ctx, projectID)
 	for _, s := range sessions {
 		if p := m.inspect(s.ID).BaseDisk; p != "" {
 			used[p] = true

@@ -49,10 +49,19 @@ func TestBaseDisksShared(t *testing.T) {
 	if disk(c) == disk(a) {
 		t.Fatal("a session at a new commit reused the old base disk")
 	}
+	old := disk(a)
 	for _, id := range []string{a, b} {
 		if err := f.m.Remove(ctx, id, true); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// In the trash, they may come back: their base disk stays until the
+	// trash is emptied.
+	if _, err := os.Stat(old); err != nil {
+		t.Errorf("the base disk of sessions in the trash is gone: %v", err)
+	}
+	if _, err := f.m.EmptyTrash(ctx, nil); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := os.Stat(disk(c)); err != nil {
 		t.Errorf("the base disk in use is gone: %v", err)
@@ -85,7 +94,7 @@ func TestLegacySession(t *testing.T) {
 
 	for name, verb := range map[string]func() error{
 		"restart": func() error { _, err := f.m.Restart(ctx, s.ID); return err },
-		"merge":   func() error { _, err := f.m.Merge(ctx, s.ID, false); return err },
+		"merge":   func() error { _, err := f.m.Merge(ctx, s.ID, MergeOptions{}); return err },
 		"changes": func() error { _, err := f.m.Changes(ctx, s.ID); return err },
 		"rm":      func() error { return f.m.Remove(ctx, s.ID, false) },
 	} {

@@ -111,10 +111,22 @@ INSERT INTO settings (key, value) VALUES ('log_window', '500'), ('default_agent'
 			"1600000001500000000, 1600000002000000000);",
 			"1600000001500000000, 1600000002000000000, '', '{\"boot\":27000000}');", 1)
 	case 3:
-		// v2's rows, and a connection the session tried.
+		// v2's rows, a connection the session tried, and v3's columns of
+		// a brokered secret.
 		return oldRows(2) + `
 INSERT INTO net_attempts (session_id, proto, host, port, allowed, first, last, count)
 	VALUES ('0ld5e55i0n', 'tcp', 'example.org', 443, 1, 1600000001000000000, 1600000001000000000, 2);
+UPDATE secret_names SET broker_host = 'api.example.com', broker_header = 'x-api-key';
+`
+	case 4:
+		// v3's rows; the session has v4's title column, and no title.
+		return oldRows(3) + `
+UPDATE sessions SET title = '' WHERE id = '0ld5e55i0n';
+`
+	case 5:
+		// v4's rows; the session has v5's merged column, never merged.
+		return oldRows(4) + `
+UPDATE sessions SET merged = '' WHERE id = '0ld5e55i0n';
 `
 	}
 	return ""
@@ -222,6 +234,27 @@ func TestMigrateFromEveryVersion(t *testing.T) {
 			}
 			if y, err := s.UpdateSession(ctx, x.ID, func(x *Session) error { x.Title = "Do the old thing"; return nil }); err != nil || y.Title != "Do the old thing" {
 				t.Errorf("rename an upgraded session: %+v, %v", y, err)
+			}
+			// v5: an upgraded session was never merged, and records a merge.
+			if !x.Merged.IsZero() {
+				t.Errorf("an upgraded session has a merge: %+v", x.Merged)
+			}
+			m := Merge{Into: "main", Commit: "c0ffee", Work: "beef", Time: time.Unix(1700000000, 0).UTC()}
+			if _, err := s.UpdateSession(ctx, x.ID, func(x *Session) error { x.Merged = m; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if y, _ := s.Session(ctx, x.ID); y.Merged != m {
+				t.Errorf("merge after the upgrade = %+v, want %+v", y.Merged, m)
+			}
+			// v6: an upgraded session is not in the trash, and can go there.
+			if tr, err := s.Trashed(ctx); err != nil || len(tr) != 0 {
+				t.Errorf("the trash after the upgrade: %+v, %v", tr, err)
+			}
+			if err := s.TrashSession(ctx, x.ID, time.Unix(1700000000, 0)); err != nil {
+				t.Errorf("trash an upgraded session: %v", err)
+			}
+			if tr, err := s.FindTrashed(ctx, "0ld5"); err != nil || tr.ID != x.ID || tr.Deleted.Unix() != 1700000000 {
+				t.Errorf("an upgraded session in the trash: %+v, %v", tr, err)
 			}
 		})
 	}

@@ -153,7 +153,8 @@ func (s *Store) TouchProject(ctx context.Context, id int64, t time.Time) error {
 }
 
 // RemoveProject forgets a project (its repository is not touched). It
-// refuses, with an error wrapping ErrInUse, while sessions of it exist.
+// refuses, with an error wrapping ErrInUse, while sessions of it exist;
+// those in the trash are deleted with it.
 func (s *Store) RemoveProject(ctx context.Context, id int64) error {
 	op := fmt.Sprintf("remove project %d", id)
 	return s.tx(ctx, op, func(tx *sql.Tx) error {
@@ -165,11 +166,16 @@ func (s *Store) RemoveProject(ctx context.Context, id int64) error {
 			return s.fail(op, err)
 		}
 		var n int
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sessions WHERE project_id = ?", id).Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sessions WHERE project_id = ? AND deleted = 0", id).Scan(&n); err != nil {
 			return s.fail(op, err)
 		}
 		if n > 0 {
 			return errorf(ErrInUse, "project %q still has %d session(s): delete them first (`sandbar ls`, then `sandbar rm ID`)", p.Name, n)
+		}
+		// Its sessions in the trash go with it: none could be restored
+		// without it.
+		if _, err := tx.ExecContext(ctx, "DELETE FROM sessions WHERE project_id = ? AND deleted != 0", id); err != nil {
+			return s.fail(op, err)
 		}
 		if _, err := tx.ExecContext(ctx, "DELETE FROM projects WHERE id = ?", id); err != nil {
 			return s.fail(op, err)

@@ -112,6 +112,19 @@ ALTER TABLE secret_names ADD COLUMN broker_header TEXT NOT NULL DEFAULT '';
 		{4, `
 ALTER TABLE sessions ADD COLUMN title TEXT NOT NULL DEFAULT '';
 `},
+		// v5: the last merge of a session's work into its repository
+		// (a JSON Merge; '' when never merged).
+		{5, `
+ALTER TABLE sessions ADD COLUMN merged TEXT NOT NULL DEFAULT '';
+`},
+		// v6: the trash. A deleted session keeps its row (and its log
+		// lines, events and network attempts) with the time it was
+		// deleted, until the trash is emptied; every read but the
+		// trash's leaves it out.
+		{6, `
+ALTER TABLE sessions ADD COLUMN deleted INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX sessions_deleted ON sessions(deleted) WHERE deleted != 0;
+`},
 	}
 }
 

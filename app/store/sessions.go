@@ -77,7 +77,29 @@ type Session struct {
 	Updated  time.Time
 	Started  time.Time
 	Ended    time.Time
+	// Merged is the last time the session's work was brought into its
+	// repository; zero when never.
+	Merged Merge
 }
+
+// Merge records one merge of a session's work into its repository.
+type Merge struct {
+	// Into is the branch that received it: the repository's current
+	// branch ("main"), or the session's own branch when it was created
+	// or moved there.
+	Into string `json:"into"`
+	// Branch: Into is the session's own branch (made by "Create
+	// branch"), not a merge into the person's current one.
+	Branch bool `json:"branch,omitempty"`
+	// Commit is where Into pointed afterwards; Work is the session's
+	// commit that was merged (Commit itself, or a parent of it).
+	Commit string    `json:"commit"`
+	Work   string    `json:"work"`
+	Time   time.Time `json:"time"`
+}
+
+// IsZero reports whether no merge is recorded.
+func (m Merge) IsZero() bool { return m.Commit == "" }
 
 // SessionFilter narrows Sessions; zero fields match every session.
 type SessionFilter struct {
@@ -85,17 +107,22 @@ type SessionFilter struct {
 	States    []State // any of these
 }
 
-const sessionCols = "id, project_id, title, branch, base, prompt, agent, limits, state, activity, reason, exit_code, error, owner, timings, created, updated, started, ended"
+const sessionCols = "id, project_id, title, branch, base, prompt, agent, limits, state, activity, reason, exit_code, error, owner, timings, created, updated, started, ended, merged"
 
 func scanSession(sc scanner) (Session, error) {
 	var x Session
-	var agent, limits, owner, timings string
+	var agent, limits, owner, timings, merged string
 	var exit sql.NullInt64
 	var created, updated, started, ended int64
 	err := sc.Scan(&x.ID, &x.ProjectID, &x.Title, &x.Branch, &x.Base, &x.Prompt, &agent, &limits, &x.State, &x.Activity, &x.Reason,
-		&exit, &x.Error, &owner, &timings, &created, &updated, &started, &ended)
+		&exit, &x.Error, &owner, &timings, &created, &updated, &started, &ended, &merged)
 	if err != nil {
 		return Session{}, err
+	}
+	if merged != "" {
+		if err := json.Unmarshal([]byte(merged), &x.Merged); err != nil {
+			return Session{}, fmt.Errorf("session %s: its merged column is unreadable (%v): delete it with `sandbar rm %s`", x.ID, err, x.ID)
+		}
 	}
 	ns := map[string]int64{}
 	for _, c := range []struct {
@@ -136,8 +163,16 @@ func sessionArgs(x Session) ([]any, error) {
 	if x.ExitCode != nil {
 		exit = *x.ExitCode
 	}
+	merged := ""
+	if !x.Merged.IsZero() {
+		b, err := json.Marshal(x.Merged)
+		if err != nil {
+			return nil, fmt.Errorf("session %s: %w", x.ID, err)
+		}
+		merged = string(b)
+	}
 	return []any{x.ID, x.ProjectID, x.Title, x.Branch, x.Base, x.Prompt, js[0], js[1], x.State, x.Activity, x.Reason,
-		exit, x.Error, js[2], js[3], nanos(x.Created), nanos(x.Updated), nanos(x.Started), nanos(x.Ended)}, nil
+		exit, x.Error, js[2], js[3], nanos(x.Created), nanos(x.Updated), nanos(x.Started), nanos(x.Ended), merged}, nil
 }
 
 // updateSessionSQL writes every column but id.
@@ -184,9 +219,9 @@ func (s *Store) CreateSession(ctx context.Context, x Session) error {
 }
 
 // Session returns the session with exactly this id, or an error wrapping
-// ErrNotFound.
+// ErrNotFound. A session in the trash is not found (see Trashed).
 func (s *Store) Session(ctx context.Context, id string) (Session, error) {
-	x, err := scanSession(s.db.QueryRowContext(ctx, "SELECT "+sessionCols+" FROM sessions WHERE id = ?", id))
+	x, err := scanSession(s.db.QueryRowContext(ctx, "SELECT "+sessionCols+" FROM sessions WHERE id = ? AND deleted = 0", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, noSession(id)
 	}
@@ -218,7 +253,7 @@ func (s *Store) FindSession(ctx context.Context, idOrPrefix string) (Session, er
 		return Session{}, errorf(ErrNotFound, "no session %s: give at least %d characters of its id (run `sandbar ls` to see them)", ref, minPrefix)
 	}
 	op := "find session " + ref
-	rows, err := s.db.QueryContext(ctx, "SELECT id FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY created DESC, id", n, ref)
+	rows, err := s.db.QueryContext(ctx, "SELECT id FROM sessions WHERE substr(id, 1, ?) = ? AND deleted = 0 ORDER BY created DESC, id", n, ref)
 	if err != nil {
 		return Session{}, s.fail(op, err)
 	}
@@ -249,9 +284,10 @@ func (s *Store) FindSession(ctx context.Context, idOrPrefix string) (Session, er
 	return Session{}, errorf(ErrAmbiguous, "%s matches %d sessions (%s): give more of the id", ref, len(ids), list)
 }
 
-// Sessions lists the sessions that match f, newest first.
+// Sessions lists the sessions that match f, newest first; those in the
+// trash are left out.
 func (s *Store) Sessions(ctx context.Context, f SessionFilter) ([]Session, error) {
-	q := "SELECT " + sessionCols + " FROM sessions WHERE 1 = 1"
+	q := "SELECT " + sessionCols + " FROM sessions WHERE deleted = 0"
 	var args []any
 	if f.ProjectID != 0 {
 		q += " AND project_id = ?"
@@ -291,7 +327,7 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*Session) 
 	var out Session
 	op := "update session " + id
 	err := s.tx(ctx, op, func(tx *sql.Tx) error {
-		x, err := scanSession(tx.QueryRowContext(ctx, "SELECT "+sessionCols+" FROM sessions WHERE id = ?", id))
+		x, err := scanSession(tx.QueryRowContext(ctx, "SELECT "+sessionCols+" FROM sessions WHERE id = ? AND deleted = 0", id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return noSession(id)
 		}
@@ -327,7 +363,8 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*Session) 
 	return out, nil
 }
 
-// DeleteSession deletes the session with its log lines and events.
+// DeleteSession deletes the session with its log lines and events, for
+// good, whether or not it is in the trash.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	op := "delete session " + id
 	return s.tx(ctx, op, func(tx *sql.Tx) error {

@@ -29,4 +29,8 @@ const (
 	// SettingLogWindow bounds the log lines kept per session (see
 	// DefaultLogWindow); the store itself reads it.
 	SettingLogWindow SettingKey = "log_window"
+	// SettingAutoCommit is "off" to leave a session's uncommitted work
+	// uncommitted when it ends; otherwise Sandbar commits it on the
+	// session's branch, with the prompt as the message.
+	SettingAutoCommit SettingKey = "auto_commit"
 )

@@ -14,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"sandbar/app/desktop"
 	"sandbar/app/session"
 )
 
@@ -38,6 +39,12 @@ type UI struct {
 	// windows open no bigger. Without it they are bounded by
 	// maxWindowSize (see winframe.go).
 	ScreenSize func() fyne.Size
+	// ChooseFolder, when set, is the desktop's own folder chooser, which
+	// Add Repository opens (see addrepo.go); nil means there is none and
+	// Add a Repository, a typed path and recent folders, opens instead.
+	ChooseFolder desktop.ChooseFolder
+	// Home is the person's home folder: ~ in typed and shown paths.
+	Home string
 
 	// bannerLife is how long a success message stays up; sizeSaveDelay
 	// how long a window's size must hold before it is remembered. Tests
@@ -61,7 +68,7 @@ type UI struct {
 	projectWins map[int64]*projectSettingsWindow
 	sessionWins map[string]*sessionWindow // open session windows, by session id
 	image       *imageBuild
-	merges      merges // done through this app, for the tray
+	addRepo     addRepoState
 }
 
 // New returns a UI over a, b and s, and gives a Sandbar's theme. s may be
@@ -234,6 +241,9 @@ type banner struct {
 	post  func(func())
 	timer *time.Timer
 	shown int // counts shows, so that a late timer hides only its own
+	// action is the message's one button (Undo), shown by showAction
+	// and hidden by every other show.
+	action *widget.Button
 }
 
 func newBanner() *banner {
@@ -243,7 +253,9 @@ func newBanner() *banner {
 	closeBtn.Importance = widget.LowImportance
 	bg := canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
 	bg.CornerRadius = theme.InputRadiusSize()
-	b.box = container.NewStack(bg, container.NewBorder(nil, nil, container.NewCenter(b.icon), container.NewCenter(closeBtn), b.text))
+	b.action = widget.NewButton("Undo", nil)
+	b.action.Hide()
+	b.box = container.NewStack(bg, container.NewBorder(nil, nil, container.NewCenter(b.icon), container.NewCenter(container.NewHBox(b.action, closeBtn)), b.text))
 	b.box.Hide()
 	return b
 }
@@ -266,6 +278,7 @@ func (b *banner) show(kind bannerKind, msg string) {
 		b.text.Importance = widget.MediumImportance
 	}
 	b.text.SetText(msg)
+	b.action.Hide()
 	b.box.Show()
 	b.shown++
 	b.stopTimer()

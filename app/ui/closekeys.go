@@ -4,13 +4,13 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/widget"
+
+	sbwidget "sandbar/app/ui/widget"
 )
 
 // closeShortcut is Ctrl+W, or Cmd+W on macOS: KeyModifierShortcutDefault
 // is Super there and Control elsewhere.
-func closeShortcut() *desktop.CustomShortcut {
-	return &desktop.CustomShortcut{KeyName: fyne.KeyW, Modifier: fyne.KeyModifierShortcutDefault}
-}
+func closeShortcut() *desktop.CustomShortcut { return sbwidget.CloseShortcut() }
 
 // closeOnKeys makes Esc and Ctrl+W (Cmd+W) close what is in front in
 // win (see closeFront).
@@ -97,9 +97,13 @@ func (e *entry) TypedShortcut(s fyne.Shortcut) {
 
 // closeFront closes what is in front in the entry's window; it reports
 // false when the entry is in no window.
-func (e *entry) closeFront() bool {
+func (e *entry) closeFront() bool { return closeFrontOf(e) }
+
+// closeFrontOf closes what is in front in o's window (see closeFront);
+// it reports false when o is in no window.
+func closeFrontOf(o fyne.CanvasObject) bool {
 	d := fyne.CurrentApp().Driver()
-	c := d.CanvasForObject(e)
+	c := d.CanvasForObject(o)
 	if c == nil {
 		return false
 	}

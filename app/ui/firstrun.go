@@ -99,7 +99,7 @@ func newFirstRunWindow(u *UI) *firstRunWindow {
 
 	checks := container.NewVBox(w.checking, w.checklist, container.NewHBox(layout.NewSpacer(), w.recheck))
 	content := container.NewVBox(title, intro, checks, w.imageBox, widget.NewSeparator(), w.key.box,
-		widget.NewSeparator(), w.drop, w.ready, container.NewHBox(layout.NewSpacer(), w.newSess, w.open))
+		widget.NewSeparator(), w.drop, w.ready, container.NewHBox(w.addButton(), layout.NewSpacer(), w.newSess, w.open))
 	w.win.SetContent(container.NewBorder(w.banner.box, nil, nil, nil, container.NewVScroll(container.NewPadded(content))))
 	w.win.Resize(fyne.NewSize(640, 620))
 	w.win.SetOnDropped(w.dropped)
@@ -183,13 +183,16 @@ func (w *firstRunWindow) showChecks(checks []doctor.Check) {
 // dropped adds each dropped folder as a project; after the first one,
 // the window changes to the way on (New Session).
 func (w *firstRunWindow) dropped(_ fyne.Position, uris []fyne.URI) {
-	w.u.addProjects(uris, func(r addResult) {
-		if len(r.added) > 0 {
-			w.setProjects(append(slices.Clone(r.added), w.projects...))
-			if w.u.mainWin != nil {
-				w.u.mainWin.reload()
-			}
+	w.u.addProjects(uris, w.added)
+}
+
+// added shows what adding folders (dropped or chosen) did.
+func (w *firstRunWindow) added(r addResult) {
+	if len(r.added) > 0 {
+		w.setProjects(append(slices.Clone(r.added), w.projects...))
+		if w.u.mainWin != nil {
+			w.u.mainWin.reload()
 		}
-		w.banner.show(r.kind(), r.message())
-	})
+	}
+	w.banner.show(r.kind(), r.message())
 }

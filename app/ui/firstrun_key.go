@@ -30,7 +30,7 @@ type keyStep struct {
 
 	mark     *widget.Label // ✓ once a credential is saved
 	form     *fyne.Container
-	entry    *widget.Entry
+	entry    *entry
 	save     *widget.Button
 	done     *fyne.Container
 	doneText *widget.Label
@@ -56,7 +56,7 @@ func newKeyStep(u *UI) *keyStep {
 	link := widget.NewHyperlink("Create a key at console.anthropic.com", nil)
 	link.URL, _ = url.Parse(anthropicKeysURL)
 
-	k.entry = widget.NewPasswordEntry()
+	k.entry = newPasswordEntry()
 	k.entry.SetPlaceHolder("sk-ant-… (paste your key)")
 	k.entry.OnChanged = func(string) { k.validate() }
 	k.entry.OnSubmitted = func(string) { k.submit() }

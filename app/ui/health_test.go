@@ -27,7 +27,7 @@ func TestTrayHealthLines(t *testing.T) {
 		{ID: "b", ProjectID: 1, Branch: "sandbar/b", State: session.StateFailed,
 			Reason: "The API key was refused — set it in Settings", Started: now.Add(-9 * time.Minute), Ended: now.Add(-8 * time.Minute)},
 	}
-	m := buildTrayModel(ss, []store.Project{{ID: 1, Name: "web"}}, map[string]notice{"b": noticeFailed}, nil, now)
+	m := buildTrayModel(ss, []store.Project{{ID: 1, Name: "web"}}, map[string]notice{"b": noticeFailed}, now)
 	var labels []string
 	for _, s := range m.Sessions {
 		labels = append(labels, s.Label)
@@ -103,7 +103,7 @@ func TestNewSessionOffersTheNetworkForClaude(t *testing.T) {
 	h.u.OpenSession = func(id string) { opened = append(opened, id) }
 	w := h.newSession(t, p.ID)
 	w.agent.SetSelected(agentClaude)
-	retype(w.memory, "512")
+	w.memory.SetSelected("1 GiB")
 	w.network.SetSelected(modeName(policy.ModeOff))
 	test.Tap(w.start)
 	h.waitFor(t, 10*time.Second, "the refusal shown", func() bool {
@@ -133,7 +133,7 @@ func TestNewSessionOffersTheNetworkForClaude(t *testing.T) {
 	}
 	w = h.newSession(t, p.ID)
 	w.agent.SetSelected(agentClaude)
-	retype(w.memory, "512")
+	w.memory.SetSelected("1 GiB")
 	w.network.SetSelected(modeName(policy.ModeOpen))
 	test.Tap(w.start)
 	h.waitFor(t, 10*time.Second, "the refusal naming the rule", func() bool {

@@ -84,9 +84,10 @@ func newMainWindow(u *UI) *mainWindow {
 
 	newBtn := widget.NewButtonWithIcon("New Session…", theme.ContentAddIcon(), func() { mw.u.ShowNewSession(0) })
 	newBtn.Importance = widget.HighImportance
-	addBtn := widget.NewButtonWithIcon("Add Repository…", theme.FolderOpenIcon(), mw.chooseFolder)
+	addBtn := widget.NewButtonWithIcon("Add Repository…", theme.FolderOpenIcon(), func() { mw.u.AddRepository(mw.added) })
+	byPathBtn := widget.NewButton("Add by Path…", func() { mw.u.ShowAddByPath(mw.added, "") })
 	settingsBtn := widget.NewButtonWithIcon("Settings", theme.SettingsIcon(), mw.u.ShowSettings)
-	toolbar := container.NewHBox(newBtn, addBtn, layout.NewSpacer(), settingsBtn)
+	toolbar := container.NewHBox(newBtn, addBtn, byPathBtn, layout.NewSpacer(), settingsBtn)
 
 	projectsHeader := container.NewBorder(nil, nil, heading("Projects"), widget.NewLabelWithStyle("drop a folder on a project to start a session", fyne.TextAlignTrailing, fyne.TextStyle{Italic: true}))
 	projects := container.NewBorder(projectsHeader, nil, nil, nil, mw.projectList)
@@ -142,22 +143,15 @@ func (mw *mainWindow) dropped(pos fyne.Position, uris []fyne.URI) {
 		mw.u.ShowNewSession(p.ID)
 		return
 	}
-	mw.u.addProjects(uris, func(r addResult) {
-		mw.banner.show(r.kind(), r.message())
-		if len(r.added) > 0 {
-			mw.reload()
-		}
-	})
+	mw.u.addProjects(uris, mw.added)
 }
 
-// chooseFolder adds a project picked in a folder dialog.
-func (mw *mainWindow) chooseFolder() {
-	dialog.ShowFolderOpen(func(dir fyne.ListableURI, err error) {
-		if err != nil || dir == nil {
-			return
-		}
-		mw.dropped(fyne.NewPos(-1, -1), []fyne.URI{dir})
-	}, mw.win)
+// added shows what adding folders did, and the projects added.
+func (mw *mainWindow) added(r addResult) {
+	mw.banner.show(r.kind(), r.message())
+	if len(r.added) > 0 {
+		mw.reload()
+	}
 }
 
 // projectAt returns the project whose row is under pos, in window
@@ -220,38 +214,6 @@ func branchOrNone(b string) string {
 		return "detached"
 	}
 	return b
-}
-
-// addProjects adds each dropped folder as a project, off the UI
-// goroutine, and hands what happened to done on it. Only local folders
-// are tried; the backend's errors already say what to do.
-func (u *UI) addProjects(uris []fyne.URI, done func(addResult)) {
-	u.background(func(ctx context.Context) {
-		var r addResult
-		for _, uri := range uris {
-			if uri == nil {
-				continue
-			}
-			if uri.Scheme() != "file" {
-				r.problems = append(r.problems, fmt.Sprintf("%s is not a folder on this computer: drop a local repository folder", uri.String()))
-				continue
-			}
-			p, note, err := u.Backend.AddProject(ctx, uri.Path())
-			switch {
-			case err != nil:
-				r.problems = append(r.problems, sentence(err.Error()))
-			default:
-				r.added = append(r.added, p)
-				if note != "" {
-					r.notes = append(r.notes, sentence(note))
-				}
-			}
-		}
-		if len(uris) == 0 {
-			r.problems = append(r.problems, "Nothing was dropped that Sandbar can use: drop a repository folder.")
-		}
-		u.post(func() { done(r) })
-	})
 }
 
 // sentence capitalises s and ends it with a full stop, for a message a

@@ -79,7 +79,7 @@ func TestMainWindowDropRefusesWhatIsNotARepository(t *testing.T) {
 		want string
 	}{
 		{"file", storage.NewFileURI(file), "is a file, not a folder"},
-		{"not a repository", storage.NewFileURI(plain), "is not in a git repository"},
+		{"not a repository", storage.NewFileURI(plain), "is not a git repository: drop the folder that holds .git, or run git init there."},
 		{"bare repository", storage.NewFileURI(bare), "bare repository"},
 		{"duplicate", storage.NewFileURI(dup), "is already the project"},
 		{"not local", web, "is not a folder on this computer"},

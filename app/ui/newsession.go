@@ -17,7 +17,6 @@ import (
 	"sandbar/app/net/policy"
 	"sandbar/app/session"
 	"sandbar/app/store"
-	"sandbar/vm"
 )
 
 const (
@@ -34,27 +33,34 @@ type newSessionWindow struct {
 	win fyne.Window
 
 	projects    []store.Project
-	project     *widget.Select
+	project     *closeSelect
 	projectPath *widget.Label
-	base        *entry
+	base        *selectEntry // the project's branches to pick from
 	baseEdited  bool
 	settingBase bool
+	branchesOf  int64 // the project whose branches base offers
 	prompt      *entry
-	agent       *widget.RadioGroup
+	agent       *closeSelect
 	command     *entry
-	cpus        *widget.Slider
+	commandSet  bool // the person typed in command: an empty one is then wrong
+	settingCmd  bool
+	cpus        *closeSlider
 	cpusLabel   *widget.Label
-	memory      *entry
+	memory      *closeSelect // steps of 1, 2, 4… GiB (newsession_memory.go)
+	memorySteps []int        // MiB, as memory lists them
+	memoryWant  int          // MiB: the default, kept as the budget changes
 	memoryHint  *widget.Label
 	disk        *entry
-	network     *widget.RadioGroup // the egress mode: Allowlist, Open, Off
+	network     *closeSelect // the egress mode: Allowlist, Open, Off
 	networkHint *widget.Label
 	netEdited   bool // the person chose a mode: it is the session's own
 	settingNet  bool
 	netDefault  policy.Mode // what the settings give the selected project
 	netFrom     string      // whose settings say so
 	timeout     *entry
-	problems    *widget.Label
+	problems    *widget.Label // hidden while there is none
+	scroll      *container.Scroll
+	limitsHead  *widget.Label
 	status      *widget.Label
 	keyBox      *fyne.Container // the way to the Anthropic key, after Start failed for want of it
 	addKey      *widget.Button
@@ -83,14 +89,15 @@ type newSessionDefaults struct {
 func newNewSessionWindow(u *UI) *newSessionWindow {
 	w := &newSessionWindow{u: u, win: u.App.NewWindow("New Session"), hostCPUs: max(u.Backend.HostCPUs(), 1)}
 
-	w.project = widget.NewSelect(nil, func(string) { w.projectChanged() })
+	w.project = newSelect(nil, func(string) { w.projectChanged() })
 	w.project.PlaceHolder = "Loading projects…"
 	w.projectPath = widget.NewLabel("")
 	w.projectPath.Importance = widget.LowImportance
 	w.projectPath.SizeName = theme.SizeNameCaptionText
 	w.projectPath.Truncation = fyne.TextTruncateEllipsis
 
-	w.base = newEntry()
+	w.base = newSelectEntry(nil)
+	w.base.SetPlaceHolder("the repository's current branch")
 	w.base.OnChanged = func(string) {
 		if !w.settingBase {
 			w.baseEdited = true
@@ -104,31 +111,32 @@ func newNewSessionWindow(u *UI) *newSessionWindow {
 
 	w.command = newEntry()
 	w.command.SetPlaceHolder("a shell command, run in /workspace: e.g. make test")
-	w.command.OnChanged = func(string) { w.validate() }
-	w.agent = widget.NewRadioGroup([]string{agentClaude, agentCustom}, func(string) { w.agentChanged() })
-	w.agent.Horizontal = true
-	w.agent.Required = true
+	w.command.OnChanged = func(string) {
+		if !w.settingCmd {
+			w.commandSet = true
+		}
+		w.validate()
+	}
+	w.agent = newSelect([]string{agentClaude, agentCustom}, func(string) { w.agentChanged() })
 
-	w.cpus = widget.NewSlider(1, float64(w.hostCPUs))
-	w.cpus.Step = 1
+	w.cpus = newSlider(1, float64(w.hostCPUs))
 	w.cpusLabel = widget.NewLabel(fmt.Sprintf("%d of %d", w.hostCPUs, w.hostCPUs))
 	w.cpus.OnChanged = func(float64) { w.validate() }
 	if w.hostCPUs == 1 {
 		w.cpus.Disable()
 	}
-	w.memory = newEntry()
-	w.memory.OnChanged = func(string) { w.validate() }
-	w.memoryHint = widget.NewLabel("MiB")
+	w.memory = newSelect(nil, func(string) { w.validate() })
+	w.memory.PlaceHolder = "Loading…"
+	w.memoryHint = widget.NewLabel("")
+	w.memoryHint.Truncation = fyne.TextTruncateEllipsis
 	w.disk = newEntry()
 	w.disk.OnChanged = func(string) { w.validate() }
-	w.network = widget.NewRadioGroup([]string{modeName(policy.ModeAllowlist), modeName(policy.ModeOpen), modeName(policy.ModeOff)}, func(string) {
+	w.network = newSelect([]string{modeName(policy.ModeAllowlist), modeName(policy.ModeOpen), modeName(policy.ModeOff)}, func(string) {
 		if !w.settingNet {
 			w.netEdited = true
 		}
 		w.networkChanged()
 	})
-	w.network.Horizontal = true
-	w.network.Required = true
 	w.netDefault, w.netFrom = policy.ModeAllowlist, "the default"
 	w.setNetwork(policy.ModeAllowlist)
 	w.networkHint = note("")
@@ -155,23 +163,34 @@ func newNewSessionWindow(u *UI) *newSessionWindow {
 	small := func(o fyne.CanvasObject) fyne.CanvasObject {
 		return container.NewGridWrap(fyne.NewSize(110, o.MinSize().Height), o)
 	}
+	w.limitsHead = heading("Limits")
 	limits := container.New(layout.NewFormLayout(),
 		widget.NewLabel("vCPUs"), container.NewBorder(nil, nil, nil, w.cpusLabel, w.cpus),
-		widget.NewLabel("Memory"), container.NewHBox(small(w.memory), w.memoryHint),
+		widget.NewLabel("Memory"), container.NewBorder(nil, nil, w.memory.fixedWidth("16 GiB", "512 MiB", "none free", "Loading…"), nil, w.memoryHint),
 		widget.NewLabel("Disk"), container.NewHBox(small(w.disk), widget.NewLabel("GiB scratch (sparse: takes only what is written)")),
 		widget.NewLabel("Timeout"), container.NewHBox(small(w.timeout), widget.NewLabel("e.g. 45m or 2h; empty for none")),
-		widget.NewLabel("Network"), container.NewVBox(w.network, w.networkHint),
+		widget.NewLabel("Network"), container.NewVBox(container.NewHBox(w.network.fixedWidth(w.network.Options...)), w.networkHint),
 	)
 	form := container.New(layout.NewFormLayout(),
 		widget.NewLabel("Project"), container.NewVBox(w.project, w.projectPath),
 		widget.NewLabel("Base branch"), w.base,
 		widget.NewLabel("Prompt"), w.prompt,
-		widget.NewLabel("Agent"), container.NewVBox(w.agent, w.command),
+		widget.NewLabel("Agent"), container.NewVBox(container.NewHBox(w.agent.fixedWidth(w.agent.Options...)), w.command),
 	)
+	// The fields scroll inside the window, which keeps the size it opened
+	// at (winframe.go); what is wrong, and Start, stay below them, so no
+	// field moves when a problem shows.
+	fields := container.NewVBox(form, widget.NewSeparator(), w.limitsHead, limits)
 	buttons := container.NewHBox(layout.NewSpacer(), cancel, w.start)
-	content := container.NewVBox(form, widget.NewSeparator(), heading("Limits"), limits, w.problems, w.status, w.keyBox, w.apiFix, buttons)
-	w.win.SetContent(container.NewPadded(content))
-	w.win.Resize(fyne.NewSize(620, content.MinSize().Height+2*theme.Padding()))
+	footer := container.NewVBox(widget.NewSeparator(), w.problems, w.status, w.keyBox, w.apiFix, buttons)
+	w.scroll = container.NewVScroll(container.NewPadded(fields))
+	w.win.SetContent(container.NewPadded(container.NewBorder(nil, footer, nil, nil, w.scroll)))
+	// It opens big enough for every field, the custom command's
+	// included (shown until an agent is chosen), and no problem: the
+	// paddings are the window's, the content's, the form's and the gap
+	// above the footer.
+	w.problems.Hide()
+	w.win.Resize(fyne.NewSize(620, fields.MinSize().Height+footer.MinSize().Height+8*theme.Padding()))
 	w.win.SetOnClosed(func() {
 		if u.newSessWin == w {
 			u.newSessWin = nil
@@ -228,10 +247,13 @@ func (w *newSessionWindow) fill(d newSessionDefaults) {
 		w.project.PlaceHolder = "No projects yet"
 	}
 	w.cpus.SetValue(float64(min(max(d.cpus, 1), w.hostCPUs)))
-	w.memory.SetText(strconv.Itoa(d.memoryMiB))
+	w.memoryWant = d.memoryMiB
+	w.setMemorySteps(d.memoryMiB)
 	w.disk.SetText(strconv.Itoa(d.diskGiB))
 	if d.agent != "" {
+		w.settingCmd = true
 		w.command.SetText(d.agent)
+		w.settingCmd = false
 		w.agent.SetSelected(agentCustom)
 	} else {
 		w.agent.SetSelected(agentClaude)
@@ -303,10 +325,9 @@ func (w *newSessionWindow) projectChanged() {
 	w.projectPath.SetText(p.Path)
 	w.loadNetworkDefault(p)
 	if !w.baseEdited {
-		w.settingBase = true
-		w.base.SetText(p.DefaultBranch)
-		w.settingBase = false
+		w.setBase(p.DefaultBranch)
 	}
+	w.loadBranches(p)
 	w.validate()
 }
 
@@ -325,18 +346,10 @@ func (w *newSessionWindow) limits() (o session.Options, problems []string) {
 	if o.CPUs < 1 || o.CPUs > w.hostCPUs {
 		problems = append(problems, fmt.Sprintf("vCPUs: give 1 to %d.", w.hostCPUs))
 	}
-	minMiB := int(vm.MinMemory / vm.MiB)
-	free := int(w.budget.Free() / vm.MiB)
-	mem, err := strconv.Atoi(strings.TrimSpace(w.memory.Text))
-	switch {
-	case err != nil:
-		problems = append(problems, "Memory: type a whole number of MiB, e.g. 2048.")
-	case mem < minMiB:
-		problems = append(problems, fmt.Sprintf("Memory: give at least %d MiB.", minMiB))
-	case w.budgetErr == nil && mem > free:
-		problems = append(problems, fmt.Sprintf("Memory: %d MiB is more than the %d MiB free for sessions: ask for less, or stop a session.", mem, free))
+	if p := w.memoryProblem(); p != "" {
+		problems = append(problems, p)
 	}
-	o.MemoryMiB = mem
+	o.MemoryMiB = w.memoryMiB()
 	disk, err := strconv.Atoi(strings.TrimSpace(w.disk.Text))
 	if err != nil || disk < 1 || disk > maxDiskGiB {
 		problems = append(problems, fmt.Sprintf("Disk: type a whole number of GiB from 1 to %d.", maxDiskGiB))
@@ -402,8 +415,12 @@ func (w *newSessionWindow) options() (session.Options, []string) {
 	switch w.agent.Selected {
 	case agentCustom:
 		cmd := strings.TrimSpace(w.command.Text)
-		if cmd == "" {
+		switch {
+		case cmd == "" && w.commandSet:
 			problems = append(problems, "Agent: type the command to run, or choose Claude Code.")
+		case cmd == "":
+			// Not typed yet: nothing is wrong, and Start waits for it.
+			problems = append(problems, "")
 		}
 		o.Agent = session.AgentSpec{Command: "sh", Args: []string{"-c", cmd}}
 	default:
@@ -416,20 +433,33 @@ func (w *newSessionWindow) options() (session.Options, []string) {
 // validate shows what is wrong and enables Start only when nothing is.
 func (w *newSessionWindow) validate() {
 	w.cpusLabel.SetText(fmt.Sprintf("%d of %d", int(w.cpus.Value), w.hostCPUs))
-	if w.budgetErr != nil {
-		w.memoryHint.SetText("MiB (the memory budget is unknown: " + w.budgetErr.Error() + ")")
-	} else if w.loaded {
-		w.memoryHint.SetText(fmt.Sprintf("MiB, of %d MiB free (%.0f%% of %s for sessions)",
-			w.budget.Free()/vm.MiB, w.budget.Share*100, humanBytes(int64(w.budget.Host))))
-	}
+	w.memoryHint.SetText(w.memoryHintText())
 	_, problems := w.options()
 	if w.loaded {
-		w.problems.SetText(strings.Join(problems, "\n"))
+		w.showProblems(problems)
 	}
 	if len(problems) > 0 || w.starting {
 		w.start.Disable()
 	} else {
 		w.start.Enable()
+	}
+}
+
+// showProblems shows what stops a start, below the fields; an empty
+// problem (a field not filled in yet) keeps Start disabled and shows
+// nothing.
+func (w *newSessionWindow) showProblems(problems []string) {
+	var shown []string
+	for _, p := range problems {
+		if p != "" {
+			shown = append(shown, p)
+		}
+	}
+	w.problems.SetText(strings.Join(shown, "\n"))
+	if len(shown) == 0 {
+		w.problems.Hide()
+	} else {
+		w.problems.Show()
 	}
 }
 
@@ -466,6 +496,13 @@ func (w *newSessionWindow) submit() {
 					w.offerAPIFix(err, o)
 				}
 				w.budget, w.budgetErr = b, berr
+				// What is free may have changed: the choice stays, or
+				// the nearest step below it that still fits.
+				want := w.memoryMiB()
+				if want == 0 {
+					want = w.memoryWant
+				}
+				w.setMemorySteps(want)
 				w.validate()
 				return
 			}

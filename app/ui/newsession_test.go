@@ -45,8 +45,8 @@ func TestNewSessionValidates(t *testing.T) {
 	if w.start.Disabled() || w.problems.Text != "" {
 		t.Fatalf("defaults are refused: %q", w.problems.Text)
 	}
-	if w.cpusLabel.Text != "2 of 4" || !strings.Contains(w.memoryHint.Text, "of 9830 MiB free") {
-		t.Errorf("capacity shown as %q and %q, want 2 of 4 and 9830 MiB free (60%% of 16 GiB)", w.cpusLabel.Text, w.memoryHint.Text)
+	if w.cpusLabel.Text != "2 of 4" || w.memory.Selected != "2 GiB" || !strings.Contains(w.memoryHint.Text, "of 9.6 GiB free (60% of 16.0 GiB for sessions)") {
+		t.Errorf("capacity shown as %q, %q and %q, want 2 of 4, 2 GiB of 9.6 GiB free (60%% of 16 GiB)", w.cpusLabel.Text, w.memory.Selected, w.memoryHint.Text)
 	}
 
 	tests := []struct {
@@ -54,9 +54,6 @@ func TestNewSessionValidates(t *testing.T) {
 		set  func()
 		want string
 	}{
-		{"memory above the budget", func() { retype(w.memory, "20000") }, "more than the 9830 MiB free"},
-		{"memory not a number", func() { retype(w.memory, "2 GB") }, "Memory: type a whole number"},
-		{"memory too small", func() { retype(w.memory, "100") }, "at least 256 MiB"},
 		{"disk too big", func() { retype(w.disk, "5000") }, "Disk: type a whole number of GiB from 1 to 1024"},
 		{"bad timeout", func() { retype(w.timeout, "soon") }, `Timeout: "soon" is not a length of time`},
 		{"empty custom command", func() { w.agent.SetSelected(agentCustom); retype(w.command, "  ") }, "type the command to run"},
@@ -72,7 +69,7 @@ func TestNewSessionValidates(t *testing.T) {
 				t.Error("a tap on the disabled Start started a session")
 			}
 			// Put it right again.
-			retype(w.memory, "1024")
+			w.memory.SetSelected("1 GiB")
 			retype(w.disk, "4")
 			retype(w.timeout, "90m")
 			w.agent.SetSelected(agentClaude)
@@ -103,7 +100,7 @@ func TestNewSessionStartsCustomAgent(t *testing.T) {
 	w.agent.SetSelected(agentCustom)
 	test.Type(w.command, "echo hello from the agent")
 	test.Type(w.prompt, "say hello")
-	retype(w.memory, "512")
+	w.memory.SetSelected("1 GiB")
 	w.network.SetSelected(modeName(policy.ModeOff))
 	if w.start.Disabled() {
 		t.Fatalf("Start is disabled: %q", w.problems.Text)
@@ -116,7 +113,7 @@ func TestNewSessionStartsCustomAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.ProjectID != p.ID || s.Prompt != "say hello" || s.Limits.MemoryMiB != 512 || s.Limits.Network ||
+	if s.ProjectID != p.ID || s.Prompt != "say hello" || s.Limits.MemoryMiB != 1024 || s.Limits.Network ||
 		s.Agent.Kind != "custom" || fmt.Sprint(s.Agent.Args) != "[-c echo hello from the agent]" {
 		t.Errorf("started %+v", s)
 	}
@@ -159,9 +156,13 @@ func TestNewSessionBudgetFollowsRunningSessions(t *testing.T) {
 	if free != 9830-8192 {
 		t.Fatalf("free = %d MiB, want %d", free, 9830-8192)
 	}
-	retype(w.memory, "2048")
-	if !w.start.Disabled() || !strings.Contains(w.problems.Text, fmt.Sprintf("more than the %d MiB free", free)) {
-		t.Errorf("2048 MiB with %d free: Start disabled %v, problems %q", free, w.start.Disabled(), w.problems.Text)
+	// 2 GiB, the default, does not fit: 1 GiB, the one step that does,
+	// is what is offered.
+	if w.memory.Selected != "1 GiB" || fmt.Sprint(w.memory.Options) != "[1 GiB]" || !strings.Contains(w.memoryHint.Text, "of 1.6 GiB free") {
+		t.Errorf("with %d MiB free: memory %q of %q, hint %q; want 1 GiB, the only step, of 1.6 GiB free", free, w.memory.Selected, w.memory.Options, w.memoryHint.Text)
+	}
+	if w.start.Disabled() || w.problems.Visible() {
+		t.Errorf("Start disabled %v, problems %q; want none", w.start.Disabled(), w.problems.Text)
 	}
 }
 
@@ -207,7 +208,7 @@ func TestNewSessionNetworkMode(t *testing.T) {
 
 	w.agent.SetSelected(agentCustom)
 	test.Type(w.command, "true")
-	retype(w.memory, "512")
+	w.memory.SetSelected("1 GiB")
 	var opened []string
 	h.u.OpenSession = func(id string) { opened = append(opened, id) }
 	test.Tap(w.start)

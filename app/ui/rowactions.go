@@ -148,7 +148,7 @@ func (mw *mainWindow) mergeSession(id string) {
 	}
 	mw.u.ShowSession(id)
 	if w := mw.u.sessionWins[id]; w != nil {
-		w.doMerge(false)
+		w.doMerge(session.MergeOptions{})
 	}
 }
 
@@ -161,7 +161,7 @@ func (mw *mainWindow) deleteSession(id string) {
 	}
 	title := mw.titleOf(id)
 	d := dialog.NewConfirm(fmt.Sprintf("Delete “%s”?", title),
-		"Its VM, clone, log and transcript are removed. If it holds work that is not in your repository, Sandbar asks again.",
+		"Its VM stops and it moves to the trash, with its log and transcript, for "+trashKeepWords()+": Undo or Settings → Storage bring it back. If it holds work that is not in your repository, Sandbar asks again.",
 		func(ok bool) {
 			if ok {
 				mw.removeSession(id, title, false)
@@ -180,7 +180,7 @@ func (mw *mainWindow) removeSession(id, title string, force bool) {
 			var dirty *workspace.DirtyError
 			switch {
 			case err == nil:
-				mw.banner.show(bannerInfo, fmt.Sprintf("Deleted “%s”.", title))
+				mw.showDeleted(id, title)
 				mw.reload()
 			case errors.As(err, &dirty):
 				mw.confirmForce(id, title, dirtyMessage(dirty))

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -111,6 +112,19 @@ type sessionWindow struct {
 	openers []*openerButton
 	running bool // the session's VM runs: the Terminal can open
 	openMsg *widget.Label
+
+	// branch creates the session's branch in the repository, merge
+	// merges into its current branch; mergeNote says why they are off,
+	// and where the work went (see sessionwin_merge.go).
+	branch    *widget.Button
+	mergeNote *widget.Label
+	target    session.MergeTarget
+	merging   bool // a merge is in flight
+	gone      bool // the session was deleted
+	// targetGen numbers MergeTarget reads: only the latest one's answer
+	// is shown.
+	targetGen atomic.Int64
+
 	// exportDir and exported are the read-only copy last made and when
 	// the work it holds was saved; "" before one is made.
 	exportDir string
@@ -162,8 +176,7 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 	w.uptime.Importance = widget.LowImportance
 	w.stop = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), w.doStop)
 	w.restart = widget.NewButtonWithIcon("Restart", theme.MediaReplayIcon(), w.doRestart)
-	w.merge = widget.NewButtonWithIcon("Merge into repo", theme.MailForwardIcon(), func() { w.doMerge(false) })
-	w.merge.Importance = widget.HighImportance
+	w.buildMergeActions()
 	w.del = widget.NewButtonWithIcon("Delete", theme.DeleteIcon(), func() { w.doDelete(false) })
 	w.del.Importance = widget.DangerImportance
 	w.notice = newNoticeBar()
@@ -173,8 +186,8 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 	// The state's reason can be long: it truncates, in the room the
 	// dot and the uptime leave it.
 	stateLine := container.NewBorder(nil, nil, container.NewCenter(dotBox), w.uptime, w.state)
-	actions := container.NewHBox(w.stop, w.restart, w.merge, w.del)
-	head := container.NewBorder(nil, nil, nil, container.NewCenter(actions), container.NewVBox(w.title.content, w.where, stateLine))
+	actions := container.NewHBox(w.stop, w.restart, w.branch, w.merge, w.del)
+	head := container.NewBorder(nil, nil, nil, container.NewCenter(actions), container.NewVBox(w.title.content, w.where, stateLine, w.mergeNote))
 
 	w.openMsg = widget.NewLabel("")
 	w.openMsg.Importance = widget.LowImportance
@@ -205,6 +218,7 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 		hint = "see " + agentLog
 	}
 	w.logs = sbwidget.NewLogView(sbwidget.DefaultLogCapacity, hint)
+	w.logs.OnClose = func() bool { return closeFrontOf(w.logs) }
 	w.logs.Post = w.post
 	if agentLog != "" {
 		// agent.log holds the newest 64 to 128 MiB (with agent.log.1);
@@ -263,6 +277,7 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 func (w *sessionWindow) start() {
 	w.spawn(w.events)
 	w.spawn(w.clock)
+	w.spawn(w.refreshMerge)
 }
 
 // close ends the window's goroutines: each returns promptly once the
@@ -413,6 +428,9 @@ func (w *sessionWindow) applySession(s store.Session) {
 		// came before (the clone, a restart) is read now.
 		w.spawn(w.changes.reload)
 	}
+	if s.State != w.sess.State || s.Merged != w.sess.Merged {
+		w.spawn(w.refreshMerge)
+	}
 	w.sess = s
 	w.showTitle()
 	w.showOpenNote()
@@ -426,7 +444,7 @@ func (w *sessionWindow) applySession(s store.Session) {
 	// A stop is done when Stop returns, a moment after the state says
 	// stopped: restarting before would be refused.
 	setEnabled(w.restart, !live && !w.stopping)
-	setEnabled(w.merge, s.State != session.StateProvisioning)
+	w.showMergeTarget()
 	w.res.setSession(s)
 	w.exec.setRunning(s.State == session.StateRunning)
 	w.net.setSession(s, w.running)
@@ -475,10 +493,12 @@ func (w *sessionWindow) showUptime() {
 	}
 }
 
-// removed is the session being deleted (here or elsewhere).
+// removed is the session being deleted (here or elsewhere): it is in the
+// trash, and the notice offers Undo.
 func (w *sessionWindow) removed() {
-	w.notice.show(widget.WarningImportance, "This session was deleted.")
-	for _, b := range []*widget.Button{w.stop, w.restart, w.merge, w.del, w.chatSend, w.title.rename} {
+	w.gone = true
+	w.trashedNotice()
+	for _, b := range []*widget.Button{w.stop, w.restart, w.branch, w.merge, w.del, w.chatSend, w.title.rename} {
 		b.Disable()
 	}
 	w.chat.Disable()

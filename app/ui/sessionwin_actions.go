@@ -50,70 +50,12 @@ func (w *sessionWindow) doRestart() {
 	})
 }
 
-// doMerge brings the session's branch into the project's repository and
-// says what it did; a diverged branch is offered a forced merge.
-func (w *sessionWindow) doMerge(force bool) {
-	w.merge.Disable()
-	w.notice.show(widget.MediumImportance, "Merging "+w.sess.Branch+" into "+w.project.Path+"…")
-	w.spawn(func(ctx context.Context) {
-		res, err := w.u.Backend.Merge(ctx, w.id, force)
-		w.ui(func() {
-			setEnabled(w.merge, w.sess.State != session.StateProvisioning)
-			switch {
-			case errors.Is(err, workspace.ErrDiverged):
-				w.notice.show(widget.WarningImportance,
-					fmt.Sprintf("The branch %s in %s has commits this session does not have. Overwriting it makes it the session's branch, and those commits are no longer on it.", w.sess.Branch, w.project.Path),
-					noticeAction{"Overwrite the branch", widget.DangerImportance, func() { w.doMerge(true) }},
-					noticeAction{"Cancel", widget.MediumImportance, w.notice.hide})
-			case err != nil:
-				w.notice.show(widget.DangerImportance, "Could not merge: "+err.Error())
-			default:
-				w.u.merges.note(w.sess, res.Commit)
-				w.notice.show(mergeImportance(res), mergeMessage(w.sess.Branch, w.project.Path, res))
-			}
-		})
-	})
-}
-
-func mergeImportance(r workspace.MergeResult) widget.Importance {
-	if len(r.Uncommitted) > 0 {
-		return widget.WarningImportance
-	}
-	return widget.SuccessImportance
-}
-
-// mergeMessage says what a merge did, for a person.
-func mergeMessage(branch, repo string, r workspace.MergeResult) string {
-	var b strings.Builder
-	switch {
-	case r.Created:
-		fmt.Fprintf(&b, "Merged: branch %s created in %s at %s.", branch, repo, shortCommit(r.Commit))
-	case r.Updated:
-		fmt.Fprintf(&b, "Merged: branch %s in %s moved from %s to %s.", branch, repo, shortCommit(r.Previous), shortCommit(r.Commit))
-	default:
-		fmt.Fprintf(&b, "Already merged: branch %s in %s is at %s.", branch, repo, shortCommit(r.Commit))
-	}
-	b.WriteString(" The repository's working tree is untouched.")
-	if n := len(r.Submodules); n > 0 {
-		fmt.Fprintf(&b, "\nThe session's commits in %s %s are in the repository's copies too, as branch %s.",
-			pluralWord(n, "submodule", "submodules"), listSome(r.Submodules, 8), branch)
-	}
-	if n := len(r.SkippedSubmodules); n > 0 {
-		fmt.Fprintf(&b, "\nNot brought into the repository's copies (the session's commits there stay in the session): %s.",
-			listSome(r.SkippedSubmodules, 4))
-	}
-	if n := len(r.Uncommitted); n > 0 {
-		fmt.Fprintf(&b, "\n%d %s not committed in the session, so not merged: %s. Ask the agent to commit, then merge again.",
-			n, pluralWord(n, "file was", "files were"), listSome(r.Uncommitted, 8))
-	}
-	return b.String()
-}
-
-// doDelete removes the session; a workspace with work not in the
-// repository is listed and offered a forced delete.
+// doDelete moves the session to the trash, and the notice offers Undo; a
+// workspace with work not in the repository is listed and offered a
+// forced delete.
 func (w *sessionWindow) doDelete(force bool) {
 	w.del.Disable()
-	w.notice.show(widget.MediumImportance, "Deleting the session…")
+	w.notice.show(widget.MediumImportance, "Moving the session to the trash…")
 	w.spawn(func(ctx context.Context) {
 		err := w.u.Backend.Remove(ctx, w.id, force)
 		w.ui(func() {
@@ -121,12 +63,11 @@ func (w *sessionWindow) doDelete(force bool) {
 			var dirty *workspace.DirtyError
 			switch {
 			case err == nil:
-				w.notice.show(widget.MediumImportance, "Deleted.")
-				w.win.Close()
+				w.removed() // in the trash, with Undo
 			case errors.As(err, &dirty):
 				w.notice.show(widget.WarningImportance, dirtyMessage(dirty),
 					noticeAction{"Delete anyway", widget.DangerImportance, func() { w.doDelete(true) }},
-					noticeAction{"Merge first", widget.HighImportance, func() { w.doMerge(false) }},
+					noticeAction{"Create branch first", widget.HighImportance, func() { w.doMerge(session.MergeOptions{}) }},
 					noticeAction{"Cancel", widget.MediumImportance, w.notice.hide})
 			case errors.Is(err, session.ErrDirty):
 				w.notice.show(widget.WarningImportance, err.Error(),

@@ -3,7 +3,9 @@ package ui
 import (
 	"context"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/widget"
@@ -26,6 +28,12 @@ type opener struct {
 	// vm: it opens into the session's VM (sandbar shell), not the
 	// workspace folder, so it needs the session running.
 	vm bool
+	// noApp, for an export opener, says what to install when no app can
+	// open a folder here (argv empty): pressing it still writes the copy,
+	// and the notice gives its path to copy. It is also said, with the
+	// path, when the command exits with an error at once (xdg-open with
+	// no file manager to hand the folder to).
+	noApp string
 }
 
 // urlOpener opens a web address in the person's browser, with the
@@ -136,6 +144,12 @@ func (w *sessionWindow) launch(o opener) {
 					o.argv, o.dir = n.argv, n.dir
 				}
 			}
+			if o.noApp != "" && len(o.argv) == 0 {
+				w.exported, w.exportDir = when, dir
+				w.showOpenNote()
+				w.noFolderApp(o, dir, "Nothing here can open a folder")
+				return
+			}
 			if len(o.argv) == 0 || o.dir != dir {
 				w.notice.show(widget.DangerImportance, "Could not open "+o.label+" on the read-only copy in "+dir)
 				return
@@ -147,27 +161,54 @@ func (w *sessionWindow) launch(o opener) {
 	})
 }
 
-// startOpener runs o's command.
+// startOpener runs o's command. One that can fail for want of an app
+// (noApp) is watched for openerGrace: exiting with an error in that time
+// is said, with the folder's path.
 func (w *sessionWindow) startOpener(o opener) {
 	cmd := exec.Command(o.argv[0], o.argv[1:]...)
 	cmd.Dir = o.dir
-	start := w.launcher
-	if start == nil {
-		start = startDetached
+	if w.launcher != nil {
+		if err := w.launcher(cmd); err != nil {
+			w.notice.show(widget.DangerImportance, "Could not open "+o.label+": "+err.Error())
+		}
+		return
 	}
-	if err := start(cmd); err != nil {
-		w.notice.show(widget.DangerImportance, "Could not open "+o.label+": "+err.Error())
-	}
-}
-
-// startDetached starts cmd in its own session, so the app it opens
-// outlives Sandbar, and reaps it when it exits.
-func startDetached(cmd *exec.Cmd) error {
 	detach(cmd)
 	if err := cmd.Start(); err != nil {
-		return err
+		w.notice.show(widget.DangerImportance, "Could not open "+o.label+": "+err.Error())
+		return
 	}
 	// The app belongs to the person: this goroutine only reaps it.
-	go cmd.Wait()
-	return nil
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	if o.noApp == "" {
+		return
+	}
+	w.spawn(func(ctx context.Context) {
+		t := time.NewTimer(openerGrace)
+		defer t.Stop()
+		select {
+		case err := <-exited:
+			if err != nil {
+				w.ui(func() { w.noFolderApp(o, o.dir, filepath.Base(o.argv[0])+" found no app to open the folder with") })
+			}
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	})
+}
+
+// openerGrace is how long a folder opener is watched for failing: the
+// desktop's opener hands the folder over and exits within it.
+const openerGrace = 5 * time.Second
+
+// noFolderApp says that no app opened the session's copy, what to
+// install, and where the folder is, with a button to copy its path.
+func (w *sessionWindow) noFolderApp(o opener, dir, what string) {
+	w.notice.show(widget.WarningImportance,
+		what+": "+o.noApp+". Or open the read-only copy yourself, in "+dir+".",
+		noticeAction{"Copy path", widget.HighImportance, func() {
+			w.u.App.Clipboard().SetContent(dir)
+			w.notice.show(widget.SuccessImportance, "Copied "+dir+".")
+		}})
 }

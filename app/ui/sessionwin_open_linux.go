@@ -59,6 +59,11 @@ func shellOpener(self, id string, getenv func(string) string, look func(string) 
 // Code's code).
 func workspaceOpeners(dir string, getenv func(string) string, look func(string) (string, error)) []opener {
 	files := xdgOpener(opener{label: "Files", icon: theme.FolderOpenIcon(), dir: dir}, dir, look)
+	files.noApp = folderAppHint
+	if files.missing != "" {
+		// Pressing it still makes the copy, and says where it is.
+		files.missing, files.noApp = "", "xdg-open is not installed; "+folderAppHint
+	}
 
 	ed := opener{label: "Editor", icon: theme.DocumentCreateIcon(), dir: dir}
 	term := findTerminal(getenv, look)
@@ -76,6 +81,9 @@ func workspaceOpeners(dir string, getenv func(string) string, look func(string) 
 	}
 	return []opener{files, ed}
 }
+
+// folderAppHint is what to install when no app opens a folder.
+const folderAppHint = "install a file manager (such as Nautilus, Dolphin or Thunar, with xdg-utils)"
 
 // detach starts cmd in a session of its own.
 func detach(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} }

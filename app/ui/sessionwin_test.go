@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"errors"
+	"fyne.io/fyne/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,17 +135,26 @@ func TestSessionWindowMerge(t *testing.T) {
 	h.q.waitFor(t, 30*time.Second, "the finished state in the header", func() bool { return w.state.Text == "Finished" })
 	head := sessiontest.Git(t, repo, "rev-parse", "HEAD")
 
-	test.Tap(w.merge)
-	h.q.waitFor(t, 30*time.Second, "the merge's result", func() bool { return strings.HasPrefix(w.notice.text(), "Merged") })
+	// "Create branch": the agent's commit, and the draft it left
+	// uncommitted, which Sandbar committed when the session ended.
+	h.q.waitFor(t, 30*time.Second, "Create branch to be on", func() bool { return !w.branch.Disabled() })
+	test.Tap(w.branch)
+	h.q.waitFor(t, 30*time.Second, "the merge's result", func() bool { return strings.HasPrefix(w.notice.text(), "Branch") })
 	msg := w.notice.text()
 	commit := sessiontest.Git(t, repo, "rev-parse", "refs/heads/"+s.Branch)
-	for _, want := range []string{"created", commit[:7], "working tree is untouched", "draft.txt", "not committed"} {
+	for _, want := range []string{"created", commit[:7], "working tree is untouched"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("merge message %q does not say %q", msg, want)
 		}
 	}
-	if subj := sessiontest.Git(t, repo, "log", "-1", "--format=%s", s.Branch); subj != "agent work" {
+	if subj := sessiontest.Git(t, repo, "log", "-1", "--format=%an|%s", s.Branch); subj != "Sandbar|Work left uncommitted by Sandbar session "+s.ID[:6] {
 		t.Errorf("branch %s in the repository is at %q", s.Branch, subj)
+	}
+	if subj := sessiontest.Git(t, repo, "log", "-1", "--format=%s", s.Branch+"~1"); subj != "agent work" {
+		t.Errorf("the commit under Sandbar's is %q, want the agent's", subj)
+	}
+	if got := sessiontest.Git(t, repo, "show", s.Branch+":draft.txt"); got != "draft" {
+		t.Errorf("draft.txt on the branch = %q", got)
 	}
 	if st := sessiontest.Git(t, repo, "status", "--porcelain"); st != "" {
 		t.Errorf("the repository's working tree changed:\n%s", st)
@@ -157,10 +167,11 @@ func TestSessionWindowMerge(t *testing.T) {
 	// refused, and offered as an overwrite.
 	other := sessiontest.Git(t, repo, "commit-tree", "-p", head, "-m", "elsewhere", head+"^{tree}")
 	sessiontest.Git(t, repo, "update-ref", "refs/heads/"+s.Branch, other)
-	test.Tap(w.merge)
+	h.q.waitFor(t, 30*time.Second, "Create branch to be on again", func() bool { return !w.branch.Disabled() })
+	test.Tap(w.branch)
 	h.q.waitFor(t, 30*time.Second, "the offer to overwrite a diverged branch", func() bool { return w.notice.button("Overwrite the branch") != nil })
 	test.Tap(w.notice.button("Overwrite the branch"))
-	h.q.waitFor(t, 30*time.Second, "the forced merge's result", func() bool { return strings.HasPrefix(w.notice.text(), "Merged") })
+	h.q.waitFor(t, 30*time.Second, "the forced merge's result", func() bool { return strings.HasPrefix(w.notice.text(), "Branch") })
 	if got := sessiontest.Git(t, repo, "rev-parse", "refs/heads/"+s.Branch); got != commit {
 		t.Errorf("after the forced merge the branch is at %s, want %s", got, commit)
 	}
@@ -168,6 +179,11 @@ func TestSessionWindowMerge(t *testing.T) {
 
 func TestSessionWindowDeleteRefusesUnmergedWork(t *testing.T) {
 	h := newSWHarness(t)
+	// Work left uncommitted stays so (else Sandbar commits it when the
+	// session ends), to be listed as such.
+	if err := h.env.Store.SetSetting(context.Background(), store.SettingAutoCommit, "off"); err != nil {
+		t.Fatal(err)
+	}
 	s, _ := h.start(t, commitAgent)
 	w := h.open(t, s.ID)
 	h.env.WaitState(t, s.ID, session.StateStopped, 30*time.Second)
@@ -185,14 +201,39 @@ func TestSessionWindowDeleteRefusesUnmergedWork(t *testing.T) {
 	}
 
 	test.Tap(w.notice.button("Delete anyway"))
-	h.q.waitFor(t, 30*time.Second, "the session to be deleted and its window closed", func() bool {
+	h.q.waitFor(t, 30*time.Second, "the session to be moved to the trash, with Undo", func() bool {
 		_, err := h.env.Manager.Get(context.Background(), s.ID)
-		return errors.Is(err, store.ErrNotFound) && w.closed
+		return errors.Is(err, store.ErrNotFound) && w.notice.button("Undo") != nil
 	})
 	if _, err := os.Stat(h.env.Paths.Session(s.ID)); !os.IsNotExist(err) {
 		t.Errorf("the session's directory is still there: %v", err)
 	}
+	if msg := w.notice.text(); !strings.Contains(msg, "Moved “"+session.Title(s)+"” to the trash") || !strings.Contains(msg, "7 days") {
+		t.Errorf("after Delete the notice says %q: want it in the trash for 7 days", msg)
+	}
+	if w.del.Disabled() == false || w.merge.Disabled() == false {
+		t.Error("Delete and Merge are enabled on a session in the trash")
+	}
+
+	// Undo: the session is back, in a window of its own.
+	test.Tap(w.notice.button("Undo"))
+	h.q.waitFor(t, 30*time.Second, "the session restored and the window opened afresh", func() bool {
+		got, err := h.env.Manager.Get(context.Background(), s.ID)
+		return err == nil && got.State == session.StateStopped && w.closed
+	})
 	w.wait()
+	var again fyne.Window
+	for _, x := range h.u.App.Driver().AllWindows() {
+		if x != w.win && x.Title() == w.win.Title() {
+			again = x
+		}
+	}
+	if again == nil {
+		t.Fatal("no window for the restored session")
+	}
+	if _, err := os.Stat(h.env.Paths.SessionDir(s.ID).AgentLog()); err != nil {
+		t.Errorf("the restored session has no agent log: %v", err)
+	}
 }
 
 func TestSessionWindowChangesAndDiff(t *testing.T) {

@@ -19,6 +19,7 @@ const (
 	KeyDefaultDiskGiB   = string(store.SettingDefaultDiskGiB)
 	KeyDefaultAgent     = string(store.SettingDefaultAgent)
 	KeyMemoryBudget     = string(store.SettingMemoryBudget)
+	KeyAutoCommit       = string(store.SettingAutoCommit)
 )
 
 // SettingsBackend is what the Settings and first-run windows need beyond

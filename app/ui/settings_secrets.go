@@ -47,10 +47,10 @@ func (w *settingsWindow) secretsTab() fyne.CanvasObject {
 			btns[0].(*widget.Button).OnTapped = func() { w.replaceSecret(n) }
 			btns[1].(*widget.Button).OnTapped = func() { w.confirmDeleteSecret(n) }
 		})
-	w.secretName = widget.NewSelectEntry([]string{secrets.AnthropicAPIKey, secrets.ClaudeCodeOAuthToken, secrets.GitHubToken})
+	w.secretName = newSelectEntry([]string{secrets.AnthropicAPIKey, secrets.ClaudeCodeOAuthToken, secrets.GitHubToken})
 	w.secretName.SetPlaceHolder("NAME, e.g. ANTHROPIC_API_KEY")
 	w.secretName.OnChanged = func(string) { w.validateSecret() }
-	w.secretValue = widget.NewPasswordEntry()
+	w.secretValue = newPasswordEntry()
 	w.secretValue.SetPlaceHolder("value (kept in the keyring, never shown)")
 	w.secretValue.OnChanged = func(string) { w.validateSecret() }
 	w.secretHost = newEntry()
@@ -213,7 +213,7 @@ func (w *settingsWindow) saveSecret() {
 				w.validateSecret()
 				return
 			}
-			for _, e := range []*widget.Entry{w.secretValue, &w.secretHost.Entry, &w.secretHeader.Entry} {
+			for _, e := range []*widget.Entry{&w.secretValue.Entry, &w.secretHost.Entry, &w.secretHeader.Entry} {
 				e.SetText("")
 			}
 			w.secretName.SetText("")

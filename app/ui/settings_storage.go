@@ -46,7 +46,10 @@ func (w *settingsWindow) storageTab() fyne.CanvasObject {
 	w.storageStatus = statusLabel()
 	top := note("What each session takes on disk: its clone's own files and its scratch disk (what is written, not its size).")
 	bottom := container.NewVBox(container.NewHBox(w.storageTotal, layout.NewSpacer(), refresh, w.cleanup), w.storageStatus)
-	return container.NewBorder(top, bottom, nil, nil, w.storageList)
+	w.trash = newTrashPanel(w)
+	split := container.NewVSplit(w.storageList, w.trash.box)
+	split.Offset = 0.6
+	return container.NewBorder(top, bottom, nil, nil, split)
 }
 
 // tabStorage is the Storage tab's title.
@@ -68,6 +71,7 @@ func ended(state string) bool {
 }
 
 func (w *settingsWindow) loadStorage() {
+	w.trash.load()
 	w.u.background(func(ctx context.Context) {
 		usage, err := w.u.Backend.DiskUsage(ctx)
 		sessions, lerr := w.u.Backend.List(ctx)
@@ -135,7 +139,7 @@ func (w *settingsWindow) confirmCleanup() {
 		return
 	}
 	d := dialog.NewConfirm(fmt.Sprintf("Delete %d stopped sessions?", len(ids)),
-		"Their clones, scratch disks and logs are deleted. Sessions with work not merged into their repository are kept.",
+		fmt.Sprintf("They go to the trash, where they are kept for %s. Sessions with work not merged into their repository are kept here.", trashKeepWords()),
 		func(ok bool) {
 			if ok {
 				w.cleanUp(ids)

@@ -14,6 +14,7 @@ import (
 	"sandbar/app/imagebuild"
 	"sandbar/app/session"
 	"sandbar/app/session/sessiontest"
+	"sandbar/app/store"
 )
 
 // settings opens Settings and waits for its first load.
@@ -52,6 +53,10 @@ func TestSettingsDefaultLimitsReachTheBackend(t *testing.T) {
 	retype(w.disk, "3")
 	retype(w.budget, "50")
 	test.Type(w.agentCmd, "echo from the default agent")
+	if !w.autoCommit.Checked {
+		t.Error("committing the work a session leaves is off by default")
+	}
+	test.Tap(w.autoCommit)
 	test.Tap(w.defaultsSave)
 	h.waitFor(t, 5*time.Second, "the defaults saved", func() bool { return strings.HasPrefix(w.defaultsStatus.Text, "Saved") })
 
@@ -69,11 +74,14 @@ func TestSettingsDefaultLimitsReachTheBackend(t *testing.T) {
 		t.Errorf("budget share %v, %v; want 0.5", b.Share, err)
 	}
 	h.env.WaitState(t, s.ID, session.StateStopped, 20*time.Second)
+	if v, _, _ := h.env.Store.Setting(ctx, store.SettingAutoCommit); v != "off" {
+		t.Errorf("auto-commit setting after unticking it = %q, want off", v)
+	}
 
 	// New Session starts from the saved defaults.
 	ns := h.newSession(t, p.ID)
-	if ns.cpus.Value != 1 || ns.memory.Text != "768" || ns.disk.Text != "3" || ns.agent.Selected != agentCustom || ns.command.Text != "echo from the default agent" {
-		t.Errorf("New Session shows %v vCPUs, %q MiB, %q GiB, %q %q", ns.cpus.Value, ns.memory.Text, ns.disk.Text, ns.agent.Selected, ns.command.Text)
+	if ns.cpus.Value != 1 || ns.memory.Selected != "768 MiB" || ns.disk.Text != "3" || ns.agent.Selected != agentCustom || ns.command.Text != "echo from the default agent" {
+		t.Errorf("New Session shows %v vCPUs, %q, %q GiB, %q %q", ns.cpus.Value, ns.memory.Selected, ns.disk.Text, ns.agent.Selected, ns.command.Text)
 	}
 }
 

@@ -30,8 +30,8 @@ type settingsWindow struct {
 	// Secrets.
 	secretNames []string
 	secretList  *widget.List
-	secretName  *widget.SelectEntry
-	secretValue *widget.Entry
+	secretName  *selectEntry
+	secretValue *entry
 	// secretHost and secretHeader bind a secret to the one host the
 	// broker puts it in requests to.
 	secretHost, secretHeader *entry
@@ -48,6 +48,7 @@ type settingsWindow struct {
 	// Defaults.
 	cpus, memory, disk, budget *entry
 	agentCmd                   *entry
+	autoCommit                 *widget.Check
 	defaultsSave               *widget.Button
 	defaultsStatus             *widget.Label
 
@@ -60,6 +61,7 @@ type settingsWindow struct {
 	storageTotal  *widget.Label
 	cleanup       *widget.Button
 	storageStatus *widget.Label
+	trash         *trashPanel
 
 	// General.
 	login       *widget.Check
@@ -140,6 +142,8 @@ func (w *settingsWindow) defaultsTab() fyne.CanvasObject {
 	w.agentCmd = newEntry()
 	w.agentCmd.SetPlaceHolder("empty: Claude Code")
 	w.agentCmd.OnChanged = func(string) { w.validateDefaults() }
+	w.autoCommit = widget.NewCheck("Commit the work a session leaves uncommitted when it ends", nil)
+	w.autoCommit.SetChecked(true)
 	w.defaultsSave = widget.NewButtonWithIcon("Save", theme.DocumentSaveIcon(), w.saveDefaults)
 	w.defaultsSave.Importance = widget.HighImportance
 	w.defaultsStatus = statusLabel()
@@ -153,9 +157,11 @@ func (w *settingsWindow) defaultsTab() fyne.CanvasObject {
 		widget.NewLabel("Disk"), container.NewHBox(small(w.disk), widget.NewLabel("GiB")),
 		widget.NewLabel("Memory budget"), container.NewHBox(small(w.budget), widget.NewLabel("% of this machine's memory for all sessions together")),
 		widget.NewLabel("Default agent"), w.agentCmd,
+		widget.NewLabel("Session end"), w.autoCommit,
 	)
 	return container.NewVBox(note("What a new session gets unless you change it in New Session, and what `sandbar start` uses."),
 		form, note("The default agent is a shell command run in the session's /workspace; leave it empty for Claude Code."),
+		note("Work left uncommitted is committed on the session's branch, with the prompt as the message, so that Merge brings it; off, it stays in the session."),
 		container.NewHBox(layout.NewSpacer(), w.defaultsSave), w.defaultsStatus)
 }
 
@@ -176,7 +182,9 @@ func (w *settingsWindow) loadDefaults() {
 			}
 		}
 		agent, _, _ := s.Setting(ctx, KeyDefaultAgent)
+		commit, _, _ := s.Setting(ctx, KeyAutoCommit)
 		w.u.post(func() {
+			w.autoCommit.SetChecked(commit != "off")
 			w.cpus.SetText(strconv.Itoa(cpus))
 			w.memory.SetText(strconv.Itoa(mem))
 			w.disk.SetText(strconv.Itoa(disk))
@@ -211,6 +219,10 @@ func (w *settingsWindow) defaults() (map[string]string, []string) {
 		out[KeyMemoryBudget] = strconv.FormatFloat(pct/100, 'f', -1, 64)
 	}
 	out[KeyDefaultAgent] = strings.TrimSpace(w.agentCmd.Text)
+	out[KeyAutoCommit] = "off"
+	if w.autoCommit.Checked {
+		out[KeyAutoCommit] = "on"
+	}
 	return out, problems
 }
 

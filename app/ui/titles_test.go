@@ -99,7 +99,7 @@ func TestMainWindowRowsByTitle(t *testing.T) {
 	test.Tap(rowOf(mw, s.ID).actions.del)
 	test.Tap(overlayButton(t, mw.win, "Delete"))
 	h.waitFor(t, 30*time.Second, "the row gone and the banner saying so", func() bool {
-		return mw.byID[s.ID] == nil && mw.banner.text.Text == "Deleted “Spaces in passwords”."
+		return mw.byID[s.ID] == nil && strings.HasPrefix(mw.banner.text.Text, "Moved “Spaces in passwords” to the trash.")
 	})
 }
 
@@ -143,7 +143,7 @@ func TestMainWindowRowMergeAndDeleteWithWork(t *testing.T) {
 		t.Fatal("Merge did not open the session's window")
 	}
 	h.waitFor(t, 30*time.Second, "the merge said in the session window", func() bool {
-		return strings.HasPrefix(w.notice.text(), "Merged: branch "+s.Branch)
+		return strings.HasPrefix(w.notice.text(), "Branch "+s.Branch+" created")
 	})
 	if got := sessiontest.Git(t, p.Path, "rev-parse", "--verify", "-q", s.Branch); got == "" {
 		t.Errorf("the repository has no %s after Merge", s.Branch)

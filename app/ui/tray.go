@@ -134,9 +134,6 @@ func (t *Tray) apply(ev session.Event, tr *transitions) bool {
 	if ev.Kind != session.EventState && ev.Kind != session.EventRemoved {
 		return false
 	}
-	if ev.Kind == session.EventRemoved {
-		t.u.merges.forget(ev.Session)
-	}
 	if n, changed := tr.step(ev); changed {
 		t.mu.Lock()
 		if n == noticeNone {
@@ -210,7 +207,7 @@ func (t *Tray) update(ctx context.Context) {
 		attention[id] = n
 	}
 	t.mu.Unlock()
-	m := buildTrayModel(sessions, projects, attention, t.u.merges.all(), t.o.Now())
+	m := buildTrayModel(sessions, projects, attention, t.o.Now())
 
 	t.mu.Lock()
 	prev := t.applied
@@ -270,13 +267,13 @@ type trayModel struct {
 }
 
 type traySession struct {
-	ID    string
-	Label string // its title, state and time
-	Where string // its project and branch
-	Live  bool
-	// Merged is the commit an ended session's branch was merged at,
-	// when it has not run since: the menu offers no Merge then. A live
-	// session may always have more to merge.
+	ID     string
+	Label  string // its title, state and time
+	Where  string // its project and branch
+	Live   bool
+	Branch string
+	// Merged says where the session's work went ("Merged into main
+	// (1a2b3c4)") when it was merged after its last run; "" otherwise.
 	Merged string
 }
 
@@ -292,9 +289,8 @@ func (m trayModel) sameMenu(o trayModel) bool {
 
 // buildTrayModel says what the tray shows for these sessions (newest
 // first) and projects (most recently used first) at now: every live
-// session, and every other one that needs the person; merged says which
-// sessions were merged through this app, and when they had ended then.
-func buildTrayModel(sessions []store.Session, projects []store.Project, attention map[string]notice, merged map[string]mergeNote, now time.Time) trayModel {
+// session, and every other one that needs the person.
+func buildTrayModel(sessions []store.Session, projects []store.Project, attention map[string]notice, now time.Time) trayModel {
 	names := make(map[int64]string, len(projects))
 	for _, p := range projects {
 		names[p.ID] = p.Name
@@ -314,12 +310,8 @@ func buildTrayModel(sessions []store.Session, projects []store.Project, attentio
 		if needs {
 			m.Attention++
 		}
-		ts := traySession{ID: s.ID, Live: live, Label: sessionLabel(s, n, now), Where: sessionWhere(s, names[s.ProjectID])}
-		if mg, ok := merged[s.ID]; ok && !live && mg.ended.Equal(s.Ended) {
-			// Merged since it last ran: nothing more can come of it.
-			ts.Merged = mg.commit
-		}
-		m.Sessions = append(m.Sessions, ts)
+		m.Sessions = append(m.Sessions, traySession{ID: s.ID, Live: live, Label: sessionLabel(s, n, now),
+			Where: sessionWhere(s, names[s.ProjectID]), Branch: s.Branch, Merged: trayMerged(s)})
 	}
 	m.Tooltip = glance.String()
 	for _, p := range projects {
@@ -423,10 +415,11 @@ func (t *Tray) menu(m trayModel) *fyne.Menu {
 		open := fyne.NewMenuItem("Open", func() { t.open(id) })
 		stop := fyne.NewMenuItem("Stop", func() { t.stop(id) })
 		stop.Disabled = !s.Live
-		merge := fyne.NewMenuItem("Merge", func() { t.merge(id) })
+		// The tray creates the session's branch; merging into the
+		// current branch, which may refuse, is the session window's.
+		merge := fyne.NewMenuItem("Create branch "+s.Branch, func() { t.merge(id) })
 		if s.Merged != "" {
-			// Already in the repository: say so, and offer nothing.
-			merge = fyne.NewMenuItem("Merged at "+shortCommit(s.Merged), nil)
+			merge = fyne.NewMenuItem(s.Merged, nil)
 			merge.Disabled = true
 		}
 		where := fyne.NewMenuItem(s.Where, nil)
@@ -436,7 +429,8 @@ func (t *Tray) menu(m trayModel) *fyne.Menu {
 		items = append(items, item)
 	}
 	items = append(items, fyne.NewMenuItemSeparator(),
-		fyne.NewMenuItem("New Session…", func() { t.u.ShowNewSession(0) }))
+		fyne.NewMenuItem("New Session…", func() { t.u.ShowNewSession(0) }),
+		fyne.NewMenuItem("Add Repository…", t.addRepository))
 	if len(m.Projects) > 0 {
 		var recent []*fyne.MenuItem
 		for _, p := range m.Projects {
@@ -459,6 +453,13 @@ func (t *Tray) menu(m trayModel) *fyne.Menu {
 		fyne.NewMenuItem("Quit", t.quit),
 	)
 	return fyne.NewMenu("Sandbar", items...)
+}
+
+// addRepository asks for a repository from the tray; what happened shows
+// in the Sandbar window.
+func (t *Tray) addRepository() {
+	t.u.ShowMain()
+	t.u.AddRepository(t.u.mainWin.added)
 }
 
 func (t *Tray) open(id string) {
@@ -490,13 +491,11 @@ func (t *Tray) merge(id string) {
 		defer cancel()
 		title, where := t.u.describe(ctx, id)
 		what := fmt.Sprintf("“%s” (%s)", title, where)
-		before, _ := t.u.Backend.Get(ctx, id)
-		res, err := t.u.Backend.Merge(ctx, id, false)
+		res, err := t.u.Backend.Merge(ctx, id, session.MergeOptions{})
 		if err != nil {
 			t.tell("Could not merge "+what, err.Error())
 			return
 		}
-		t.u.merges.note(before, res.Commit)
 		t.poke()
 		msg := fmt.Sprintf("%s is in the repository at %.8s", what, res.Commit)
 		if n := len(res.Uncommitted); n > 0 {
@@ -504,6 +503,19 @@ func (t *Tray) merge(id string) {
 		}
 		t.tell("Merged", msg)
 	}()
+}
+
+// trayMerged is the tray's line for a session whose work was merged
+// after it last ran, "" for any other.
+func trayMerged(s store.Session) string {
+	m := s.Merged
+	if m.IsZero() || session.Live(s.State) || m.Time.Before(s.Ended) {
+		return ""
+	}
+	if m.Branch {
+		return fmt.Sprintf("Branch %s created (%.7s)", m.Into, m.Commit)
+	}
+	return fmt.Sprintf("Merged into %s (%.7s)", m.Into, m.Commit)
 }
 
 func (t *Tray) tell(title, content string) {

@@ -40,7 +40,7 @@ func TestTrayTooltipText(t *testing.T) {
 		}, map[string]notice{"a": noticeFinished, "b": noticeFailed}, "Sandbar — 1 finished, 1 failed"},
 	}
 	for _, tc := range tests {
-		m := buildTrayModel(tc.sessions, []store.Project{{ID: 1, Name: "web"}}, tc.attention, nil, now)
+		m := buildTrayModel(tc.sessions, []store.Project{{ID: 1, Name: "web"}}, tc.attention, now)
 		if m.Tooltip != tc.want {
 			t.Errorf("tooltip %q, want %q", m.Tooltip, tc.want)
 		}
@@ -86,13 +86,15 @@ func TestTrayMergedSessionTooltip(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitTip("Sandbar — 1 running")
-	done, err := e.Manager.Start(ctx, session.Options{Repo: repo, Agent: sessiontest.Shell("true")})
+	// A session with work to merge (one with none offers no merge).
+	work := `echo hi > added.txt && git add added.txt && git -c user.name=A -c user.email=a@example.com commit -qm add`
+	done, err := e.Manager.Start(ctx, session.Options{Repo: repo, Agent: sessiontest.Shell(work), Prompt: "Add a file"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitTray(t, h, ft, "the finished session, offered a Merge", func(m *fyne.Menu, _ fyne.Resource) bool {
-		it := trayItem(m, "true · finished · ")
-		return it != nil && slices.Equal(trayLabels(it.ChildMenu), []string{"web app · " + done.Branch, "Open", "Stop", "Merge"})
+	waitTray(t, h, ft, "the finished session, offered a branch", func(m *fyne.Menu, _ fyne.Resource) bool {
+		it := trayItem(m, "Add a file · finished · ")
+		return it != nil && slices.Equal(trayLabels(it.ChildMenu), []string{"web app · " + done.Branch, "Open", "Stop", "Create branch " + done.Branch})
 	})
 	waitTip("Sandbar — 1 running, 1 finished")
 
@@ -101,19 +103,19 @@ func TestTrayMergedSessionTooltip(t *testing.T) {
 		t.Fatal("no session window")
 	}
 	h.waitFor(t, 30*time.Second, "the window's header to say Finished", func() bool { return w.state.Text == "Finished" })
-	test.Tap(w.merge)
-	h.waitFor(t, 30*time.Second, "the merge's result", func() bool { return strings.HasPrefix(w.notice.text(), "Merged") })
+	test.Tap(w.branch)
+	h.waitFor(t, 30*time.Second, "the merge's result", func() bool { return strings.HasPrefix(w.notice.text(), "Branch "+done.Branch+" created") })
 	commit := sessiontest.Git(t, repo, "rev-parse", "refs/heads/"+done.Branch)
 	tray.poke()
-	m := waitTray(t, h, ft, "the merged session without Merge", func(m *fyne.Menu, _ fyne.Resource) bool {
-		it := trayItem(m, "true · ")
-		return it != nil && slices.Equal(trayLabels(it.ChildMenu), []string{"web app · " + done.Branch, "Open", "Stop", "Merged at " + commit[:7]})
+	m := waitTray(t, h, ft, "the merged session without a merge action", func(m *fyne.Menu, _ fyne.Resource) bool {
+		it := trayItem(m, "Add a file · ")
+		return it != nil && slices.Equal(trayLabels(it.ChildMenu), []string{"web app · " + done.Branch, "Open", "Stop", "Branch " + done.Branch + " created (" + commit[:7] + ")"})
 	})
-	it := trayItem(m, "true · ")
+	it := trayItem(m, "Add a file · ")
 	if merged := it.ChildMenu.Items[len(it.ChildMenu.Items)-1]; !merged.Disabled || merged.Action != nil {
-		t.Error("the Merged at … line is an action")
+		t.Error("the Branch … created line is an action")
 	}
-	if got := trayLabels(trayItem(m, "sleep 60 · ").ChildMenu); !slices.Equal(got, []string{"web app · " + long.Branch, "Open", "Stop", "Merge"}) {
+	if got := trayLabels(trayItem(m, "sleep 60 · ").ChildMenu); !slices.Equal(got, []string{"web app · " + long.Branch, "Open", "Stop", "Create branch " + long.Branch}) {
 		t.Errorf("the running session's submenu %q, want Merge still offered", got)
 	}
 }

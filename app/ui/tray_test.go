@@ -76,7 +76,7 @@ func TestBuildTrayModel(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := buildTrayModel(tc.sessions, projects, tc.attention, nil, now)
+			m := buildTrayModel(tc.sessions, projects, tc.attention, now)
 			if m.State != tc.state {
 				t.Errorf("state %s, want %s", m.State, tc.state)
 			}
@@ -184,7 +184,7 @@ func TestTrayRealManager(t *testing.T) {
 	ctx := context.Background()
 
 	waitTray(t, h, ft, "the idle menu", func(m *fyne.Menu, icon fyne.Resource) bool {
-		return slices.Equal(trayLabels(m), []string{"No sessions running", "New Session…", "Open Sandbar", "Settings…", "Quit"}) &&
+		return slices.Equal(trayLabels(m), []string{"No sessions running", "New Session…", "Add Repository…", "Open Sandbar", "Settings…", "Quit"}) &&
 			icon == assets.TrayIdleColor
 	})
 
@@ -199,7 +199,7 @@ func TestTrayRealManager(t *testing.T) {
 		t.Errorf("header %q", got)
 	}
 	sub := trayItem(m, "Serve the web app · ").ChildMenu
-	if got := trayLabels(sub); !slices.Equal(got, []string{"web app · " + s.Branch, "Open", "Stop", "Merge"}) {
+	if got := trayLabels(sub); !slices.Equal(got, []string{"web app · " + s.Branch, "Open", "Stop", "Create branch " + s.Branch}) {
 		t.Errorf("session submenu %q, want where it works, then its actions", got)
 	}
 	if !sub.Items[0].Disabled {

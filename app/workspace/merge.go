@@ -19,8 +19,14 @@ var (
 	ErrCheckedOut = errors.New("branch is checked out")
 )
 
-// MergeResult says what Merge did to the source repository.
+// MergeResult says what Merge or MergeInto did to the source repository.
 type MergeResult struct {
+	// Into is the branch MergeInto merged into (the one checked out in
+	// the source); "" for Merge, which moves the session's own branch.
+	Into string
+	// FastForward: MergeInto moved Into to the session's commit, with no
+	// merge commit.
+	FastForward bool
 	// Commit is the commit the branch now points at in the source.
 	Commit string
 	// Created: the branch did not exist in the source before.

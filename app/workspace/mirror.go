@@ -38,8 +38,9 @@ const (
 	// last fetched.
 	sourceRefs = "refs/sandbar/source/"
 	// sessionRefs holds each session's saved work:
-	// refs/sandbar/sessions/<id>/branch, .../snapshot, .../head and
-	// .../modules/<key> (each submodule's HEAD).
+	// refs/sandbar/sessions/<id>/branch, .../snapshot, .../head,
+	// .../modules/<key> (each submodule's HEAD) and .../autocommit (the
+	// commit CommitSnapshot made of its uncommitted work).
 	sessionRefs = "refs/sandbar/sessions/"
 )
 

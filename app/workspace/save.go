@@ -108,6 +108,9 @@ type SaveInfo struct {
 	Submodules map[string]string
 	// Bytes is the size of the packs that carried them.
 	Bytes int64
+	// AutoCommit is Branch when Branch is the commit CommitSnapshot made
+	// of the session's uncommitted work, "" otherwise (Saved sets it).
+	AutoCommit string
 }
 
 // ErrSaveTooLarge: the session's work is bigger than ImportSave accepts.

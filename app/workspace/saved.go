@@ -27,6 +27,9 @@ func (m *Mirror) Saved(ctx context.Context, id string) (SaveInfo, bool) {
 	if s.Branch == "" || s.Snapshot == "" || s.Head == "" {
 		return SaveInfo{}, false
 	}
+	if a := refs[sessionRef(id, "autocommit")]; a == s.Branch {
+		s.AutoCommit = a
+	}
 	return s, true
 }
 
@@ -90,4 +93,14 @@ func (m *Mirror) uncommittedSaved(ctx context.Context, s SaveInfo) ([]string, er
 		return nil, tooManyFiles(fmt.Errorf("list the session's uncommitted files: %w", err))
 	}
 	return splitZ(out), nil
+}
+
+// SavedUncommitted lists the files the session's last save holds
+// uncommitted (changed in its snapshot on top of its HEAD).
+func (m *Mirror) SavedUncommitted(ctx context.Context, id string) ([]string, error) {
+	s, ok := m.Saved(ctx, id)
+	if !ok {
+		return nil, fmt.Errorf("session %s has no saved work yet", id)
+	}
+	return m.uncommittedSaved(ctx, s)
 }

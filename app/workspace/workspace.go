@@ -40,6 +40,9 @@ var (
 	ErrNotRepo = errors.New("not a git repository")
 	// ErrBareRepo: the folder is a bare repository, with no working tree.
 	ErrBareRepo = errors.New("bare repository")
+	// ErrNotTrusted: git refuses the repository because another user
+	// owns it (safe.directory).
+	ErrNotTrusted = errors.New("repository owned by another user")
 	// ErrEmptyRepo: the repository has no commits to branch from.
 	ErrEmptyRepo = errors.New("repository has no commits")
 	// ErrOldGit: the installed git lacks something this package uses.
@@ -88,7 +91,7 @@ type Repo struct {
 // bare repository (ErrBareRepo) and one with no commits (ErrEmptyRepo).
 func Resolve(ctx context.Context, path string) (Repo, error) {
 	if path == "" {
-		return Repo{}, refuse("no folder given: drop a repository folder", ErrNotRepo)
+		return Repo{}, refuse("no folder given: name a repository's folder", ErrNotRepo)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -97,11 +100,11 @@ func Resolve(ctx context.Context, path string) (Repo, error) {
 	fi, err := os.Stat(abs)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return Repo{}, refuse(abs+" does not exist: drop a folder that exists", ErrNotRepo, fs.ErrNotExist)
+		return Repo{}, refuse(abs+" does not exist: check the path", ErrNotRepo, fs.ErrNotExist)
 	case err != nil:
 		return Repo{}, fmt.Errorf("%s cannot be read: %w: check its permissions", abs, err)
 	case !fi.IsDir():
-		return Repo{}, refuse(abs+" is a file, not a folder: drop the repository's folder", ErrNotRepo)
+		return Repo{}, refuse(abs+" is a file, not a folder: give the repository's folder", ErrNotRepo)
 	}
 
 	out, err := gitLine(ctx, abs, "rev-parse", "--is-bare-repository", "--is-inside-git-dir")
@@ -111,24 +114,24 @@ func Resolve(ctx context.Context, path string) (Repo, error) {
 		}
 		msg := gitMessage(err)
 		if strings.Contains(msg, "dubious ownership") {
-			return Repo{}, refuse(fmt.Sprintf("%s belongs to another user and git refuses it: run `git config --global --add safe.directory '%s'` if you trust it", abs, abs), ErrNotRepo)
+			return Repo{}, refuse(fmt.Sprintf("%s belongs to another user and git refuses it: run `git config --global --add safe.directory '%s'` if you trust it", abs, abs), ErrNotTrusted)
 		}
 		if errors.Is(err, ErrNoGit) {
 			return Repo{}, err
 		}
-		return Repo{}, refuse(abs+" is not in a git repository: drop a folder that has been `git init`ed", ErrNotRepo)
+		return Repo{}, refuse(abs+" is not in a git repository: give the folder that holds .git, or run `git init` there", ErrNotRepo)
 	}
 	flags := strings.Split(out, "\n")
 	if len(flags) >= 1 && flags[0] == "true" {
-		return Repo{}, refuse(abs+" is a bare repository: drop a clone with a working tree", ErrBareRepo)
+		return Repo{}, refuse(abs+" is a bare repository, with no working tree: give a clone of it", ErrBareRepo)
 	}
 	if len(flags) >= 2 && flags[1] == "true" {
-		return Repo{}, refuse(abs+" is inside a repository's .git folder: drop the folder that holds .git", ErrNotRepo)
+		return Repo{}, refuse(abs+" is inside a repository's .git folder: give the folder that holds .git", ErrNotRepo)
 	}
 
 	out, err = gitLine(ctx, abs, "rev-parse", "--show-toplevel", "--show-prefix")
 	if err != nil {
-		return Repo{}, refuse(abs+" is not in a git work tree ("+gitMessage(err)+"): drop a folder that has been `git init`ed", ErrNotRepo)
+		return Repo{}, refuse(abs+" is not in a git work tree ("+gitMessage(err)+"): give the folder that holds .git", ErrNotRepo)
 	}
 	top, prefix, _ := strings.Cut(out, "\n")
 	r := Repo{

@@ -144,7 +144,7 @@ func BenchmarkSessionWorkspace(b *testing.B) {
 			b.Fatalf("commit: %v %+v\n%s", err, res, o.String())
 		}
 		start := time.Now()
-		if _, err := m.Merge(ctx, s.ID, false); err != nil {
+		if _, err := m.Merge(ctx, s.ID, session.MergeOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		merge.add(ms(time.Since(start)))

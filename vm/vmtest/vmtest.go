@@ -6,6 +6,9 @@
 // Spec's "workspace" share, else a fresh temp dir. Everything above the
 // VM (sandbox, session manager, UI) can then be tested against the real
 // protocol and real child processes without booting a kernel.
+//
+// It is not a hypervisor and isolates nothing: its "guest" runs as this
+// user on the host. Nothing outside tests may use it.
 package vmtest
 
 import (

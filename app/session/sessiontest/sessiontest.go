@@ -3,6 +3,10 @@
 // repositories in temp directories, and at the VM edge the in-process
 // machines of vm/vmtest (the real guest supervisor over net.Pipe). Agents
 // are shell commands run on the host by that supervisor.
+//
+// It is not a sandbox: those agents run as this user on this machine, so
+// it is for tests only, and it proves nothing about isolation (the
+// real-VM tests in tests/ do).
 package sessiontest
 
 import (

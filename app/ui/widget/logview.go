@@ -79,6 +79,10 @@ type LogView struct {
 	// log elsewhere (agent.log in the person's app for it): the note
 	// about older lines then comes with a button that calls it.
 	OnOpenOlder func()
+	// OnClose, when set, gets Esc and Ctrl+W (Cmd+W) typed in the search
+	// field, which would swallow them, and reports whether it took them
+	// (the app closes the window on them).
+	OnClose func() bool
 
 	mu        sync.Mutex // guards the fields up to timer
 	pending   []logLine
@@ -106,7 +110,7 @@ type LogView struct {
 	onFlush func(added int)
 
 	pane    *logPane
-	search  *widget.Entry
+	search  *Field
 	counter *widget.Label
 	note    *widget.Label
 	openOld *widget.Button
@@ -128,7 +132,8 @@ func NewLogView(capacity int, olderHint string) *LogView {
 	v.rowHeight = logRowHeight()
 
 	v.pane = newLogPane(v)
-	v.search = widget.NewEntry()
+	v.search = NewField()
+	v.search.OnClose = func() bool { return v.OnClose != nil && v.OnClose() }
 	v.search.SetPlaceHolder("Search the log")
 	v.search.OnChanged = v.SetQuery
 	v.search.OnSubmitted = func(string) { v.NextMatch() }
