@@ -26,9 +26,16 @@ type logSink struct {
 	st  *store.Store
 	hub *hub
 	log *slog.Logger
-	// storeMu is the Manager's: one batch written at a time per process
-	// keeps SQLite's lock contention low.
-	storeMu *sync.Mutex
+	// storeMu is the Manager's: one batch written at a time per process,
+	// of any session, keeps SQLite's lock contention low. It says nothing
+	// about the order of one session's batches: flushMu does.
+	storeMu sync.Locker
+	// flushMu is held by a flush from taking the pending batch until the
+	// store has it, so two flushes at once (the flusher's tick and
+	// finish's) write their batches in the order their lines were
+	// logged: a reader following the store by Logs(afterSeq) would skip
+	// an earlier batch written after a later one for good.
+	flushMu sync.Mutex
 
 	mu      sync.Mutex
 	seq     int64
@@ -41,7 +48,7 @@ type logSink struct {
 	done chan struct{} // nil until open starts the flusher
 }
 
-func newLogSink(id string, st *store.Store, h *hub, log *slog.Logger, storeMu *sync.Mutex) *logSink {
+func newLogSink(id string, st *store.Store, h *hub, log *slog.Logger, storeMu sync.Locker) *logSink {
 	return &logSink{id: id, st: st, hub: h, log: log, storeMu: storeMu, wake: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
@@ -141,6 +148,8 @@ func (l *logSink) flusher() {
 // flush writes the pending lines to the store now, and the log file's
 // buffer to disk.
 func (l *logSink) flush() {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	batch := l.pending
 	l.pending = nil

@@ -139,6 +139,9 @@ type Manager struct {
 
 	mu   sync.Mutex
 	runs map[string]*run
+	// starting marks the sessions a Restart is starting, from its checks
+	// until their run is in runs (restart.go).
+	starting map[string]struct{}
 	// mirrorLocks serialise the work in each project's own repository.
 	mirrorLocks map[int64]chan struct{}
 	// storeMu lets one session's log lines be written to the store at a

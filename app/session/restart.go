@@ -17,6 +17,19 @@ func (m *Manager) Restart(ctx context.Context, ref string) (store.Session, error
 	if err != nil {
 		return s, err
 	}
+	// From here until its run is launched (or this fails) the session is
+	// marked starting, so a second Restart at once (a double click, the
+	// UI and the CLI) is refused instead of booting a second VM on the
+	// same disks. Read again under the mark, the session says whether one
+	// that was just launched is booting.
+	release, err := m.reserveStart(s.ID)
+	if err != nil {
+		return s, err
+	}
+	defer release()
+	if s, err = m.cfg.Store.Session(ctx, s.ID); err != nil {
+		return s, err
+	}
 	if r := m.running(s.ID); r != nil && !Live(s.State) {
 		// Its end is recorded; the run is finishing its last writes.
 		select {
@@ -26,7 +39,10 @@ func (m *Manager) Restart(ctx context.Context, ref string) (store.Session, error
 			return s, ctx.Err()
 		}
 	}
-	if r := m.running(s.ID); r != nil || (Live(s.State) && ownerAlive(s.Owner)) {
+	if m.running(s.ID) != nil {
+		return s, fmt.Errorf("session %s is already running: stop it first: %w", s.ID, ErrState)
+	}
+	if Live(s.State) && ownerAlive(s.Owner) {
 		return s, fmt.Errorf("session %s is %s: stop it first: %w", s.ID, s.State, ErrState)
 	}
 	if m.isLegacy(s) {
@@ -61,4 +77,25 @@ func (m *Manager) Restart(ctx context.Context, ref string) (store.Session, error
 	r.restart = true
 	m.launch(r, func(ctx context.Context) error { return r.bootAndRun(ctx) })
 	return s, nil
+}
+
+// reserveStart marks session id as starting here until release is
+// called, or says it already is. A Restart holds the mark from its checks
+// until launch has put the run in m.runs, where the next one's check
+// finds it.
+func (m *Manager) reserveStart(id string) (release func(), err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.starting[id]; ok {
+		return nil, fmt.Errorf("session %s is already starting: wait for it to run, or stop it: %w", id, ErrState)
+	}
+	if m.starting == nil {
+		m.starting = map[string]struct{}{}
+	}
+	m.starting[id] = struct{}{}
+	return func() {
+		m.mu.Lock()
+		delete(m.starting, id)
+		m.mu.Unlock()
+	}, nil
 }

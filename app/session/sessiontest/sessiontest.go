@@ -141,24 +141,73 @@ func Shell(script string) session.AgentSpec {
 	return session.AgentSpec{Command: "sh", Args: []string{"-c", script}}
 }
 
-// WaitState polls until the session is in state, or fails t after d.
+// WaitState waits until the session (id, or a prefix of it) is in state,
+// as the Manager's events tell it, and returns the session as the store
+// has it then (it may have moved on since). The store is read once after
+// subscribing, so a state reached before is not missed. After d it fails
+// t, saying which state was expected and which was last seen.
 func (e *Env) WaitState(t testing.TB, id string, state store.State, d time.Duration) store.Session {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		s, err := e.Manager.Get(context.Background(), id)
-		if err == nil && s.State == state {
-			return s
-		}
-		if time.Now().After(deadline) {
-			full := id
-			if s.ID != "" {
-				full = s.ID
-			}
-			t.Fatalf("session %s is %s (%s), want %s; its log ends:\n%s", id, s.State, s.Reason, state, e.logTail(full, 20))
-		}
-		time.Sleep(10 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	full := id
+	if s, err := e.Manager.Get(ctx, id); err == nil {
+		full = s.ID
 	}
+	events := e.Manager.Subscribe(ctx, "")
+	last, err := e.Manager.Get(ctx, full)
+	if err == nil && last.State == state {
+		return last
+	}
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				e.failState(t, id, full, state, last, d)
+			}
+			if !strings.HasPrefix(ev.Session, full) && ev.Kind != session.EventDropped {
+				continue
+			}
+			switch ev.Kind {
+			case session.EventState:
+				full = ev.Session
+				last.ID, last.State, last.Reason = ev.Session, ev.State, ev.Reason
+				if ev.State != state {
+					continue
+				}
+			case session.EventDropped: // state events are never dropped, but say so anyway
+				if s, err := e.Manager.Get(ctx, full); err == nil {
+					last = s
+				}
+				if last.State != state {
+					continue
+				}
+			default:
+				continue
+			}
+			s, err := e.Manager.Get(context.Background(), full)
+			if err != nil {
+				t.Fatalf("session %s reached %s, then could not be read: %v", full, state, err)
+			}
+			return s
+		case <-ctx.Done():
+			e.failState(t, id, full, state, last, d)
+		}
+	}
+}
+
+// failState fails t: session id did not reach state within d; last is
+// the state it was last seen in.
+func (e *Env) failState(t testing.TB, id, full string, state store.State, last store.Session, d time.Duration) {
+	t.Helper()
+	seen := "no state (it was never found)"
+	if last.State != "" {
+		seen = string(last.State)
+		if last.Reason != "" {
+			seen += " (" + last.Reason + ")"
+		}
+	}
+	t.Fatalf("session %s did not become %s within %s: it was last seen %s; its log ends:\n%s", id, state, d, seen, e.logTail(full, 20))
 }
 
 // logTail returns the last n lines of session id's log (its full id),
