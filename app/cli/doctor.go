@@ -72,3 +72,6 @@ func oneLine(s string) string {
 	}
 	return s
 }
+
+// humanBytes says n bytes as the rest of Sandbar does (doctor's).
+func humanBytes(n int64) string { return checkup.HumanBytes(n) }

@@ -290,10 +290,10 @@ func checkStorage(p config.Paths) Check {
 	if at != p.Home {
 		detail += " (not created yet)"
 	}
-	detail += fmt.Sprintf(": %s free", humanBytes(int64(free)))
+	detail += fmt.Sprintf(": %s free", HumanBytes(int64(free)))
 	if !isWithin(p.Images, p.Home) {
 		if ifree, _, err := freeSpace(p.Images); err == nil {
-			detail += fmt.Sprintf("; images in %s: %s free", p.Images, humanBytes(int64(ifree)))
+			detail += fmt.Sprintf("; images in %s: %s free", p.Images, HumanBytes(int64(ifree)))
 		} else {
 			detail += fmt.Sprintf("; images in %s: %v", p.Images, err)
 		}
@@ -390,8 +390,9 @@ func shortHash(hash string) string {
 	return hash
 }
 
-// humanBytes says n bytes the way the rest of Sandbar does: 1.5 GiB.
-func humanBytes(n int64) string {
+// HumanBytes says n bytes the way all of Sandbar does (doctor's checks,
+// the command line, the windows): 1.5 GiB.
+func HumanBytes(n int64) string {
 	const unit = 1024
 	if n < unit {
 		return fmt.Sprintf("%d B", n)

@@ -183,20 +183,6 @@ func (u *UI) goUntil(f func(ctx context.Context)) (stop context.CancelFunc) {
 	return cancel
 }
 
-// humanBytes says n bytes the way the CLI does: 1.5 GiB.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
 // humanDuration is an uptime as a glance wants it: 42s, 3m 04s, 1h 02m,
 // 2d 03h.
 func humanDuration(d time.Duration) string {

@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"sandbar/app/doctor"
 	"sandbar/app/session"
 	"sandbar/app/store"
 )
@@ -89,9 +90,9 @@ func cellsFor(s store.Session, st *session.Stats, project string, now time.Time)
 	if st != nil && session.Live(s.State) {
 		c.cpu = fmt.Sprintf("%.0f%%", st.CPU)
 		if st.MemTotal > 0 {
-			c.mem = fmt.Sprintf("%s / %s", humanBytes(int64(st.MemUsed)), humanBytes(int64(st.MemTotal)))
+			c.mem = fmt.Sprintf("%s / %s", doctor.HumanBytes(int64(st.MemUsed)), doctor.HumanBytes(int64(st.MemTotal)))
 		} else {
-			c.mem = humanBytes(int64(st.MemUsed))
+			c.mem = doctor.HumanBytes(int64(st.MemUsed))
 		}
 	}
 	return c

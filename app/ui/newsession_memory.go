@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"sandbar/app/doctor"
 	"sandbar/vm"
 )
 
@@ -99,7 +100,7 @@ func (w *newSessionWindow) memoryProblem() string {
 	}
 	if len(w.memorySteps) == 0 {
 		return fmt.Sprintf("Memory: only %s is free for sessions, less than a session needs: stop a session to free some.",
-			humanBytes(int64(w.budget.Free())))
+			doctor.HumanBytes(int64(w.budget.Free())))
 	}
 	return "Memory: choose how much."
 }
@@ -113,5 +114,5 @@ func (w *newSessionWindow) memoryHintText() string {
 		return ""
 	}
 	return fmt.Sprintf("of %s free (%.0f%% of %s for sessions)",
-		humanBytes(int64(w.budget.Free())), w.budget.Share*100, humanBytes(int64(w.budget.Host)))
+		doctor.HumanBytes(int64(w.budget.Free())), w.budget.Share*100, doctor.HumanBytes(int64(w.budget.Host)))
 }

@@ -10,6 +10,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"sandbar/app/doctor"
 	"sandbar/app/session"
 	"sandbar/app/store"
 	sbwidget "sandbar/app/ui/widget"
@@ -117,7 +118,7 @@ func usedOf(used, total uint64) string {
 }
 
 // byteSize writes n bytes for a person, as the CLI does.
-func byteSize(n uint64) string { return humanBytes(int64(n)) }
+func byteSize(n uint64) string { return doctor.HumanBytes(int64(n)) }
 
 // timingPhases are the start-up phases in order, and what they mean.
 var timingPhases = []struct{ key, label string }{

@@ -3,12 +3,13 @@ package ui
 import (
 	"context"
 	"errors"
-	"fyne.io/fyne/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"fyne.io/fyne/v2"
 
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"

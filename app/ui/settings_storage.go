@@ -15,6 +15,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"sandbar/app/doctor"
 	"sandbar/app/session"
 	"sandbar/app/store"
 	"sandbar/app/workspace"
@@ -38,7 +39,7 @@ func (w *settingsWindow) storageTab() fyne.CanvasObject {
 			objs := o.(*fyne.Container).Objects
 			objs[0].(*widget.Label).SetText(r.label)
 			objs[1].(*widget.Label).SetText(r.state)
-			objs[2].(*widget.Label).SetText(humanBytes(r.bytes))
+			objs[2].(*widget.Label).SetText(doctor.HumanBytes(r.bytes))
 		})
 	w.storageTotal = widget.NewLabel("Reading what the sessions take…")
 	w.cleanup = widget.NewButtonWithIcon("Clean up stopped sessions", theme.DeleteIcon(), w.confirmCleanup)
@@ -89,7 +90,7 @@ func (w *settingsWindow) loadStorage() {
 					n++
 				}
 			}
-			w.storageTotal.SetText(fmt.Sprintf("%s in %d %s", humanBytes(total), len(rows), pluralWord(len(rows), "session", "sessions")))
+			w.storageTotal.SetText(fmt.Sprintf("%s in %d %s", doctor.HumanBytes(total), len(rows), pluralWord(len(rows), "session", "sessions")))
 			if n == 0 {
 				w.cleanup.Disable()
 			} else {

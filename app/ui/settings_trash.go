@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"sandbar/app/doctor"
 	"sandbar/app/session"
 	"sandbar/app/store"
 )
@@ -56,7 +57,7 @@ func newTrashPanel(w *settingsWindow) *trashPanel {
 			cells := row.Objects[0].(*fyne.Container).Objects
 			cells[0].(*widget.Label).SetText(it.label)
 			cells[1].(*widget.Label).SetText(it.when)
-			cells[2].(*widget.Label).SetText(humanBytes(it.bytes))
+			cells[2].(*widget.Label).SetText(doctor.HumanBytes(it.bytes))
 			row.Objects[1].(*widget.Button).OnTapped = func() { p.restore(it.id, it.label) }
 		})
 	p.total = widget.NewLabel("Trash")
@@ -108,7 +109,7 @@ func (p *trashPanel) set(ts []session.Trashed, projects []store.Project, err err
 		p.total.SetText("Trash: empty")
 		p.empty.Disable()
 	} else {
-		p.total.SetText(fmt.Sprintf("Trash: %d %s, %s", len(ts), pluralWord(len(ts), "session", "sessions"), humanBytes(total)))
+		p.total.SetText(fmt.Sprintf("Trash: %d %s, %s", len(ts), pluralWord(len(ts), "session", "sessions"), doctor.HumanBytes(total)))
 		p.empty.Enable()
 	}
 	if err != nil {
