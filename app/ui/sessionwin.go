@@ -187,7 +187,10 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 	// dot and the uptime leave it.
 	stateLine := container.NewBorder(nil, nil, container.NewCenter(dotBox), w.uptime, w.state)
 	actions := container.NewHBox(w.stop, w.restart, w.branch, w.merge, w.del)
-	head := container.NewBorder(nil, nil, nil, container.NewCenter(actions), container.NewVBox(w.title.content, w.where, stateLine, w.mergeNote))
+	// The title has the window's width: beside the actions it was cut
+	// to a few letters.
+	head := container.NewVBox(w.title.content,
+		container.NewBorder(nil, nil, nil, container.NewCenter(actions), container.NewVBox(w.where, stateLine, w.mergeNote)))
 
 	w.openMsg = widget.NewLabel("")
 	w.openMsg.Importance = widget.LowImportance

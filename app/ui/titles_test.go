@@ -8,6 +8,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 
 	"sandbar/app/session"
 	"sandbar/app/session/sessiontest"
@@ -212,5 +213,25 @@ func TestSessionWindowRename(t *testing.T) {
 	// again brings it forward.
 	if again := h.u.showSession(s.ID); again != nil {
 		t.Error("opening a renamed session's window again made a second one")
+	}
+}
+
+// TestSessionWindowTitleHasRoom: the session window's title is drawn
+// whole at the window's first size: it has the window's width, not what
+// the actions beside it leave (a few letters, with five of them).
+func TestSessionWindowTitleHasRoom(t *testing.T) {
+	h := newSWHarness(t)
+	repo := h.env.Repo(t, "room")
+	s, err := h.env.Manager.Start(context.Background(), session.Options{Repo: repo, MemoryMiB: 512,
+		Agent: sessiontest.Shell("true"), Prompt: "Add product catalogue fixtures"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := h.open(t, s.ID)
+	w.win.Resize(fyne.NewSize(980, 720))
+	need := widget.NewLabelWithStyle(w.name.Text, fyne.TextAlignLeading, w.name.TextStyle)
+	need.SizeName = w.name.SizeName
+	if w.name.Text != "Add product catalogue fixtures" || w.name.Size().Width < need.MinSize().Width {
+		t.Errorf("the title %q has %.0f points, it needs %.0f", w.name.Text, w.name.Size().Width, need.MinSize().Width)
 	}
 }
