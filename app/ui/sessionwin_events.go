@@ -92,16 +92,26 @@ func entryKey(e session.Entry) string {
 	return fmt.Sprintf("%s|%d|%s|%d", e.Kind, e.Time.UnixNano(), e.ToolID, len(e.Text))
 }
 
-// clock keeps the uptime current.
+// clock keeps the uptime current, and what the merge actions would do.
 func (w *sessionWindow) clock(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
-	for {
+	for n := 1; ; n++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 			w.ui(w.showUptime)
+			// The repository moves on its own (a commit, a branch made
+			// or deleted there): what the merge actions would do is
+			// read again now and then, as no event says so.
+			if n%mergeRefreshTicks == 0 {
+				w.refreshMerge(ctx)
+			}
 		}
 	}
 }
+
+// mergeRefreshTicks is how many seconds apart the window reads again
+// what its merge actions would do (a few git commands, on the host).
+const mergeRefreshTicks = 5
