@@ -20,3 +20,24 @@ func samePerson(c net.Conn, other string) error {
 	}
 	return nil
 }
+
+// peerUID is the user of the process at the other end of c, as the
+// kernel says (socketPeerUID: the platform's own call on the socket).
+func peerUID(c net.Conn) (int, error) {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return -1, fmt.Errorf("not a unix socket: %T", c)
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	uid, credErr := -1, error(nil)
+	if err := raw.Control(func(fd uintptr) { uid, credErr = socketPeerUID(int(fd)) }); err != nil {
+		return -1, err
+	}
+	if credErr != nil {
+		return -1, fmt.Errorf("ask who is at the other end of the engine's socket: %w", credErr)
+	}
+	return uid, nil
+}

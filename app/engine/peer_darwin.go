@@ -1,32 +1,13 @@
 package engine
 
-import (
-	"fmt"
-	"net"
+import "golang.org/x/sys/unix"
 
-	"golang.org/x/sys/unix"
-)
-
-// peerUID is the user of the process at the other end of c, as the
-// kernel says (LOCAL_PEERCRED).
-func peerUID(c net.Conn) (int, error) {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return -1, fmt.Errorf("not a unix socket: %T", c)
-	}
-	raw, err := uc.SyscallConn()
+// socketPeerUID asks macOS who is at the other end of socket fd
+// (LOCAL_PEERCRED).
+func socketPeerUID(fd int) (int, error) {
+	cred, err := unix.GetsockoptXucred(fd, unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
 	if err != nil {
 		return -1, err
-	}
-	var cred *unix.Xucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
-	}); err != nil {
-		return -1, err
-	}
-	if credErr != nil {
-		return -1, fmt.Errorf("ask who is at the other end of the engine's socket: %w", credErr)
 	}
 	return int(cred.Uid), nil
 }

@@ -1,32 +1,13 @@
 package engine
 
-import (
-	"fmt"
-	"net"
+import "golang.org/x/sys/unix"
 
-	"golang.org/x/sys/unix"
-)
-
-// peerUID is the user of the process at the other end of c, as the
-// kernel says (SO_PEERCRED).
-func peerUID(c net.Conn) (int, error) {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return -1, fmt.Errorf("not a unix socket: %T", c)
-	}
-	raw, err := uc.SyscallConn()
+// socketPeerUID asks Linux who is at the other end of socket fd
+// (SO_PEERCRED).
+func socketPeerUID(fd int) (int, error) {
+	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
 	if err != nil {
 		return -1, err
-	}
-	var cred *unix.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return -1, err
-	}
-	if credErr != nil {
-		return -1, fmt.Errorf("ask who is at the other end of the engine's socket: %w", credErr)
 	}
 	return int(cred.Uid), nil
 }
