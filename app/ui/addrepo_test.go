@@ -56,7 +56,7 @@ func TestAddRepositoryErrorsFitTheRoute(t *testing.T) {
 	var calls atomic.Int32
 	h.u.ChooseFolder = chooser(h.plain, nil, &calls)
 	mw.u.AddRepository(mw.added)
-	h.waitFor(t, 5*time.Second, "the chooser's refusal in the banner", func() bool { return mw.banner.text.Text != "" })
+	h.q.WaitFor(t, 5*time.Second, "the chooser's refusal in the banner", func() bool { return mw.banner.text.Text != "" })
 	if want := "~/repos/notes is not a git repository: choose the folder that holds .git, or run git init there."; mw.banner.text.Text != want {
 		t.Errorf("after the chooser, banner = %q\nwant %q", mw.banner.text.Text, want)
 	}
@@ -64,7 +64,7 @@ func TestAddRepositoryErrorsFitTheRoute(t *testing.T) {
 	// A drop.
 	mw.banner.hide()
 	mw.dropped(nowhere, []fyne.URI{storage.NewFileURI(h.plain)})
-	h.waitFor(t, 5*time.Second, "the drop's refusal in the banner", func() bool { return mw.banner.text.Text != "" })
+	h.q.WaitFor(t, 5*time.Second, "the drop's refusal in the banner", func() bool { return mw.banner.text.Text != "" })
 	if want := "~/repos/notes is not a git repository: drop the folder that holds .git, or run git init there."; mw.banner.text.Text != want {
 		t.Errorf("after a drop, banner = %q\nwant %q", mw.banner.text.Text, want)
 	}
@@ -84,7 +84,7 @@ func TestAddRepositoryErrorsFitTheRoute(t *testing.T) {
 		test.Type(w.entry, "")
 		w.entry.SetText(tc.typed)
 		w.submit()
-		h.waitFor(t, 5*time.Second, "the refusal of "+tc.typed, func() bool { return w.problem.Visible() })
+		h.q.WaitFor(t, 5*time.Second, "the refusal of "+tc.typed, func() bool { return w.problem.Visible() })
 		if w.problem.Text != tc.want {
 			t.Errorf("typed %q: problem = %q\nwant %q", tc.typed, w.problem.Text, tc.want)
 		}
@@ -97,8 +97,8 @@ func TestAddRepositoryErrorsFitTheRoute(t *testing.T) {
 	// where Add by Path was pressed.
 	w.entry.SetText("~/repos/shop")
 	w.submit()
-	h.waitFor(t, 5*time.Second, "the typed repository added", func() bool { return len(mw.projects) == 1 })
-	h.waitFor(t, 5*time.Second, "Add a Repository closed", func() bool { return h.u.addRepo.win == nil })
+	h.q.WaitFor(t, 5*time.Second, "the typed repository added", func() bool { return len(mw.projects) == 1 })
+	h.q.WaitFor(t, 5*time.Second, "Add a Repository closed", func() bool { return h.u.addRepo.win == nil })
 	if !strings.HasPrefix(mw.banner.text.Text, "Added shop ("+h.repo) {
 		t.Errorf("banner = %q, want the project added", mw.banner.text.Text)
 	}
@@ -113,7 +113,7 @@ func TestAddRepositoryFallsBack(t *testing.T) {
 	var calls atomic.Int32
 	h.u.ChooseFolder = chooser("", desktop.ErrCanceled, &calls)
 	mw.u.AddRepository(mw.added)
-	h.waitFor(t, 5*time.Second, "the chooser asked", func() bool { return calls.Load() == 1 && !h.u.addRepo.choosing })
+	h.q.WaitFor(t, 5*time.Second, "the chooser asked", func() bool { return calls.Load() == 1 && !h.u.addRepo.choosing })
 	if h.u.addRepo.win != nil || mw.banner.text.Text != "" {
 		t.Errorf("a cancelled chooser opened Add a Repository (%v) or said %q", h.u.addRepo.win != nil, mw.banner.text.Text)
 	}
@@ -125,7 +125,7 @@ func TestAddRepositoryFallsBack(t *testing.T) {
 	}}.ChooseFolder
 	start := time.Now()
 	mw.u.AddRepository(mw.added)
-	h.waitFor(t, 3*time.Second, "Add a Repository, shown when no portal answers", func() bool { return h.u.addRepo.win != nil })
+	h.q.WaitFor(t, 3*time.Second, "Add a Repository, shown when no portal answers", func() bool { return h.u.addRepo.win != nil })
 	t.Logf("Add a Repository showed %s after the click, with no portal on the bus", time.Since(start).Round(time.Millisecond))
 	w := h.u.addRepo.win
 	if !w.why.Visible() || !strings.Contains(w.why.Text, "folder chooser did not answer") {
@@ -154,8 +154,8 @@ func TestAddRepositoryRecentAndCompletion(t *testing.T) {
 	// Tried (refused), then added.
 	h.u.addFolders(routeTyped, []string{h.plain}, mw.added)
 	h.u.addFolders(routeDrop, []string{h.repo}, mw.added)
-	h.waitFor(t, 5*time.Second, "the project added", func() bool { return len(mw.projects) == 1 })
-	h.waitFor(t, 5*time.Second, "both folders remembered", func() bool { return len(h.u.recentFolders()) == 2 })
+	h.q.WaitFor(t, 5*time.Second, "the project added", func() bool { return len(mw.projects) == 1 })
+	h.q.WaitFor(t, 5*time.Second, "both folders remembered", func() bool { return len(h.u.recentFolders()) == 2 })
 	if got := h.u.recentFolders(); got[0] != h.repo || got[1] != h.plain {
 		t.Errorf("recent = %q, want the repository, then the folder tried", got)
 	}
@@ -168,7 +168,7 @@ func TestAddRepositoryRecentAndCompletion(t *testing.T) {
 
 	h.u.ShowAddByPath(mw.added, "")
 	w := h.u.addRepo.win
-	h.waitFor(t, 5*time.Second, "recent folders listed", func() bool { return len(w.items) == 3 })
+	h.q.WaitFor(t, 5*time.Second, "recent folders listed", func() bool { return len(w.items) == 3 })
 	if w.listed.Text != "Recent folders" {
 		t.Errorf("heading %q", w.listed.Text)
 	}
@@ -179,7 +179,7 @@ func TestAddRepositoryRecentAndCompletion(t *testing.T) {
 	// Completion: ~/repos/sh lists shelf and shop; picking a folder that
 	// is no repository opens it.
 	test.Type(w.entry, "~/repos/sh")
-	h.waitFor(t, 5*time.Second, "folders completing ~/repos/sh", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "folders completing ~/repos/sh", func() bool {
 		return len(w.items) == 2 && strings.HasPrefix(w.listed.Text, "Folders in ~/repos")
 	})
 	var names []string
@@ -194,12 +194,12 @@ func TestAddRepositoryRecentAndCompletion(t *testing.T) {
 		t.Errorf("picking shop typed %q", w.entry.Text)
 	}
 	w.entry.SetText("~/re")
-	h.waitFor(t, 5*time.Second, "~/re completed", func() bool { return len(w.items) == 1 })
+	h.q.WaitFor(t, 5*time.Second, "~/re completed", func() bool { return len(w.items) == 1 })
 	w.list.Select(0)
 	if w.entry.Text != "~/repos/" {
 		t.Errorf("picking a folder that is no repository typed %q, want it opened", w.entry.Text)
 	}
-	h.waitFor(t, 5*time.Second, "~/repos/ listed", func() bool { return len(w.items) == 3 })
+	h.q.WaitFor(t, 5*time.Second, "~/repos/ listed", func() bool { return len(w.items) == 3 })
 }
 
 func TestPathsWithTilde(t *testing.T) {
@@ -244,7 +244,7 @@ func TestWelcomeAddRepository(t *testing.T) {
 	h.u.ShowFirstRun()
 	w := h.u.firstRunWin
 	tapButton(t, w.win, "Add Repository…")
-	h.waitFor(t, 5*time.Second, "the unusable answer said", func() bool { return w.banner.text.Text != "" })
+	h.q.WaitFor(t, 5*time.Second, "the unusable answer said", func() bool { return w.banner.text.Text != "" })
 	if want := "The chooser gave sftp://host/src, which is not a folder on this computer: choose a local folder."; w.banner.text.Text != want {
 		t.Errorf("banner = %q, want %q", w.banner.text.Text, want)
 	}
@@ -252,7 +252,7 @@ func TestWelcomeAddRepository(t *testing.T) {
 		t.Error("an answer from the chooser opened Add a Repository as if there were none")
 	}
 	tapButton(t, w.win, "Add Repository…")
-	h.waitFor(t, 5*time.Second, "the chosen repository ready", func() bool { return len(w.projects) == 1 })
+	h.q.WaitFor(t, 5*time.Second, "the chosen repository ready", func() bool { return len(w.projects) == 1 })
 	if !sees(w.win, "shop is ready") {
 		t.Errorf("Welcome shows %q, want shop ready", seenTexts(w.win.Canvas().Content()))
 	}

@@ -44,7 +44,7 @@ func TestNoIconOnlyButtons(t *testing.T) {
 	h.addProject(t, "buttons")
 	mw := h.mainWindow(t)
 	mw.banner.show(bannerInfo, "a banner")
-	h.waitFor(t, 5*time.Second, "the project's row", func() bool { return shows(mw.win, "buttons") })
+	h.q.WaitFor(t, 5*time.Second, "the project's row", func() bool { return shows(mw.win, "buttons") })
 	if bs := iconOnly(mw.win.Canvas().Content()); len(bs) > 0 {
 		t.Errorf("the Sandbar window has %d buttons with only an icon", len(bs))
 	}
@@ -73,7 +73,7 @@ func TestRowActionsSayWhatTheyDo(t *testing.T) {
 	}
 	t.Cleanup(func() { h.env.Manager.Stop(context.Background(), s.ID) })
 	var row *sessionItem
-	h.waitFor(t, 20*time.Second, "the session's row", func() bool { row = rowOf(mw, s.ID); return row != nil })
+	h.q.WaitFor(t, 20*time.Second, "the session's row", func() bool { row = rowOf(mw, s.ID); return row != nil })
 	line := row.detail.Text
 	if !strings.HasPrefix(line, "hints · "+s.Branch) {
 		t.Fatalf("the row's second line is %q", line)

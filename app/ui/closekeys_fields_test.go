@@ -45,7 +45,7 @@ func TestFieldsHandOnCloseKeys(t *testing.T) {
 			} else {
 				pressShortcut(o.win, closeShortcut())
 			}
-			h.q.drain()
+			h.q.Drain()
 			if isOpen(o.win) {
 				t.Errorf("%s in %s leaves the window open", how, name)
 				o.win.Close()

@@ -110,7 +110,7 @@ func (h *appHarness) firstRun(t *testing.T, s SettingsBackend) *firstRunWindow {
 	h.u.ShowFirstRun()
 	w := h.u.firstRunWin
 	w.win.Resize(fyne.NewSize(640, 1000))
-	h.waitFor(t, 5*time.Second, "Welcome's first look at the projects", func() bool { return w.projects != nil || w.drop.Visible() })
+	h.q.WaitFor(t, 5*time.Second, "Welcome's first look at the projects", func() bool { return w.projects != nil || w.drop.Visible() })
 	return w
 }
 
@@ -146,14 +146,14 @@ func TestFirstRunKeyStep(t *testing.T) {
 		t.Fatalf("a key with a trailing line break is refused: %q", k.status.Text)
 	}
 	test.Tap(k.save)
-	h.waitFor(t, 5*time.Second, "the keyring's refusal shown", func() bool { return sees(w.win, "keyring is locked: unlock it") })
+	h.q.WaitFor(t, 5*time.Second, "the keyring's refusal shown", func() bool { return sees(w.win, "keyring is locked: unlock it") })
 	if k.saved != "" || k.mark.Text != "" {
 		t.Error("the step is marked done though the keyring refused the key")
 	}
 
 	kp.fail = nil
 	test.Tap(k.save)
-	h.waitFor(t, 5*time.Second, "the key saved and the step marked done", func() bool { return k.saved == secrets.AnthropicAPIKey })
+	h.q.WaitFor(t, 5*time.Second, "the key saved and the step marked done", func() bool { return k.saved == secrets.AnthropicAPIKey })
 	if v, ok := h.secrets.get(secrets.AnthropicAPIKey); !ok || v != key {
 		t.Errorf("the keyring holds %q (%v), want the key typed, trimmed", v, ok)
 	}
@@ -186,7 +186,7 @@ func TestFirstRunKeyStep(t *testing.T) {
 	// Opened again, Welcome knows the key from the keyring.
 	w.win.Close()
 	w = h.firstRun(t, kp)
-	h.waitFor(t, 5*time.Second, "the step marked done from the keyring", func() bool { return w.key.saved == secrets.AnthropicAPIKey })
+	h.q.WaitFor(t, 5*time.Second, "the step marked done from the keyring", func() bool { return w.key.saved == secrets.AnthropicAPIKey })
 	if !sees(w.win, "Your Anthropic key is saved") || sees(w.win, "Save key") {
 		t.Errorf("reopened, Welcome shows %q", seenTexts(w.win.Canvas().Content()))
 	}
@@ -203,7 +203,7 @@ func TestFirstRunHypervisorPlain(t *testing.T) {
 		{Name: "git", OK: true, Detail: "git version 2.39.5"},
 	}}
 	w := h.firstRun(t, cp)
-	h.waitFor(t, 5*time.Second, "the checklist", func() bool { return len(w.checks) == 2 })
+	h.q.WaitFor(t, 5*time.Second, "the checklist", func() bool { return len(w.checks) == 2 })
 
 	for _, want := range []string{"KVM is not usable here — sessions run about 10× slower under emulation.", "Fix: sessions still work, only slower", "Details", "git version 2.39.5"} {
 		if !sees(w.win, want) {
@@ -230,7 +230,7 @@ func TestFirstRunOnceProjectExists(t *testing.T) {
 
 	// Added elsewhere (the CLI, the Sandbar window): Welcome sees it.
 	p := h.addProject(t, "tinyshop")
-	h.waitFor(t, 5*time.Second, "Welcome changed for the project", func() bool { return sees(w.win, "✓ tinyshop is ready.") })
+	h.q.WaitFor(t, 5*time.Second, "Welcome changed for the project", func() bool { return sees(w.win, "✓ tinyshop is ready.") })
 	if sees(w.win, "Drop a repository folder here") {
 		t.Error("Welcome still says \"Drop a repository folder here\" with a project")
 	}
@@ -241,14 +241,14 @@ func TestFirstRunOnceProjectExists(t *testing.T) {
 	// The key saved, only Start is left.
 	test.Type(w.key.entry, "sk-ant-api03-ready")
 	test.Tap(w.key.save)
-	h.waitFor(t, 5*time.Second, "the hint changed for the key", func() bool { return sees(w.win, "Press New Session to start an agent on it") })
+	h.q.WaitFor(t, 5*time.Second, "the hint changed for the key", func() bool { return sees(w.win, "Press New Session to start an agent on it") })
 
 	tapButton(t, w.win, "New Session…")
 	ns := h.u.newSessWin
 	if ns == nil {
 		t.Fatal("New Session… opened no New Session window")
 	}
-	h.waitFor(t, 5*time.Second, "New Session's load", func() bool { return ns.loaded })
+	h.q.WaitFor(t, 5*time.Second, "New Session's load", func() bool { return ns.loaded })
 	if got, _ := ns.selected(); got.ID != p.ID {
 		t.Errorf("New Session chose %q, want tinyshop", got.Name)
 	}

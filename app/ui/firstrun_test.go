@@ -62,10 +62,10 @@ func TestFirstRunChecklist(t *testing.T) {
 	}}
 	h.u.Settings = cp
 	h.u.ShowStartup()
-	h.waitFor(t, 5*time.Second, "the first-run window shown with no projects", func() bool { return h.u.firstRunWin != nil })
+	h.q.WaitFor(t, 5*time.Second, "the first-run window shown with no projects", func() bool { return h.u.firstRunWin != nil })
 	w := h.u.firstRunWin
 	w.win.Resize(fyne.NewSize(640, 900))
-	h.waitFor(t, 5*time.Second, "the checklist", func() bool { return len(w.checks) == 3 && w.imageBox.Visible() })
+	h.q.WaitFor(t, 5*time.Second, "the checklist", func() bool { return len(w.checks) == 3 && w.imageBox.Visible() })
 
 	for _, want := range []string{"!", "hypervisor", "QEMU without KVM", "Fix: enable virtualization", "✗", "guest image",
 		"Fix: run `sandbar image build`", "✓", "git version 2.39.5", "Drop a repository folder here"} {
@@ -78,7 +78,7 @@ func TestFirstRunChecklist(t *testing.T) {
 	}
 
 	test.Tap(w.build)
-	h.waitFor(t, 5*time.Second, "the image built and the checks run again", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the image built and the checks run again", func() bool {
 		cp.mu.Lock()
 		runs := cp.runs
 		cp.mu.Unlock()
@@ -87,7 +87,7 @@ func TestFirstRunChecklist(t *testing.T) {
 
 	repo := h.env.Repo(t, "first")
 	w.dropped(fyne.NewPos(10, 10), []fyne.URI{storage.NewFileURI(repo)})
-	h.waitFor(t, 5*time.Second, "the project added", func() bool { return strings.HasPrefix(w.banner.text.Text, "Added first") })
+	h.q.WaitFor(t, 5*time.Second, "the project added", func() bool { return strings.HasPrefix(w.banner.text.Text, "Added first") })
 	if sees(w.win, "Drop a repository folder here") || !sees(w.win, "✓ first is ready.") {
 		t.Errorf("after the drop Welcome shows %q; want the project ready, no drop zone", seenTexts(w.win.Canvas().Content()))
 	}

@@ -65,10 +65,10 @@ func TestSessionWindowAgentHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := h.open(t, s.ID)
-	h.q.waitFor(t, 30*time.Second, "the header saying the key was refused, retry 1/2", func() bool {
+	h.q.WaitFor(t, 30*time.Second, "the header saying the key was refused, retry 1/2", func() bool {
 		return w.state.Text == "The API key was refused — retry 1/2"
 	})
-	h.q.waitFor(t, 30*time.Second, "the header saying the session failed", func() bool {
+	h.q.WaitFor(t, 30*time.Second, "the header saying the session failed", func() bool {
 		return w.state.Text == "Failed — The API key was refused — set it in Settings"
 	})
 	kinds := w.transcript.Kinds()
@@ -106,7 +106,7 @@ func TestNewSessionOffersTheNetworkForClaude(t *testing.T) {
 	w.memory.SetSelected("1 GiB")
 	w.network.SetSelected(modeName(policy.ModeOff))
 	test.Tap(w.start)
-	h.waitFor(t, 10*time.Second, "the refusal shown", func() bool {
+	h.q.WaitFor(t, 10*time.Second, "the refusal shown", func() bool {
 		return !w.starting && strings.Contains(w.status.Text, "Claude Code could not reach the Anthropic API: the session's network is off")
 	})
 	if !w.apiFix.Visible() || w.apiFix.Text != apiFixLabel {
@@ -116,7 +116,7 @@ func TestNewSessionOffersTheNetworkForClaude(t *testing.T) {
 		t.Errorf("a refused start made sessions: %+v", ss)
 	}
 	test.Tap(w.apiFix)
-	h.waitFor(t, 10*time.Second, "the session started with the network on and opened", func() bool {
+	h.q.WaitFor(t, 10*time.Second, "the session started with the network on and opened", func() bool {
 		return h.u.newSessWin == nil && len(opened) == 1
 	})
 	s, err := h.env.Manager.Get(context.Background(), opened[0])
@@ -136,7 +136,7 @@ func TestNewSessionOffersTheNetworkForClaude(t *testing.T) {
 	w.memory.SetSelected("1 GiB")
 	w.network.SetSelected(modeName(policy.ModeOpen))
 	test.Tap(w.start)
-	h.waitFor(t, 10*time.Second, "the refusal naming the rule", func() bool {
+	h.q.WaitFor(t, 10*time.Second, "the refusal naming the rule", func() bool {
 		return !w.starting && strings.Contains(w.status.Text, `denied by "deny api.anthropic.com" in the project's settings`)
 	})
 	if w.apiFix.Visible() {

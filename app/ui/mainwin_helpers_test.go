@@ -19,48 +19,8 @@ import (
 	"sandbar/app/secrets"
 	"sandbar/app/session/sessiontest"
 	"sandbar/app/store"
+	"sandbar/app/ui/internal/uitest"
 )
-
-// appQueue stands in for fyne.Do in the tests of the Sandbar, New
-// Session, Settings and first-run windows: goroutines post to it and the
-// test goroutine, the UI goroutine here, runs what they posted while it
-// waits. So widgets are touched by one goroutine, as in the app, and
-// -race checks that.
-type appQueue struct {
-	mu    sync.Mutex
-	fns   []func()
-	posts int
-	wake  chan struct{}
-}
-
-func newAppQueue() *appQueue { return &appQueue{wake: make(chan struct{}, 1)} }
-
-func (q *appQueue) post(f func()) {
-	q.mu.Lock()
-	q.fns = append(q.fns, f)
-	q.posts++
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-// drain runs what was posted, and what that posts, until nothing is left.
-func (q *appQueue) drain() {
-	for {
-		q.mu.Lock()
-		fns := q.fns
-		q.fns = nil
-		q.mu.Unlock()
-		if len(fns) == 0 {
-			return
-		}
-		for _, f := range fns {
-			f()
-		}
-	}
-}
 
 // appHarness is one test's Sandbar UI over a real session.Manager (real
 // SQLite, git and guest supervisor; only the VM is in-process) and real
@@ -69,7 +29,7 @@ func (q *appQueue) drain() {
 type appHarness struct {
 	env     *sessiontest.Env
 	u       *UI
-	q       *appQueue
+	q       *uitest.Queue
 	prefs   *Prefs
 	secrets *fakeSecrets
 }
@@ -81,9 +41,9 @@ func newAppHarness(t *testing.T) *appHarness {
 	sec := &fakeSecrets{values: map[string]string{}, names: env.Store}
 	prefs := &Prefs{Store: env.Store, Secrets: sec, Images: &imagebuild.Builder{Paths: env.Paths},
 		AutostartDir: filepath.Join(t.TempDir(), "autostart"), Executable: "/opt/Sandbar Apps/sandbar"}
-	h := &appHarness{env: env, q: newAppQueue(), prefs: prefs, secrets: sec}
+	h := &appHarness{env: env, q: uitest.NewQueue(), prefs: prefs, secrets: sec}
 	h.u = New(a, env.Manager, prefs)
-	h.u.post = h.q.post
+	h.u.post = h.q.Post
 	t.Cleanup(func() {
 		// Closing a window takes it out of the slice AllWindows returns.
 		for _, w := range slices.Clone(a.Driver().AllWindows()) {
@@ -94,38 +54,12 @@ func newAppHarness(t *testing.T) *appHarness {
 	return h
 }
 
-// waitFor runs the UI until cond holds, or fails the test after d saying
-// what did not happen.
-func (h *appHarness) waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	poll := time.NewTicker(10 * time.Millisecond) // for conditions outside the UI
-	defer poll.Stop()
-	for {
-		h.q.drain()
-		if cond() {
-			return
-		}
-		select {
-		case <-h.q.wake:
-		case <-poll.C:
-		case <-deadline.C:
-			h.q.drain()
-			if cond() {
-				return
-			}
-			t.Fatalf("after %s: %s did not happen", d, what)
-		}
-	}
-}
-
 // mainWindow opens the Sandbar window and waits for its first load.
 func (h *appHarness) mainWindow(t *testing.T) *mainWindow {
 	t.Helper()
 	h.u.ShowMain()
 	mw := h.u.mainWin
-	h.waitFor(t, 5*time.Second, "the Sandbar window's first load", func() bool { return mw.loaded })
+	h.q.WaitFor(t, 5*time.Second, "the Sandbar window's first load", func() bool { return mw.loaded })
 	return mw
 }
 

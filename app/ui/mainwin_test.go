@@ -28,7 +28,7 @@ func TestMainWindowDropAddsProject(t *testing.T) {
 
 	repo := h.env.Repo(t, "drop me é")
 	mw.dropped(nowhere, []fyne.URI{storage.NewFileURI(repo)})
-	h.waitFor(t, 5*time.Second, "the dropped repository listed as a project", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the dropped repository listed as a project", func() bool {
 		return len(mw.projects) == 1 && shows(mw.win, "drop me é")
 	})
 	if p := mw.projects[0]; p.Path != repo || p.DefaultBranch != "main" {
@@ -48,7 +48,7 @@ func TestMainWindowDropAddsProject(t *testing.T) {
 	sub := filepath.Join(repo, "sub dir")
 	os.MkdirAll(sub, 0o755)
 	mw.dropped(nowhere, []fyne.URI{storage.NewFileURI(sub)})
-	h.waitFor(t, 5*time.Second, "the duplicate refused", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the duplicate refused", func() bool {
 		return strings.Contains(mw.banner.text.Text, "already the project")
 	})
 }
@@ -89,7 +89,7 @@ func TestMainWindowDropRefusesWhatIsNotARepository(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			mw.banner.hide()
 			mw.dropped(nowhere, []fyne.URI{tt.uri})
-			h.waitFor(t, 5*time.Second, "an inline message for "+tt.name, func() bool { return mw.banner.text.Text != "" })
+			h.q.WaitFor(t, 5*time.Second, "an inline message for "+tt.name, func() bool { return mw.banner.text.Text != "" })
 			if !strings.Contains(mw.banner.text.Text, tt.want) || !mw.banner.box.Visible() {
 				t.Errorf("banner = %q, want it to contain %q", mw.banner.text.Text, tt.want)
 			}
@@ -103,7 +103,7 @@ func TestMainWindowDropRefusesWhatIsNotARepository(t *testing.T) {
 	good := h.env.Repo(t, "good one")
 	mw.banner.hide()
 	mw.dropped(nowhere, []fyne.URI{storage.NewFileURI(file), storage.NewFileURI(good)})
-	h.waitFor(t, 5*time.Second, "a mixed drop handled", func() bool { return len(mw.projects) == 2 })
+	h.q.WaitFor(t, 5*time.Second, "a mixed drop handled", func() bool { return len(mw.projects) == 2 })
 	if msg := mw.banner.text.Text; !strings.Contains(msg, "Added good one") || !strings.Contains(msg, "is a file") {
 		t.Errorf("banner = %q, want both outcomes", msg)
 	}
@@ -119,7 +119,7 @@ func TestMainWindowDropOnProjectOpensNewSession(t *testing.T) {
 	second := h.addProject(t, "second")
 	mw := h.mainWindow(t)
 	mw.win.Resize(fyne.NewSize(760, 560))
-	h.waitFor(t, 5*time.Second, "two project rows", func() bool { return len(mw.projects) == 2 && shows(mw.win, "second") })
+	h.q.WaitFor(t, 5*time.Second, "two project rows", func() bool { return len(mw.projects) == 2 && shows(mw.win, "second") })
 
 	var row *projectItem
 	for _, it := range mw.projItems {
@@ -139,7 +139,7 @@ func TestMainWindowDropOnProjectOpensNewSession(t *testing.T) {
 	if ns == nil {
 		t.Fatal("a drop on a project row opened no New Session window")
 	}
-	h.waitFor(t, 5*time.Second, "New Session with the project selected", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "New Session with the project selected", func() bool {
 		p, ok := ns.selected()
 		return ok && p.ID == second.ID
 	})
@@ -164,7 +164,7 @@ func TestMainWindowFollowsSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	row := func(id string) *sessionRow { return mw.byID[id] }
-	h.waitFor(t, 20*time.Second, "the quick session stopped and the long one running, in the list", func() bool {
+	h.q.WaitFor(t, 20*time.Second, "the quick session stopped and the long one running, in the list", func() bool {
 		q, l := row(quick.ID), row(long.ID)
 		return q != nil && l != nil && q.cells.state == "finished" && l.cells.state == "working"
 	})
@@ -176,10 +176,10 @@ func TestMainWindowFollowsSessions(t *testing.T) {
 	}
 
 	// Stats arrive from the guest every 2 s; only the long row moves on.
-	h.waitFor(t, 15*time.Second, "CPU and memory of the running session", func() bool {
+	h.q.WaitFor(t, 15*time.Second, "CPU and memory of the running session", func() bool {
 		return row(long.ID).cells.cpu != "—" && strings.Contains(row(long.ID).cells.mem, "iB")
 	})
-	h.waitFor(t, 5*time.Second, "the uptime ticking", func() bool { return mw.rowUpdates[long.ID] > 2 })
+	h.q.WaitFor(t, 5*time.Second, "the uptime ticking", func() bool { return mw.rowUpdates[long.ID] > 2 })
 	// The window's own loop applies the guest's stats meanwhile: a try
 	// that one of those came between counts for nothing, and is made
 	// again (the row then shows other figures than these).
@@ -204,7 +204,7 @@ func TestMainWindowFollowsSessions(t *testing.T) {
 	if _, err := h.env.Manager.Stop(ctx, long.ID); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(t, 20*time.Second, "the stopped state in the list", func() bool {
+	h.q.WaitFor(t, 20*time.Second, "the stopped state in the list", func() bool {
 		return row(long.ID).cells.state == "stopped by you" && row(long.ID).cells.cpu == "—"
 	})
 	if !shows(mw.win, "stopped by you") || shows(mw.win, "143") || shows(mw.win, "exit") {
@@ -215,7 +215,7 @@ func TestMainWindowFollowsSessions(t *testing.T) {
 	if err := h.env.Manager.Remove(ctx, quick.ID, true); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(t, 5*time.Second, "the removed session gone from the list", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the removed session gone from the list", func() bool {
 		return row(quick.ID) == nil && len(mw.sessions) == 1 && shows(mw.win, "1 session")
 	})
 
@@ -248,12 +248,10 @@ func TestMainWindowBatchesUpdates(t *testing.T) {
 	eb := &eventBackend{Service: h.env.Manager, events: make(chan session.Event)}
 	h.u.Backend = eb
 	mw := h.mainWindow(t)
-	h.waitFor(t, 5*time.Second, "the session listed", func() bool { return mw.byID[s.ID] != nil })
+	h.q.WaitFor(t, 5*time.Second, "the session listed", func() bool { return mw.byID[s.ID] != nil })
 
-	h.q.drain()
-	h.q.mu.Lock()
-	h.q.posts = 0
-	h.q.mu.Unlock()
+	h.q.Drain()
+	postsBefore := h.q.Posts()
 	start := time.Now()
 	const n = 3000
 	for i := range n {
@@ -261,10 +259,8 @@ func TestMainWindowBatchesUpdates(t *testing.T) {
 		eb.events <- session.Event{Session: s.ID, Kind: session.EventLog, Log: &store.LogLine{Text: "noise"}}
 	}
 	elapsed := time.Since(start)
-	h.waitFor(t, 5*time.Second, "the last stats shown", func() bool { return mw.byID[s.ID].cells.cpu == "99%" })
-	h.q.mu.Lock()
-	posts := h.q.posts
-	h.q.mu.Unlock()
+	h.q.WaitFor(t, 5*time.Second, "the last stats shown", func() bool { return mw.byID[s.ID].cells.cpu == "99%" })
+	posts := h.q.Posts() - postsBefore
 	// One update per frame at most, plus the one in flight at each end.
 	if limit := int(time.Since(start)/uiFrame) + 2; posts > limit {
 		t.Errorf("%d events in %s made %d window updates, want at most %d (30 a second)", 2*n, elapsed, posts, limit)

@@ -23,7 +23,7 @@ func TestNewSessionMissingKey(t *testing.T) {
 				t.Fatalf("agent %q, Start enabled %v", w.agent.Selected, !w.start.Disabled())
 			}
 			test.Tap(w.start)
-			h.waitFor(t, 10*time.Second, "Start refused for want of the key", func() bool { return !w.starting && w.status.Text != "Starting…" })
+			h.q.WaitFor(t, 10*time.Second, "Start refused for want of the key", func() bool { return !w.starting && w.status.Text != "Starting…" })
 			if w.status.Text != missingKeyText || !w.keyBox.Visible() || !sees(w.win, "Add your Anthropic key…") {
 				t.Fatalf("New Session shows %q (button shown %v); want %q and the button", w.status.Text, w.keyBox.Visible(), missingKeyText)
 			}
@@ -52,7 +52,7 @@ func TestNewSessionMissingKey(t *testing.T) {
 				test.Type(fw.key.entry, key)
 				test.Tap(fw.key.save)
 			}
-			h.waitFor(t, 5*time.Second, "the missing-key error gone", func() bool { return !w.keyBox.Visible() })
+			h.q.WaitFor(t, 5*time.Second, "the missing-key error gone", func() bool { return !w.keyBox.Visible() })
 			if v, _ := h.secrets.get(secrets.AnthropicAPIKey); v != key {
 				t.Errorf("the keyring holds %q", v)
 			}

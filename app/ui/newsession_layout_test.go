@@ -31,7 +31,7 @@ func TestNewSessionCustomCommandFits(t *testing.T) {
 	frame.settle(w.win.Canvas())
 	size := w.win.Canvas().Size()
 	w.agent.SetSelected(agentCustom)
-	h.q.drain()
+	h.q.Drain()
 	frame.settle(w.win.Canvas())
 
 	cmdPos, cmdSize := at(w.command)
@@ -54,7 +54,7 @@ func TestNewSessionCustomCommandFits(t *testing.T) {
 	// In a window too small for the form, the fields keep their sizes
 	// and scroll.
 	w.win.Resize(fyne.NewSize(620, 300))
-	h.q.drain()
+	h.q.Drain()
 	frame.settle(w.win.Canvas())
 	if _, s := at(w.prompt); s.Height < w.prompt.MinSize().Height {
 		t.Errorf("in a small window the prompt is %v high, wants %v: squeezed, not scrolled", s.Height, w.prompt.MinSize().Height)
@@ -75,7 +75,7 @@ func TestNewSessionNoErrorBeforeTyping(t *testing.T) {
 	h := newAppHarness(t)
 	p := h.addProject(t, "quiet")
 	w := h.newSession(t, p.ID)
-	h.waitFor(t, 5*time.Second, "the branches loaded", func() bool { return w.branchesOf == p.ID })
+	h.q.WaitFor(t, 5*time.Second, "the branches loaded", func() bool { return w.branchesOf == p.ID })
 	noError := func(when string) {
 		t.Helper()
 		if w.problems.Visible() || w.status.Visible() || shows(w.win, "Agent:") {
@@ -109,7 +109,7 @@ func TestNewSessionFieldsStayPut(t *testing.T) {
 	frame.settle(w.win.Canvas())
 	w.agent.SetSelected(agentCustom)
 	test.Type(w.command, "true")
-	h.q.drain()
+	h.q.Drain()
 	frame.settle(w.win.Canvas())
 	fields := map[string]fyne.CanvasObject{"vCPU slider": w.cpus, "memory": w.memory, "disk": w.disk, "timeout": w.timeout,
 		"network": w.network, "command": w.command, "Start": w.start}
@@ -120,7 +120,7 @@ func TestNewSessionFieldsStayPut(t *testing.T) {
 	retype(w.command, "")
 	retype(w.disk, "5000")
 	retype(w.timeout, "soon")
-	h.q.drain()
+	h.q.Drain()
 	frame.settle(w.win.Canvas())
 	if !w.problems.Visible() || strings.Count(w.problems.Text, "\n") < 2 {
 		t.Fatalf("three problems, shown as %q", w.problems.Text)
@@ -147,7 +147,7 @@ func TestNewSessionBranchesAndMemory(t *testing.T) {
 	sessiontest.Git(t, p.Path, "branch", "feature/login")
 	sessiontest.Git(t, p.Path, "switch", "-q", "-c", "work")
 	w := h.newSession(t, p.ID)
-	h.waitFor(t, 5*time.Second, "the branches loaded", func() bool { return w.branchesOf == p.ID })
+	h.q.WaitFor(t, 5*time.Second, "the branches loaded", func() bool { return w.branchesOf == p.ID })
 	if w.base.Text != "work" {
 		t.Errorf("base %q, want work, the branch checked out in the repository", w.base.Text)
 	}
@@ -193,7 +193,7 @@ func TestNewSessionBranchesAndMemory(t *testing.T) {
 	var opened []string
 	h.u.OpenSession = func(id string) { opened = append(opened, id) }
 	test.Tap(w.start)
-	h.waitFor(t, 10*time.Second, "the session started", func() bool { return len(opened) == 1 })
+	h.q.WaitFor(t, 10*time.Second, "the session started", func() bool { return len(opened) == 1 })
 	s, err := h.env.Manager.Get(context.Background(), opened[0])
 	if err != nil || s.Base != "feature/login" || s.Limits.MemoryMiB != 4096 {
 		t.Errorf("started on %q with %d MiB (%v); want feature/login, 4096 MiB", s.Base, s.Limits.MemoryMiB, err)
@@ -253,7 +253,7 @@ func TestNewSessionClosesFromEveryField(t *testing.T) {
 			} else {
 				pressShortcut(w.win, closeShortcut())
 			}
-			h.q.drain()
+			h.q.Drain()
 			if isOpen(w.win) || h.u.newSessWin != nil {
 				t.Errorf("%s in the %s field leaves New Session open", key, name)
 				w.win.Close()

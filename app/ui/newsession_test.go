@@ -21,7 +21,7 @@ func (h *appHarness) newSession(t *testing.T, id int64) *newSessionWindow {
 	t.Helper()
 	h.u.ShowNewSession(id)
 	w := h.u.newSessWin
-	h.waitFor(t, 5*time.Second, "New Session's first load", func() bool { return w.loaded })
+	h.q.WaitFor(t, 5*time.Second, "New Session's first load", func() bool { return w.loaded })
 	return w
 }
 
@@ -106,7 +106,7 @@ func TestNewSessionStartsCustomAgent(t *testing.T) {
 		t.Fatalf("Start is disabled: %q", w.problems.Text)
 	}
 	test.Tap(w.start)
-	h.waitFor(t, 10*time.Second, "the New Session window closed and the session opened", func() bool {
+	h.q.WaitFor(t, 10*time.Second, "the New Session window closed and the session opened", func() bool {
 		return h.u.newSessWin == nil && len(opened) == 1
 	})
 	s, err := h.env.Manager.Get(context.Background(), opened[0])
@@ -117,7 +117,7 @@ func TestNewSessionStartsCustomAgent(t *testing.T) {
 		s.Agent.Kind != "custom" || fmt.Sprint(s.Agent.Args) != "[-c echo hello from the agent]" {
 		t.Errorf("started %+v", s)
 	}
-	h.waitFor(t, 20*time.Second, "the session listed and stopped", func() bool {
+	h.q.WaitFor(t, 20*time.Second, "the session listed and stopped", func() bool {
 		r := mw.byID[s.ID]
 		return r != nil && r.cells.state == "finished" && shows(mw.win, "finished")
 	})
@@ -134,7 +134,7 @@ func TestNewSessionShowsBackendErrors(t *testing.T) {
 	}
 	test.Type(w.prompt, "keep me")
 	test.Tap(w.start)
-	h.waitFor(t, 10*time.Second, "the backend's error shown", func() bool {
+	h.q.WaitFor(t, 10*time.Second, "the backend's error shown", func() bool {
 		return !w.starting && strings.Contains(w.status.Text, "No project")
 	})
 	if h.u.newSessWin != w || w.prompt.Text != "keep me" || w.start.Disabled() {
@@ -175,7 +175,7 @@ func TestNewSessionNetworkMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := h.newSession(t, plain.ID)
-	h.waitFor(t, 5*time.Second, "the default mode shown", func() bool { return strings.Contains(w.networkHint.Text, "The default") })
+	h.q.WaitFor(t, 5*time.Second, "the default mode shown", func() bool { return strings.Contains(w.networkHint.Text, "The default") })
 	if w.network.Selected != "Allowlist" {
 		t.Errorf("a project with no rules: %q, want Allowlist", w.network.Selected)
 	}
@@ -185,7 +185,7 @@ func TestNewSessionNetworkMode(t *testing.T) {
 
 	// Another project's mode line shows, until the person chooses.
 	w.project.SetSelected("open")
-	h.waitFor(t, 5*time.Second, "the project's mode shown", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the project's mode shown", func() bool {
 		return w.network.Selected == "Open" && strings.Contains(w.networkHint.Text, "From the project's settings")
 	})
 	if o, _ := w.options(); o.Network != "" {
@@ -212,7 +212,7 @@ func TestNewSessionNetworkMode(t *testing.T) {
 	var opened []string
 	h.u.OpenSession = func(id string) { opened = append(opened, id) }
 	test.Tap(w.start)
-	h.waitFor(t, 10*time.Second, "the session started", func() bool { return len(opened) == 1 })
+	h.q.WaitFor(t, 10*time.Second, "the session started", func() bool { return len(opened) == 1 })
 	s, err := h.env.Manager.Get(ctx, opened[0])
 	if err != nil || !s.Limits.Network || s.Limits.NetMode != session.NetworkAllowlist {
 		t.Errorf("started %+v, %v; want the network on in mode allowlist", s.Limits, err)

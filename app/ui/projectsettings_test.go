@@ -20,7 +20,7 @@ func (h *appHarness) projectSettings(t *testing.T, p store.Project) *projectSett
 	t.Helper()
 	mw := h.mainWindow(t)
 	mw.win.Resize(fyne.NewSize(900, 600))
-	h.waitFor(t, 5*time.Second, "the project's row", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the project's row", func() bool {
 		return slices.ContainsFunc(mw.projects, func(x store.Project) bool { return x.ID == p.ID })
 	})
 	var row *projectItem
@@ -37,7 +37,7 @@ func (h *appHarness) projectSettings(t *testing.T, p store.Project) *projectSett
 	if w == nil {
 		t.Fatal("the row's settings button opened no window")
 	}
-	h.waitFor(t, 5*time.Second, "the project's settings read", func() bool { return w.loaded && w.rules != nil && w.rules.loaded })
+	h.q.WaitFor(t, 5*time.Second, "the project's settings read", func() bool { return w.loaded && w.rules != nil && w.rules.loaded })
 	return w
 }
 
@@ -82,7 +82,7 @@ func TestProjectSettingsSecrets(t *testing.T) {
 
 	test.Tap(w.checks["GITHUB_TOKEN"])
 	test.Tap(w.secretsSave)
-	h.waitFor(t, 5*time.Second, "the choice saved", func() bool { return strings.HasPrefix(w.secretsStatus.Text, "Saved") })
+	h.q.WaitFor(t, 5*time.Second, "the choice saved", func() bool { return strings.HasPrefix(w.secretsStatus.Text, "Saved") })
 	if got, err := h.env.Manager.ProjectSecrets(ctx, p.ID); err != nil || !slices.Equal(got, []string{"GITHUB_TOKEN", "NPM_TOKEN"}) {
 		t.Errorf("the project's secrets are %q, %v; want GITHUB_TOKEN and NPM_TOKEN, GONE_TOKEN dropped", got, err)
 	}
@@ -91,7 +91,7 @@ func TestProjectSettingsSecrets(t *testing.T) {
 	}
 	test.Tap(w.checks["GITHUB_TOKEN"])
 	test.Tap(w.secretsSave)
-	h.waitFor(t, 5*time.Second, "the second choice saved", func() bool { return strings.Contains(w.secretsStatus.Text, "get NPM_TOKEN and") })
+	h.q.WaitFor(t, 5*time.Second, "the second choice saved", func() bool { return strings.Contains(w.secretsStatus.Text, "get NPM_TOKEN and") })
 
 	// A session of the project gets what was saved.
 	s, err := h.env.Manager.Start(ctx, session.Options{Project: p.Name, MemoryMiB: 512,
@@ -121,14 +121,14 @@ func TestProjectSettingsNetworkRules(t *testing.T) {
 	}
 	retype(e.text, "deny\n")
 	test.Tap(e.save)
-	h.waitFor(t, 5*time.Second, "the bad line shown", func() bool { return strings.Contains(e.status.Text, "Line 1") })
+	h.q.WaitFor(t, 5*time.Second, "the bad line shown", func() bool { return strings.Contains(e.status.Text, "Line 1") })
 	if v, ok, _ := h.env.Store.ProjectSetting(ctx, p.ID, store.ProjectNetwork); ok {
 		t.Errorf("a refused text was saved: %q", v)
 	}
 	e.mode.SetSelected("Allowlist")
 	retype(e.text, "mode allowlist\nallow db.example.com:5432\n")
 	test.Tap(e.save)
-	h.waitFor(t, 5*time.Second, "the rules saved", func() bool { return strings.HasPrefix(e.status.Text, "Saved") })
+	h.q.WaitFor(t, 5*time.Second, "the rules saved", func() bool { return strings.HasPrefix(e.status.Text, "Saved") })
 	if v, _, _ := h.env.Store.ProjectSetting(ctx, p.ID, store.ProjectNetwork); v != "mode allowlist\nallow db.example.com:5432\n" {
 		t.Errorf("the project's rules are %q", v)
 	}

@@ -3,9 +3,7 @@ package ui
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
@@ -13,79 +11,16 @@ import (
 	"sandbar/app/session"
 	"sandbar/app/session/sessiontest"
 	"sandbar/app/store"
+	"sandbar/app/ui/internal/uitest"
 	sbwidget "sandbar/app/ui/widget"
 )
-
-// swQueue stands in for fyne.Do in these tests: goroutines post to it
-// and the test goroutine, which is the UI goroutine here, runs what they
-// posted while it waits. So widgets are touched by one goroutine, as in
-// the app, and -race checks it.
-type swQueue struct {
-	mu   sync.Mutex
-	fns  []func()
-	wake chan struct{}
-}
-
-func newSWQueue() *swQueue { return &swQueue{wake: make(chan struct{}, 1)} }
-
-func (q *swQueue) post(f func()) {
-	q.mu.Lock()
-	q.fns = append(q.fns, f)
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-// drain runs what was posted, and what that posts, until nothing is left.
-func (q *swQueue) drain() {
-	for {
-		q.mu.Lock()
-		fns := q.fns
-		q.fns = nil
-		q.mu.Unlock()
-		if len(fns) == 0 {
-			return
-		}
-		for _, f := range fns {
-			f()
-		}
-	}
-}
-
-// waitFor runs the UI until cond holds, or fails the test after d saying
-// what did not happen.
-func (q *swQueue) waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	poll := time.NewTicker(20 * time.Millisecond) // for conditions outside the UI (the store, git)
-	defer poll.Stop()
-	for {
-		q.drain()
-		if cond() {
-			return
-		}
-		select {
-		case <-q.wake:
-		case <-poll.C:
-		case <-deadline.C:
-			q.drain()
-			if cond() {
-				return
-			}
-			t.Fatalf("after %s: %s did not happen", d, what)
-		}
-	}
-}
 
 // swHarness is one test's Sandbar UI over a real session.Manager (real
 // SQLite, git and guest supervisor; only the VM is in-process).
 type swHarness struct {
 	env *sessiontest.Env
 	u   *UI
-	q   *swQueue
+	q   *uitest.Queue
 }
 
 func newSWHarness(t *testing.T) *swHarness {
@@ -93,8 +28,8 @@ func newSWHarness(t *testing.T) *swHarness {
 	a := test.NewTempApp(t)
 	env := sessiontest.New(t)
 	u := New(a, env.Manager, nil)
-	q := newSWQueue()
-	u.post = q.post
+	q := uitest.NewQueue()
+	u.post = q.Post
 	t.Cleanup(func() {
 		for _, w := range append([]fyne.Window(nil), a.Driver().AllWindows()...) {
 			w.Close()

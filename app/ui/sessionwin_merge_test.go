@@ -59,7 +59,7 @@ func TestSessionWindowMergeActions(t *testing.T) {
 	w := h.open(t, s.ID)
 	h.env.WaitState(t, s.ID, session.StateStopped, 30*time.Second)
 	cur := sessiontest.Git(t, repo, "symbolic-ref", "--short", "HEAD")
-	h.q.waitFor(t, 30*time.Second, "the merge actions named for "+cur+", and the commit Sandbar made", func() bool {
+	h.q.WaitFor(t, 30*time.Second, "the merge actions named for "+cur+", and the commit Sandbar made", func() bool {
 		return w.merge.Text == "Merge into "+cur && !w.merge.Disabled() && w.target.AutoCommit != ""
 	})
 	if want := "Create branch " + s.Branch; w.branch.Text != want || w.branch.Disabled() {
@@ -74,7 +74,7 @@ func TestSessionWindowMergeActions(t *testing.T) {
 	os.WriteFile(readme, []byte("mine\n"), 0o644)
 	head := sessiontest.Git(t, repo, "rev-parse", "HEAD")
 	test.Tap(w.merge)
-	h.q.waitFor(t, 30*time.Second, "the refusal", func() bool { return strings.HasPrefix(w.notice.text(), "Not merged") })
+	h.q.WaitFor(t, 30*time.Second, "the refusal", func() bool { return strings.HasPrefix(w.notice.text(), "Not merged") })
 	if msg := w.notice.text(); !strings.Contains(msg, "your working tree has uncommitted changes in 1 file (README.md): commit or stash them first") {
 		t.Errorf("refusal = %q", msg)
 	}
@@ -83,9 +83,9 @@ func TestSessionWindowMergeActions(t *testing.T) {
 	}
 	sessiontest.Git(t, repo, "checkout", "--", "README.md")
 
-	h.q.waitFor(t, 30*time.Second, "Merge into to be on again", func() bool { return !w.merge.Disabled() })
+	h.q.WaitFor(t, 30*time.Second, "Merge into to be on again", func() bool { return !w.merge.Disabled() })
 	test.Tap(w.merge)
-	h.q.waitFor(t, 30*time.Second, "the merge's result", func() bool { return strings.HasPrefix(w.notice.text(), "Merged into "+cur) })
+	h.q.WaitFor(t, 30*time.Second, "the merge's result", func() bool { return strings.HasPrefix(w.notice.text(), "Merged into "+cur) })
 	for _, f := range []string{"work.txt", "draft.txt"} {
 		if _, err := os.Stat(filepath.Join(repo, f)); err != nil {
 			t.Errorf("%s is not in the repository's working tree: %v", f, err)
@@ -94,7 +94,7 @@ func TestSessionWindowMergeActions(t *testing.T) {
 	if st := sessiontest.Git(t, repo, "status", "--porcelain"); st != "" {
 		t.Errorf("the repository is not clean after the merge: %q", st)
 	}
-	h.q.waitFor(t, 30*time.Second, "the merged state beneath the actions", func() bool {
+	h.q.WaitFor(t, 30*time.Second, "the merged state beneath the actions", func() bool {
 		return strings.Contains(w.mergeNote.Text, "Merged into "+cur+" at ") && strings.Contains(w.mergeNote.Text, "The session's work is already in "+cur+".") &&
 			w.merge.Disabled()
 	})
@@ -110,7 +110,7 @@ func TestSessionWindowNothingToMerge(t *testing.T) {
 	s, _ := h.start(t, "true")
 	w := h.open(t, s.ID)
 	h.env.WaitState(t, s.ID, session.StateStopped, 30*time.Second)
-	h.q.waitFor(t, 30*time.Second, "the reason there is nothing to merge", func() bool {
+	h.q.WaitFor(t, 30*time.Second, "the reason there is nothing to merge", func() bool {
 		return w.mergeNote.Text == "Nothing to merge: the session made no changes."
 	})
 	if !w.branch.Disabled() || !w.merge.Disabled() {

@@ -44,7 +44,7 @@ func (h *swHarness) openNetwork(t *testing.T, id string) *sessionWindow {
 	t.Helper()
 	w := h.open(t, id)
 	selectTab(t, w.tabs, tabNetwork)
-	h.q.waitFor(t, 10*time.Second, "the Network tab's first load", func() bool { return w.net.loaded })
+	h.q.WaitFor(t, 10*time.Second, "the Network tab's first load", func() bool { return w.net.loaded })
 	return w
 }
 
@@ -61,7 +61,7 @@ func TestSessionWindowNetworkDenialsAndAllow(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := h.openNetwork(t, s.ID)
-	h.q.waitFor(t, 5*time.Second, "the stored denial and the allowed count shown", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the stored denial and the allowed count shown", func() bool {
 		return deniedItemFor(w, "github.com") != nil && strings.Contains(w.net.counts.Text, "142 allowed connections")
 	})
 	if !strings.HasPrefix(w.net.summary.Text, "Allowlist") {
@@ -77,7 +77,7 @@ func TestSessionWindowNetworkDenialsAndAllow(t *testing.T) {
 	now := time.Now()
 	w.net.event(denial("github.com", 22, "tcp", now))
 	w.net.event(denial("time.example.com", 123, "udp", now.Add(time.Millisecond)))
-	h.q.waitFor(t, 5*time.Second, "the live denials shown", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the live denials shown", func() bool {
 		udp := deniedItemFor(w, "time.example.com")
 		return udp != nil && udp.dest.Text == "time.example.com:123/udp" && strings.HasPrefix(deniedItemFor(w, "github.com").meta.Text, "3 times")
 	})
@@ -89,7 +89,7 @@ func TestSessionWindowNetworkDenialsAndAllow(t *testing.T) {
 	// once, and the row says so.
 	it = deniedItemFor(w, "github.com")
 	test.Tap(it.forSession)
-	h.q.waitFor(t, 5*time.Second, "the row saying it is allowed", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the row saying it is allowed", func() bool {
 		it := deniedItemFor(w, "github.com")
 		return it != nil && strings.HasPrefix(it.reason.Text, "Allowed for this session — try again")
 	})
@@ -100,11 +100,11 @@ func TestSessionWindowNetworkDenialsAndAllow(t *testing.T) {
 	if !it.forSession.Disabled() || !it.forProject.Disabled() {
 		t.Error("the allowed row still offers Allow")
 	}
-	h.q.waitFor(t, 5*time.Second, "the summary counting the session's rule", func() bool { return strings.Contains(w.net.summary.Text, "1 of this session's own") })
+	h.q.WaitFor(t, 5*time.Second, "the summary counting the session's rule", func() bool { return strings.Contains(w.net.summary.Text, "1 of this session's own") })
 
 	// Allow for this project: in the project's settings.
 	test.Tap(deniedItemFor(w, "time.example.com").forProject)
-	h.q.waitFor(t, 5*time.Second, "the UDP row saying it is allowed", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the UDP row saying it is allowed", func() bool {
 		return strings.HasPrefix(deniedItemFor(w, "time.example.com").reason.Text, "Allowed for this project — try again")
 	})
 	if v, _, err := h.env.Store.ProjectSetting(ctx, s.ProjectID, store.ProjectNetwork); err != nil || v != "allow time.example.com:123/udp\n" {
@@ -114,7 +114,7 @@ func TestSessionWindowNetworkDenialsAndAllow(t *testing.T) {
 	// Denied again after the Allow: the row is back as it was, with its
 	// buttons.
 	w.net.event(denial("github.com", 22, "tcp", time.Now().Add(time.Second)))
-	h.q.waitFor(t, 5*time.Second, "the row denied again", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the row denied again", func() bool {
 		it := deniedItemFor(w, "github.com")
 		return it != nil && strings.Contains(it.reason.Text, "not in the session's allowlist") && !it.forSession.Disabled()
 	})
@@ -127,7 +127,7 @@ func TestSessionWindowNetworkIsBounded(t *testing.T) {
 	s, _ := h.start(t, "sleep 60")
 	h.env.WaitState(t, s.ID, session.StateRunning, 20*time.Second)
 	w := h.openNetwork(t, s.ID)
-	h.q.waitFor(t, 10*time.Second, "the window to show the session running", func() bool { return !w.chat.Disabled() })
+	h.q.WaitFor(t, 10*time.Second, "the window to show the session running", func() bool { return !w.chat.Disabled() })
 	before := w.win.Content().MinSize()
 	long := strings.Repeat("a-very-long-label.", 13) + "example.com"
 	ev := denial(long, 443, "tcp", time.Now())
@@ -136,9 +136,9 @@ func TestSessionWindowNetworkIsBounded(t *testing.T) {
 	for i := range 3 * maxDeniedRows {
 		w.net.event(denial(fmt.Sprintf("h%d.example.com", i), 443, "tcp", time.Now()))
 	}
-	h.q.waitFor(t, 10*time.Second, "the denials listed", func() bool { return len(w.net.denied) == maxDeniedRows })
+	h.q.WaitFor(t, 10*time.Second, "the denials listed", func() bool { return len(w.net.denied) == maxDeniedRows })
 	w.net.list.Select(0)
-	h.q.drain()
+	h.q.Drain()
 	if after := w.win.Content().MinSize(); after.Width > before.Width || after.Height > before.Height {
 		t.Errorf("the window's minimum size went from %v to %v", before, after)
 	}
@@ -168,7 +168,7 @@ func TestSessionWindowPorts(t *testing.T) {
 		t.Fatal(err)
 	}
 	line := fmt.Sprintf("localhost:%d ⟶ guest port 5173", p.Host)
-	h.q.waitFor(t, 5*time.Second, "the published port listed", func() bool { return shows(w.win, line) })
+	h.q.WaitFor(t, 5*time.Second, "the published port listed", func() bool { return shows(w.win, line) })
 	if w.net.portsNote.Visible() {
 		t.Errorf("with a port the note still says %q", w.net.portsNote.Text)
 	}
@@ -177,21 +177,21 @@ func TestSessionWindowPorts(t *testing.T) {
 		t.Errorf("Open launched %q, want %q", launched, want)
 	}
 	test.Tap(buttonIn(t, w.net.portList, "Unpublish"))
-	h.q.waitFor(t, 5*time.Second, "the port unpublished", func() bool { return len(w.net.ports) == 0 && !shows(w.win, line) })
+	h.q.WaitFor(t, 5*time.Second, "the port unpublished", func() bool { return len(w.net.ports) == 0 && !shows(w.win, line) })
 	if ports, _ := h.env.Manager.Ports(ctx, s.ID); len(ports) != 0 {
 		t.Errorf("the session still publishes %v", ports)
 	}
 
 	test.Type(w.net.guestPort, "8081")
 	test.Tap(w.net.publish)
-	h.q.waitFor(t, 5*time.Second, "a port published from the window", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "a port published from the window", func() bool {
 		return len(w.net.ports) == 1 && w.net.ports[0].Guest == 8081 && strings.HasPrefix(w.net.portsStatus.Text, "Published")
 	})
 
 	if _, err := h.env.Manager.Stop(ctx, s.ID); err != nil {
 		t.Fatal(err)
 	}
-	h.q.waitFor(t, 20*time.Second, "the ports gone with the session", func() bool {
+	h.q.WaitFor(t, 20*time.Second, "the ports gone with the session", func() bool {
 		return len(w.net.ports) == 0 && strings.HasPrefix(w.net.portsNote.Text, "None: ports are published while the session runs") && w.net.publish.Disabled()
 	})
 }
@@ -205,7 +205,7 @@ func TestSessionWindowNetworkOff(t *testing.T) {
 	}
 	h.env.WaitState(t, s.ID, session.StateRunning, 20*time.Second)
 	w := h.openNetwork(t, s.ID)
-	h.q.waitFor(t, 5*time.Second, "the tab saying there is no network", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the tab saying there is no network", func() bool {
 		return strings.HasPrefix(w.net.summary.Text, "Off: the session runs without a network card") &&
 			strings.Contains(w.net.portsNote.Text, "without a network")
 	})

@@ -41,7 +41,7 @@ func TestSessionWindowFilesWithoutFileManager(t *testing.T) {
 	h := newSWHarness(t)
 	s, _ := h.start(t, `echo hi > made.txt; echo ready; while read l; do :; done`)
 	w := h.open(t, s.ID)
-	h.q.waitFor(t, 30*time.Second, "the agent to start", func() bool { return logHas(w.logs, "ready") })
+	h.q.WaitFor(t, 30*time.Second, "the agent to start", func() bool { return logHas(w.logs, "ready") })
 	var files *openerButton
 	for _, b := range w.openers {
 		if b.o.label == "Files" {
@@ -51,10 +51,10 @@ func TestSessionWindowFilesWithoutFileManager(t *testing.T) {
 	if files == nil {
 		t.Fatal("no Files button")
 	}
-	h.q.waitFor(t, 30*time.Second, "Files enabled", func() bool { return !files.btn.Disabled() })
+	h.q.WaitFor(t, 30*time.Second, "Files enabled", func() bool { return !files.btn.Disabled() })
 	test.Tap(files.btn)
 	export := h.env.Paths.SessionDir(s.ID).Export()
-	h.q.waitFor(t, 30*time.Second, "the window to say no app opened the folder", func() bool {
+	h.q.WaitFor(t, 30*time.Second, "the window to say no app opened the folder", func() bool {
 		return w.notice.button("Copy path") != nil
 	})
 	msg := w.notice.text()

@@ -101,8 +101,8 @@ func TestSessionWindowOpenButtons(t *testing.T) {
 		launched = append(launched, c.Dir+"|"+strings.Join(c.Args, " "))
 		return nil
 	}
-	h.q.waitFor(t, 30*time.Second, "the agent to write its file", func() bool { return logHas(w.logs, "ready") })
-	h.q.waitFor(t, 30*time.Second, "the open buttons to be enabled", func() bool {
+	h.q.WaitFor(t, 30*time.Second, "the agent to write its file", func() bool { return logHas(w.logs, "ready") })
+	h.q.WaitFor(t, 30*time.Second, "the open buttons to be enabled", func() bool {
 		return !w.openers[0].btn.Disabled() || w.openers[0].o.missing != ""
 	})
 	if !strings.Contains(w.openMsg.Text, "read-only copy") || !strings.Contains(w.openMsg.Text, "VM") {
@@ -119,7 +119,7 @@ func TestSessionWindowOpenButtons(t *testing.T) {
 		}
 		test.Tap(b.btn)
 		tapped++
-		h.q.waitFor(t, 30*time.Second, b.o.label+" to launch", func() bool { return len(launched) == tapped || w.notice.text() != "" })
+		h.q.WaitFor(t, 30*time.Second, b.o.label+" to launch", func() bool { return len(launched) == tapped || w.notice.text() != "" })
 	}
 	if w.notice.text() != "" {
 		t.Fatalf("opening the copy failed: %s", w.notice.text())
@@ -151,7 +151,7 @@ func TestSessionWindowOpenButtons(t *testing.T) {
 	if err := h.env.Manager.Chat(context.Background(), s.ID, "v2"); err != nil {
 		t.Fatal(err)
 	}
-	h.q.waitFor(t, 30*time.Second, "the agent to write again", func() bool { return logHas(w.logs, "wrote v2") })
+	h.q.WaitFor(t, 30*time.Second, "the agent to write again", func() bool { return logHas(w.logs, "wrote v2") })
 	launched = nil
 	for _, b := range w.openers {
 		if b.o.missing == "" {
@@ -159,7 +159,7 @@ func TestSessionWindowOpenButtons(t *testing.T) {
 			break
 		}
 	}
-	h.q.waitFor(t, 30*time.Second, "the second launch", func() bool { return len(launched) == 1 || w.notice.text() != "" })
+	h.q.WaitFor(t, 30*time.Second, "the second launch", func() bool { return len(launched) == 1 || w.notice.text() != "" })
 	if b, err := os.ReadFile(filepath.Join(export, "made.txt")); err != nil || string(b) != "v2\n" {
 		t.Errorf("the copy was not refreshed: %q, %v", b, err)
 	}

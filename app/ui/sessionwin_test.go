@@ -28,11 +28,11 @@ func TestSessionWindowLiveLogAndChat(t *testing.T) {
 	s, _ := h.start(t, echoAgent)
 	w := h.open(t, s.ID)
 
-	h.q.waitFor(t, 30*time.Second, "the agent's first line in the log view", func() bool {
+	h.q.WaitFor(t, 30*time.Second, "the agent's first line in the log view", func() bool {
 		t.Logf("state %q lines %q", w.state.Text, w.logs.Lines())
 		return logHas(w.logs, "hello-from-agent")
 	})
-	h.q.waitFor(t, 30*time.Second, "the header saying the agent works", func() bool {
+	h.q.WaitFor(t, 30*time.Second, "the header saying the agent works", func() bool {
 		return strings.HasPrefix(w.state.Text, "Working") && !w.chat.Disabled()
 	})
 	if w.stop.Disabled() || !w.restart.Disabled() {
@@ -50,7 +50,7 @@ func TestSessionWindowLiveLogAndChat(t *testing.T) {
 	if w.chat.Text != "" {
 		t.Errorf("chat entry keeps %q after sending", w.chat.Text)
 	}
-	h.q.waitFor(t, 30*time.Second, "the agent's reply to the chat", func() bool { return logHas(w.logs, "got: ping from the window") })
+	h.q.WaitFor(t, 30*time.Second, "the agent's reply to the chat", func() bool { return logHas(w.logs, "got: ping from the window") })
 	if w.chatNote.Visible() {
 		t.Errorf("chat note shown after a good send: %q", w.chatNote.Text)
 	}
@@ -60,11 +60,11 @@ func TestSessionWindowExecConsole(t *testing.T) {
 	h := newSWHarness(t)
 	s, _ := h.start(t, echoAgent)
 	w := h.open(t, s.ID)
-	h.q.waitFor(t, 30*time.Second, "the exec console to open", func() bool { return !w.exec.run.Disabled() })
+	h.q.WaitFor(t, 30*time.Second, "the exec console to open", func() bool { return !w.exec.run.Disabled() })
 
 	test.Type(w.exec.entry, "echo exec-out; echo exec-err >&2; pwd")
 	test.Tap(w.exec.run)
-	h.q.waitFor(t, 30*time.Second, "the command's output and exit", func() bool {
+	h.q.WaitFor(t, 30*time.Second, "the command's output and exit", func() bool {
 		return hasLine(w.exec.out, "exec-out") && hasLine(w.exec.out, "exec-err") && strings.HasPrefix(w.exec.status.Text, "Done in ")
 	})
 	var errStream bool
@@ -80,12 +80,12 @@ func TestSessionWindowExecConsole(t *testing.T) {
 	// A long command is cancelled with Cancel.
 	test.Type(w.exec.entry, "echo started; sleep 60")
 	pressEnter(w.exec.entry)
-	h.q.waitFor(t, 30*time.Second, "the long command to start", func() bool { return hasLine(w.exec.out, "started") })
+	h.q.WaitFor(t, 30*time.Second, "the long command to start", func() bool { return hasLine(w.exec.out, "started") })
 	if w.exec.stop.Disabled() {
 		t.Fatal("Cancel is disabled while a command runs")
 	}
 	test.Tap(w.exec.stop)
-	h.q.waitFor(t, 30*time.Second, "the command to be cancelled", func() bool { return strings.HasPrefix(w.exec.status.Text, "Cancelled") })
+	h.q.WaitFor(t, 30*time.Second, "the command to be cancelled", func() bool { return strings.HasPrefix(w.exec.status.Text, "Cancelled") })
 	if !w.exec.stop.Disabled() || w.exec.run.Disabled() {
 		t.Error("after cancelling, Cancel should be disabled and Run enabled")
 	}
@@ -95,10 +95,10 @@ func TestSessionWindowStop(t *testing.T) {
 	h := newSWHarness(t)
 	s, _ := h.start(t, echoAgent)
 	w := h.open(t, s.ID)
-	h.q.waitFor(t, 30*time.Second, "the session to run", func() bool { return !w.stop.Disabled() && strings.HasPrefix(w.state.Text, "Working") })
+	h.q.WaitFor(t, 30*time.Second, "the session to run", func() bool { return !w.stop.Disabled() && strings.HasPrefix(w.state.Text, "Working") })
 
 	test.Tap(w.stop)
-	h.q.waitFor(t, 30*time.Second, "the header to say stopped, and Restart offered", func() bool {
+	h.q.WaitFor(t, 30*time.Second, "the header to say stopped, and Restart offered", func() bool {
 		return strings.HasPrefix(w.state.Text, "Stopped") && !w.restart.Disabled()
 	})
 	if !w.stop.Disabled() {
@@ -119,7 +119,7 @@ func TestSessionWindowStop(t *testing.T) {
 
 	// Restart brings it back, with its log.
 	test.Tap(w.restart)
-	h.q.waitFor(t, 30*time.Second, "the restarted session to run", func() bool {
+	h.q.WaitFor(t, 30*time.Second, "the restarted session to run", func() bool {
 		return strings.HasPrefix(w.state.Text, "Working") && !w.chat.Disabled()
 	})
 }
@@ -133,14 +133,14 @@ func TestSessionWindowMerge(t *testing.T) {
 	s, repo := h.start(t, commitAgent)
 	w := h.open(t, s.ID)
 	h.env.WaitState(t, s.ID, session.StateStopped, 30*time.Second)
-	h.q.waitFor(t, 30*time.Second, "the finished state in the header", func() bool { return w.state.Text == "Finished" })
+	h.q.WaitFor(t, 30*time.Second, "the finished state in the header", func() bool { return w.state.Text == "Finished" })
 	head := sessiontest.Git(t, repo, "rev-parse", "HEAD")
 
 	// "Create branch": the agent's commit, and the draft it left
 	// uncommitted, which Sandbar committed when the session ended.
-	h.q.waitFor(t, 30*time.Second, "Create branch to be on", func() bool { return !w.branch.Disabled() })
+	h.q.WaitFor(t, 30*time.Second, "Create branch to be on", func() bool { return !w.branch.Disabled() })
 	test.Tap(w.branch)
-	h.q.waitFor(t, 30*time.Second, "the merge's result", func() bool { return strings.HasPrefix(w.notice.text(), "Branch") })
+	h.q.WaitFor(t, 30*time.Second, "the merge's result", func() bool { return strings.HasPrefix(w.notice.text(), "Branch") })
 	msg := w.notice.text()
 	commit := sessiontest.Git(t, repo, "rev-parse", "refs/heads/"+s.Branch)
 	for _, want := range []string{"created", commit[:7], "working tree is untouched"} {
@@ -168,11 +168,11 @@ func TestSessionWindowMerge(t *testing.T) {
 	// refused, and offered as an overwrite.
 	other := sessiontest.Git(t, repo, "commit-tree", "-p", head, "-m", "elsewhere", head+"^{tree}")
 	sessiontest.Git(t, repo, "update-ref", "refs/heads/"+s.Branch, other)
-	h.q.waitFor(t, 30*time.Second, "Create branch to be on again", func() bool { return !w.branch.Disabled() })
+	h.q.WaitFor(t, 30*time.Second, "Create branch to be on again", func() bool { return !w.branch.Disabled() })
 	test.Tap(w.branch)
-	h.q.waitFor(t, 30*time.Second, "the offer to overwrite a diverged branch", func() bool { return w.notice.button("Overwrite the branch") != nil })
+	h.q.WaitFor(t, 30*time.Second, "the offer to overwrite a diverged branch", func() bool { return w.notice.button("Overwrite the branch") != nil })
 	test.Tap(w.notice.button("Overwrite the branch"))
-	h.q.waitFor(t, 30*time.Second, "the forced merge's result", func() bool { return strings.HasPrefix(w.notice.text(), "Branch") })
+	h.q.WaitFor(t, 30*time.Second, "the forced merge's result", func() bool { return strings.HasPrefix(w.notice.text(), "Branch") })
 	if got := sessiontest.Git(t, repo, "rev-parse", "refs/heads/"+s.Branch); got != commit {
 		t.Errorf("after the forced merge the branch is at %s, want %s", got, commit)
 	}
@@ -190,7 +190,7 @@ func TestSessionWindowDeleteRefusesUnmergedWork(t *testing.T) {
 	h.env.WaitState(t, s.ID, session.StateStopped, 30*time.Second)
 
 	test.Tap(w.del)
-	h.q.waitFor(t, 30*time.Second, "the refusal listing the work", func() bool { return w.notice.button("Delete anyway") != nil })
+	h.q.WaitFor(t, 30*time.Second, "the refusal listing the work", func() bool { return w.notice.button("Delete anyway") != nil })
 	msg := w.notice.text()
 	for _, want := range []string{"draft.txt", "agent work", "not committed", "not merged"} {
 		if !strings.Contains(msg, want) {
@@ -202,7 +202,7 @@ func TestSessionWindowDeleteRefusesUnmergedWork(t *testing.T) {
 	}
 
 	test.Tap(w.notice.button("Delete anyway"))
-	h.q.waitFor(t, 30*time.Second, "the session to be moved to the trash, with Undo", func() bool {
+	h.q.WaitFor(t, 30*time.Second, "the session to be moved to the trash, with Undo", func() bool {
 		_, err := h.env.Manager.Get(context.Background(), s.ID)
 		return errors.Is(err, store.ErrNotFound) && w.notice.button("Undo") != nil
 	})
@@ -218,7 +218,7 @@ func TestSessionWindowDeleteRefusesUnmergedWork(t *testing.T) {
 
 	// Undo: the session is back, in a window of its own.
 	test.Tap(w.notice.button("Undo"))
-	h.q.waitFor(t, 30*time.Second, "the session restored and the window opened afresh", func() bool {
+	h.q.WaitFor(t, 30*time.Second, "the session restored and the window opened afresh", func() bool {
 		got, err := h.env.Manager.Get(context.Background(), s.ID)
 		return err == nil && got.State == session.StateStopped && w.closed
 	})
@@ -241,7 +241,7 @@ func TestSessionWindowChangesAndDiff(t *testing.T) {
 	h := newSWHarness(t)
 	s, _ := h.start(t, `printf 'one\ntwo\nthree\n' > notes.txt; printf '# demo\nmore\n' > README.md; echo edited; while read l; do :; done`)
 	w := h.open(t, s.ID)
-	h.q.waitFor(t, 30*time.Second, "the changed files in the Changes tab", func() bool {
+	h.q.WaitFor(t, 30*time.Second, "the changed files in the Changes tab", func() bool {
 		return len(w.changes.files) == 2
 	})
 	t.Logf("summary %q", w.changes.summary.Text)
@@ -253,7 +253,7 @@ func TestSessionWindowChangesAndDiff(t *testing.T) {
 		idx[f.Path] = i
 	}
 	w.changes.list.Select(idx["README.md"])
-	h.q.waitFor(t, 30*time.Second, "README.md's diff", func() bool { return strings.Contains(w.changes.diffText(), "+more") })
+	h.q.WaitFor(t, 30*time.Second, "README.md's diff", func() bool { return strings.Contains(w.changes.diffText(), "+more") })
 	d := w.changes.diffText()
 	for _, want := range []string{"--- a/README.md", "+++ b/README.md", "@@ -1 +1,2 @@", " # demo"} {
 		if !strings.Contains(d, want) {
@@ -261,7 +261,7 @@ func TestSessionWindowChangesAndDiff(t *testing.T) {
 		}
 	}
 	w.changes.list.Select(idx["notes.txt"])
-	h.q.waitFor(t, 30*time.Second, "the untracked file's diff", func() bool { return strings.Contains(w.changes.diffText(), "+three") })
+	h.q.WaitFor(t, 30*time.Second, "the untracked file's diff", func() bool { return strings.Contains(w.changes.diffText(), "+three") })
 	if d := w.changes.diffText(); !strings.Contains(d, "--- /dev/null") {
 		t.Errorf("a new file's diff should come from /dev/null:\n%s", d)
 	}
@@ -274,7 +274,7 @@ func TestSessionWindowStatsReachGauges(t *testing.T) {
 	h := newSWHarness(t)
 	s, _ := h.start(t, echoAgent)
 	w := h.open(t, s.ID)
-	h.q.waitFor(t, 30*time.Second, "two stats samples in the gauges", func() bool { return w.res.mem.Spark().Len() >= 2 })
+	h.q.WaitFor(t, 30*time.Second, "two stats samples in the gauges", func() bool { return w.res.mem.Spark().Len() >= 2 })
 	if got := w.res.mem.Text(); !strings.Contains(got, " of ") {
 		t.Errorf("memory gauge says %q", got)
 	}
@@ -347,7 +347,7 @@ func TestSessionWindowClaudeTranscript(t *testing.T) {
 	if w.tabs.Selected().Text != tabTranscript {
 		t.Errorf("a Claude Code session's window opens on %q", w.tabs.Selected().Text)
 	}
-	h.q.waitFor(t, 30*time.Second, "the first turn in the transcript", func() bool {
+	h.q.WaitFor(t, 30*time.Second, "the first turn in the transcript", func() bool {
 		_, done, ok := w.transcript.Tool("t1")
 		return ok && done && w.transcript.Len() == 5
 	})
@@ -372,7 +372,7 @@ func TestSessionWindowClaudeTranscript(t *testing.T) {
 
 	test.Type(w.chat, "and now?")
 	pressEnter(w.chat)
-	h.q.waitFor(t, 30*time.Second, "the second turn", func() bool {
+	h.q.WaitFor(t, 30*time.Second, "the second turn", func() bool {
 		_, done, ok := w.transcript.Tool("t2")
 		return ok && done && w.transcript.Len() == 9
 	})
@@ -381,7 +381,7 @@ func TestSessionWindowClaudeTranscript(t *testing.T) {
 	w.win.Close()
 	w.wait()
 	w2 := h.open(t, s.ID)
-	h.q.waitFor(t, 30*time.Second, "the transcript read back", func() bool { return w2.transcript.Len() == 9 })
+	h.q.WaitFor(t, 30*time.Second, "the transcript read back", func() bool { return w2.transcript.Len() == 9 })
 }
 
 // refusingChat is the real manager, except that the agent never takes a
@@ -397,10 +397,10 @@ func TestSessionWindowChatErrorShowsInline(t *testing.T) {
 	h.u.Backend = refusingChat{h.env.Manager}
 	s, _ := h.start(t, echoAgent)
 	w := h.open(t, s.ID)
-	h.q.waitFor(t, 30*time.Second, "chat to open", func() bool { return !w.chat.Disabled() })
+	h.q.WaitFor(t, 30*time.Second, "chat to open", func() bool { return !w.chat.Disabled() })
 	test.Type(w.chat, "hello?")
 	test.Tap(w.chatSend)
-	h.q.waitFor(t, 30*time.Second, "the error under the chat", func() bool { return w.chatNote.Visible() && w.chatNote.Text != "" })
+	h.q.WaitFor(t, 30*time.Second, "the error under the chat", func() bool { return w.chatNote.Visible() && w.chatNote.Text != "" })
 	if !strings.Contains(w.chatNote.Text, "input is closed") || w.chatNote.Importance != widget.DangerImportance {
 		t.Errorf("chat note %q (importance %v)", w.chatNote.Text, w.chatNote.Importance)
 	}

@@ -18,7 +18,7 @@ func (h *appHarness) networkSettings(t *testing.T) *settingsWindow {
 	t.Helper()
 	w := h.settings(t)
 	selectTab(t, w.tabs, tabNetwork)
-	h.waitFor(t, 5*time.Second, "the network rules and the ports setting read", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the network rules and the ports setting read", func() bool {
 		return w.netRules.loaded && !w.publish.Disabled()
 	})
 	return w
@@ -49,7 +49,7 @@ func TestSettingsNetworkRulesAreCheckedBeforeSaving(t *testing.T) {
 	// A bad line is named, and nothing is saved.
 	retype(e.text, "allow api.example.com\nallow exa mple.com\n")
 	test.Tap(e.save)
-	h.waitFor(t, 5*time.Second, "the bad line shown", func() bool { return e.status.Visible() && e.status.Text != "" })
+	h.q.WaitFor(t, 5*time.Second, "the bad line shown", func() bool { return e.status.Visible() && e.status.Text != "" })
 	if !strings.Contains(e.status.Text, "Line 2") || !strings.Contains(e.status.Text, "a host has no spaces") || !strings.Contains(e.status.Text, "nothing changed") {
 		t.Errorf("status = %q, want line 2 named with what is wrong", e.status.Text)
 	}
@@ -75,7 +75,7 @@ func TestSettingsNetworkRulesAreCheckedBeforeSaving(t *testing.T) {
 	}
 	retype(e.text, "mode open\nallow api.example.com:8443\n")
 	test.Tap(e.save)
-	h.waitFor(t, 5*time.Second, "the rules saved", func() bool { return strings.HasPrefix(e.status.Text, "Saved") })
+	h.q.WaitFor(t, 5*time.Second, "the rules saved", func() bool { return strings.HasPrefix(e.status.Text, "Saved") })
 	if v, _ := h.env.Manager.NetworkRules(ctx, session.ScopeSandbar, ""); v != "mode open\nallow api.example.com:8443\n" {
 		t.Errorf("saved rules = %q", v)
 	}
@@ -95,12 +95,12 @@ func TestSettingsPublishPorts(t *testing.T) {
 		t.Fatal("ports are published by default, but the check is off")
 	}
 	test.Tap(w.publish)
-	h.waitFor(t, 5*time.Second, "the setting saved", func() bool { return strings.HasPrefix(w.publishStatus.Text, "Saved") })
+	h.q.WaitFor(t, 5*time.Second, "the setting saved", func() bool { return strings.HasPrefix(w.publishStatus.Text, "Saved") })
 	if v, _, _ := h.env.Store.Setting(context.Background(), store.SettingPublishPorts); v != "off" {
 		t.Errorf("%s = %q, want off", store.SettingPublishPorts, v)
 	}
 	test.Tap(w.publish)
-	h.waitFor(t, 5*time.Second, "the setting saved again", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the setting saved again", func() bool {
 		v, _, _ := h.env.Store.Setting(context.Background(), store.SettingPublishPorts)
 		return v != "off" && strings.Contains(w.publishStatus.Text, "are published")
 	})
@@ -115,7 +115,7 @@ func TestSettingsSecretBroker(t *testing.T) {
 	h.setSecret(t, "GITHUB_TOKEN", "ghp_plain")
 	h.setSecret(t, "ANTHROPIC_API_KEY", "sk-ant-broker-test")
 	w := h.settings(t)
-	h.waitFor(t, 5*time.Second, "the secrets listed", func() bool { return len(w.secretNames) == 2 })
+	h.q.WaitFor(t, 5*time.Second, "the secrets listed", func() bool { return len(w.secretNames) == 2 })
 	if !shows(w.win, "enters the VM of the projects that choose it") || !shows(w.win, "brokered to the model API") {
 		t.Errorf("the list does not say where each secret goes: %q", texts(w.win.Canvas().Content()))
 	}
@@ -140,7 +140,7 @@ func TestSettingsSecretBroker(t *testing.T) {
 		t.Fatalf("a good host, no new value: Save disabled (%q)", w.secretStatus.Text)
 	}
 	test.Tap(w.secretSave)
-	h.waitFor(t, 5*time.Second, "the binding saved", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the binding saved", func() bool {
 		return strings.HasPrefix(w.secretStatus.Text, "GITHUB_TOKEN is now brokered to github.com (Authorization)")
 	})
 	if b, _ := h.env.Store.SecretBrokers(ctx); b["GITHUB_TOKEN"] != (store.SecretBroker{Host: "github.com", Header: "Authorization"}) {
@@ -149,7 +149,7 @@ func TestSettingsSecretBroker(t *testing.T) {
 	if v, _ := h.secrets.get("GITHUB_TOKEN"); v != "ghp_plain" {
 		t.Errorf("changing the binding changed the value to %q", v)
 	}
-	h.waitFor(t, 5*time.Second, "the list saying so", func() bool { return shows(w.win, "brokered to github.com (Authorization)") })
+	h.q.WaitFor(t, 5*time.Second, "the list saying so", func() bool { return shows(w.win, "brokered to github.com (Authorization)") })
 
 	// A new secret with a host and header of its own.
 	retype(w.secretName, "REGISTRY_TOKEN")
@@ -157,7 +157,7 @@ func TestSettingsSecretBroker(t *testing.T) {
 	retype(w.secretHost, "registry.example.com")
 	retype(w.secretHeader, "X-Registry-Token")
 	test.Tap(w.secretSave)
-	h.waitFor(t, 5*time.Second, "the new secret saved", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the new secret saved", func() bool {
 		return w.secretStatus.Text == "Saved REGISTRY_TOKEN, brokered to registry.example.com (X-Registry-Token)."
 	})
 
@@ -169,7 +169,7 @@ func TestSettingsSecretBroker(t *testing.T) {
 	w.secretHost.SetText("")
 	w.secretHeader.SetText("")
 	test.Tap(w.secretSave)
-	h.waitFor(t, 5*time.Second, "the binding removed", func() bool { return strings.HasPrefix(w.secretStatus.Text, "GITHUB_TOKEN is no longer brokered") })
+	h.q.WaitFor(t, 5*time.Second, "the binding removed", func() bool { return strings.HasPrefix(w.secretStatus.Text, "GITHUB_TOKEN is no longer brokered") })
 	if b, _ := h.env.Store.SecretBrokers(ctx); len(b) != 1 || b["REGISTRY_TOKEN"].Host != "registry.example.com" {
 		t.Errorf("bindings = %v, want REGISTRY_TOKEN's only", b)
 	}

@@ -22,7 +22,7 @@ func (h *appHarness) settings(t *testing.T) *settingsWindow {
 	t.Helper()
 	h.u.ShowSettings()
 	w := h.u.settingsWin
-	h.waitFor(t, 5*time.Second, "Settings' first load", func() bool { return w.cpus.Text != "" })
+	h.q.WaitFor(t, 5*time.Second, "Settings' first load", func() bool { return w.cpus.Text != "" })
 	return w
 }
 
@@ -58,7 +58,7 @@ func TestSettingsDefaultLimitsReachTheBackend(t *testing.T) {
 	}
 	test.Tap(w.autoCommit)
 	test.Tap(w.defaultsSave)
-	h.waitFor(t, 5*time.Second, "the defaults saved", func() bool { return strings.HasPrefix(w.defaultsStatus.Text, "Saved") })
+	h.q.WaitFor(t, 5*time.Second, "the defaults saved", func() bool { return strings.HasPrefix(w.defaultsStatus.Text, "Saved") })
 
 	ctx := context.Background()
 	p := h.addProject(t, "defaults")
@@ -91,7 +91,7 @@ func TestSettingsSecrets(t *testing.T) {
 	h := newAppHarness(t)
 	h.setSecret(t, "GITHUB_TOKEN", "ghp_old")
 	w := h.settings(t)
-	h.waitFor(t, 5*time.Second, "the secret names listed", func() bool { return len(w.secretNames) == 1 })
+	h.q.WaitFor(t, 5*time.Second, "the secret names listed", func() bool { return len(w.secretNames) == 1 })
 
 	test.Type(w.secretName, "2BAD")
 	test.Type(w.secretValue, "x")
@@ -102,7 +102,7 @@ func TestSettingsSecrets(t *testing.T) {
 	retype(w.secretName, "ANTHROPIC_API_KEY")
 	retype(w.secretValue, value)
 	test.Tap(w.secretSave)
-	h.waitFor(t, 5*time.Second, "the new secret listed", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the new secret listed", func() bool {
 		return len(w.secretNames) == 2 && shows(w.win, "ANTHROPIC_API_KEY") && strings.HasPrefix(w.secretStatus.Text, "Saved")
 	})
 	if v, _ := h.secrets.get("ANTHROPIC_API_KEY"); v != value {
@@ -119,7 +119,7 @@ func TestSettingsSecrets(t *testing.T) {
 	}
 	test.Type(w.secretValue, "ghp_new")
 	test.Tap(w.secretSave)
-	h.waitFor(t, 5*time.Second, "the secret replaced", func() bool { return strings.HasPrefix(w.secretStatus.Text, "Replaced GITHUB_TOKEN") })
+	h.q.WaitFor(t, 5*time.Second, "the secret replaced", func() bool { return strings.HasPrefix(w.secretStatus.Text, "Replaced GITHUB_TOKEN") })
 	if v, _ := h.secrets.get("GITHUB_TOKEN"); v != "ghp_new" {
 		t.Errorf("GITHUB_TOKEN = %q", v)
 	}
@@ -129,7 +129,7 @@ func TestSettingsSecrets(t *testing.T) {
 	test.Tap(overlayButton(t, w.win, "Cancel"))
 	w.confirmDeleteSecret("GITHUB_TOKEN")
 	test.Tap(overlayButton(t, w.win, "Delete"))
-	h.waitFor(t, 5*time.Second, "the secret deleted", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the secret deleted", func() bool {
 		return len(w.secretNames) == 1 && w.secretNames[0] == "ANTHROPIC_API_KEY" && w.secretStatus.Text == "Deleted GITHUB_TOKEN."
 	})
 	if _, ok := h.secrets.get("GITHUB_TOKEN"); ok {
@@ -153,13 +153,13 @@ func TestSettingsStorageCleanup(t *testing.T) {
 	clean := start("head -c 300000 /dev/urandom > .git/big.bin")
 	dirty := start("echo work > work.txt && git add work.txt && git commit -qm 'agent work'")
 	w := h.settings(t)
-	h.waitFor(t, 5*time.Second, "two sessions in the storage list", func() bool { return len(w.storage) == 2 && !w.cleanup.Disabled() })
+	h.q.WaitFor(t, 5*time.Second, "two sessions in the storage list", func() bool { return len(w.storage) == 2 && !w.cleanup.Disabled() })
 	if w.storage[0].id != clean || w.storage[0].bytes < 300000 {
 		t.Errorf("biggest first: %+v", w.storage)
 	}
 	w.confirmCleanup()
 	test.Tap(overlayButton(t, w.win, "Delete"))
-	h.waitFor(t, 20*time.Second, "the clean-up reported", func() bool { return strings.HasPrefix(w.storageStatus.Text, "Deleted 1 of 2") })
+	h.q.WaitFor(t, 20*time.Second, "the clean-up reported", func() bool { return strings.HasPrefix(w.storageStatus.Text, "Deleted 1 of 2") })
 	if !strings.Contains(w.storageStatus.Text, "Kept "+dirty[:8]+": unmerged work") {
 		t.Errorf("status = %q, want the dirty session kept", w.storageStatus.Text)
 	}
@@ -169,26 +169,26 @@ func TestSettingsStorageCleanup(t *testing.T) {
 	if _, err := h.env.Manager.Get(ctx, dirty); err != nil {
 		t.Errorf("the session with unmerged work was deleted: %v", err)
 	}
-	h.waitFor(t, 5*time.Second, "the storage list reread", func() bool { return len(w.storage) == 1 })
+	h.q.WaitFor(t, 5*time.Second, "the storage list reread", func() bool { return len(w.storage) == 1 })
 }
 
 func TestSettingsLaunchAtLogin(t *testing.T) {
 	h := newAppHarness(t)
 	w := h.settings(t)
-	h.waitFor(t, 5*time.Second, "launch at login read", func() bool { return w.loginLoaded })
+	h.q.WaitFor(t, 5*time.Second, "launch at login read", func() bool { return w.loginLoaded })
 	on, settable, err := h.prefs.LaunchAtLogin()
 	if on || !settable || err != nil || w.login.Checked || w.login.Disabled() {
 		t.Fatalf("initially: on %v settable %v err %v; check %v disabled %v", on, settable, err, w.login.Checked, w.login.Disabled())
 	}
 	test.Tap(w.login)
 	entry := filepath.Join(h.prefs.AutostartDir, "sandbar.desktop")
-	h.waitFor(t, 5*time.Second, "the autostart entry written", func() bool { _, err := os.Stat(entry); return err == nil })
+	h.q.WaitFor(t, 5*time.Second, "the autostart entry written", func() bool { _, err := os.Stat(entry); return err == nil })
 	b, _ := os.ReadFile(entry)
 	if !strings.Contains(string(b), "Exec=\"/opt/Sandbar Apps/sandbar\"\n") || !strings.Contains(string(b), "Type=Application") {
 		t.Errorf("autostart entry:\n%s", b)
 	}
 	test.Tap(w.login)
-	h.waitFor(t, 5*time.Second, "the autostart entry removed", func() bool { _, err := os.Stat(entry); return os.IsNotExist(err) })
+	h.q.WaitFor(t, 5*time.Second, "the autostart entry removed", func() bool { _, err := os.Stat(entry); return os.IsNotExist(err) })
 	if got := desktopExec(`/a "b" $c\d`); got != `"/a \\"b\\" \\$c\\\\d"` {
 		t.Errorf("desktopExec = %s", got)
 	}
@@ -211,9 +211,9 @@ func TestSettingsImageRebuild(t *testing.T) {
 	w := h.settings(t)
 	selectTab(t, w.tabs, "Guest Image")
 	b := h.u.image
-	h.waitFor(t, 5*time.Second, "the image status", func() bool { s, _ := b.status.Get(); return strings.HasPrefix(s, "No guest image") })
+	h.q.WaitFor(t, 5*time.Second, "the image status", func() bool { s, _ := b.status.Get(); return strings.HasPrefix(s, "No guest image") })
 	test.Tap(w.rebuild)
-	h.waitFor(t, 5*time.Second, "download progress shown", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "download progress shown", func() bool {
 		s, _ := b.stage.Get()
 		f, _ := b.progress.Get()
 		return s == "Downloading packages (5 of 10)…" && f > 0.3 && f < 0.4 && w.rebuild.Disabled() && w.cancelBuild.Visible()
@@ -222,10 +222,10 @@ func TestSettingsImageRebuild(t *testing.T) {
 		t.Error("the stage is not on screen")
 	}
 	test.Tap(w.cancelBuild)
-	h.waitFor(t, 5*time.Second, "the build cancelled", func() bool { s, _ := b.stage.Get(); return s == "Build cancelled." && !w.rebuild.Disabled() })
+	h.q.WaitFor(t, 5*time.Second, "the build cancelled", func() bool { s, _ := b.stage.Get(); return s == "Build cancelled." && !w.rebuild.Disabled() })
 	test.Tap(w.rebuild)
 	close(release)
-	h.waitFor(t, 5*time.Second, "the build finished", func() bool { s, _ := b.stage.Get(); f, _ := b.progress.Get(); return s == "Image ready." && f == 1 })
+	h.q.WaitFor(t, 5*time.Second, "the build finished", func() bool { s, _ := b.stage.Get(); f, _ := b.progress.Get(); return s == "Image ready." && f == 1 })
 }
 
 // heldBuild is the real image builder, except that a rebuild runs build,
@@ -244,7 +244,7 @@ func (b *heldBuild) Rebuild(ctx context.Context, progress func(stage string, fra
 func TestSettingsStorageLoadsWhenShown(t *testing.T) {
 	h := newAppHarness(t)
 	w := h.settings(t)
-	h.waitFor(t, 5*time.Second, "the empty storage list read", func() bool { return w.storageTotal.Text == "0 B in 0 sessions" })
+	h.q.WaitFor(t, 5*time.Second, "the empty storage list read", func() bool { return w.storageTotal.Text == "0 B in 0 sessions" })
 	p := h.addProject(t, "storage")
 	s, err := h.env.Manager.Start(context.Background(), session.Options{Project: p.Name, MemoryMiB: 512, Agent: sessiontest.Shell("echo hi > hi.txt")})
 	if err != nil {
@@ -256,7 +256,7 @@ func TestSettingsStorageLoadsWhenShown(t *testing.T) {
 			w.tabs.Select(ti)
 		}
 	}
-	h.waitFor(t, 5*time.Second, "the new session in the Storage tab", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the new session in the Storage tab", func() bool {
 		return len(w.storage) == 1 && w.storage[0].id == s.ID && strings.HasSuffix(w.storageTotal.Text, " in 1 session")
 	})
 	// Hidden and shown again on that tab: read again.
@@ -267,5 +267,5 @@ func TestSettingsStorageLoadsWhenShown(t *testing.T) {
 	}
 	h.env.WaitState(t, s2.ID, session.StateStopped, 20*time.Second)
 	h.u.ShowSettings()
-	h.waitFor(t, 5*time.Second, "both sessions in the Storage tab after Settings was shown again", func() bool { return len(w.storage) == 2 })
+	h.q.WaitFor(t, 5*time.Second, "both sessions in the Storage tab after Settings was shown again", func() bool { return len(w.storage) == 2 })
 }

@@ -82,9 +82,9 @@ echo ready; while read l; do :; done`)
 	holdsShape(t, w.win, screen, buttons...)
 
 	w.tabs.SelectIndex(2)
-	h.q.waitFor(t, 30*time.Second, "big.txt in the Changes tab", func() bool { return len(w.changes.files) == 1 })
+	h.q.WaitFor(t, 30*time.Second, "big.txt in the Changes tab", func() bool { return len(w.changes.files) == 1 })
 	w.changes.list.Select(0)
-	h.q.waitFor(t, 30*time.Second, "big.txt's diff", func() bool { return strings.Contains(w.changes.diffText(), "+line 4989") })
+	h.q.WaitFor(t, 30*time.Second, "big.txt's diff", func() bool { return strings.Contains(w.changes.diffText(), "+line 4989") })
 	if !strings.Contains(w.changes.diffText(), "+xxxxxxxxxx") {
 		t.Error("the diff does not show the long line")
 	}
@@ -102,7 +102,7 @@ echo ready; while read l; do :; done`)
 	w.applySession(w.sess)
 	for i, tab := range w.tabs.Items {
 		w.tabs.SelectIndex(i)
-		h.q.drain()
+		h.q.Drain()
 		holdsShape(t, w.win, screen, buttons...)
 		// Each pane is sbwidget.Fit's, which guards the window; the pane
 		// itself must hold its content too (wrap, truncate or scroll),

@@ -40,7 +40,7 @@ func TestMainWindowRowsByTitle(t *testing.T) {
 		t.Fatal(err)
 	}
 	var row *sessionItem
-	h.waitFor(t, 20*time.Second, "the running session's row", func() bool {
+	h.q.WaitFor(t, 20*time.Second, "the running session's row", func() bool {
 		row = rowOf(mw, s.ID)
 		return row != nil && (row.state.Text == "running" || row.state.Text == "working")
 	})
@@ -67,7 +67,7 @@ func TestMainWindowRowsByTitle(t *testing.T) {
 	if _, err := h.env.Manager.Rename(ctx, s.ID, "Spaces in passwords"); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(t, 5*time.Second, "the new title in the row", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the new title in the row", func() bool {
 		r := rowOf(mw, s.ID)
 		return r != nil && r.title.Text == "Spaces in passwords"
 	})
@@ -82,7 +82,7 @@ func TestMainWindowRowsByTitle(t *testing.T) {
 
 	// Stop stops it, and then Stop is disabled.
 	test.Tap(rowOf(mw, s.ID).actions.stop)
-	h.waitFor(t, 30*time.Second, "the session stopped, Stop disabled, and the banner saying so", func() bool {
+	h.q.WaitFor(t, 30*time.Second, "the session stopped, Stop disabled, and the banner saying so", func() bool {
 		r := rowOf(mw, s.ID)
 		return r != nil && r.state.Text == "stopped by you" && r.actions.stop.Disabled() &&
 			mw.banner.text.Text == "Stopped “Spaces in passwords”."
@@ -99,7 +99,7 @@ func TestMainWindowRowsByTitle(t *testing.T) {
 	}
 	test.Tap(rowOf(mw, s.ID).actions.del)
 	test.Tap(overlayButton(t, mw.win, "Delete"))
-	h.waitFor(t, 30*time.Second, "the row gone and the banner saying so", func() bool {
+	h.q.WaitFor(t, 30*time.Second, "the row gone and the banner saying so", func() bool {
 		return mw.byID[s.ID] == nil && strings.HasPrefix(mw.banner.text.Text, "Moved “Spaces in passwords” to the trash.")
 	})
 }
@@ -119,14 +119,14 @@ func TestMainWindowRowMergeAndDeleteWithWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.env.WaitState(t, s.ID, session.StateStopped, 30*time.Second)
-	h.waitFor(t, 10*time.Second, "the stopped session's row", func() bool {
+	h.q.WaitFor(t, 10*time.Second, "the stopped session's row", func() bool {
 		r := rowOf(mw, s.ID)
 		return r != nil && r.state.Text == "finished"
 	})
 
 	test.Tap(rowOf(mw, s.ID).actions.del)
 	test.Tap(overlayButton(t, mw.win, "Delete"))
-	h.waitFor(t, 30*time.Second, "a second question listing the work", func() bool {
+	h.q.WaitFor(t, 30*time.Second, "a second question listing the work", func() bool {
 		top := mw.win.Canvas().Overlays().Top()
 		return top != nil && strings.Contains(strings.Join(texts(top), " "), "Delete “Add a file” and its work?")
 	})
@@ -143,7 +143,7 @@ func TestMainWindowRowMergeAndDeleteWithWork(t *testing.T) {
 	if w == nil {
 		t.Fatal("Merge did not open the session's window")
 	}
-	h.waitFor(t, 30*time.Second, "the merge said in the session window", func() bool {
+	h.q.WaitFor(t, 30*time.Second, "the merge said in the session window", func() bool {
 		return strings.HasPrefix(w.notice.text(), "Branch "+s.Branch+" created")
 	})
 	if got := sessiontest.Git(t, p.Path, "rev-parse", "--verify", "-q", s.Branch); got == "" {
@@ -185,7 +185,7 @@ func TestSessionWindowRename(t *testing.T) {
 	test.Tap(w.title.rename)
 	w.title.entry.SetText(strings.Repeat("x", 150))
 	pressEnter(w.title.entry)
-	h.q.waitFor(t, 10*time.Second, "the refusal said", func() bool {
+	h.q.WaitFor(t, 10*time.Second, "the refusal said", func() bool {
 		return strings.Contains(w.notice.text(), "Could not rename the session: the title is 150 characters long: keep it to 120")
 	})
 	if !w.title.edit.Visible() {
@@ -194,7 +194,7 @@ func TestSessionWindowRename(t *testing.T) {
 
 	w.title.entry.SetText("Faster builds")
 	pressEnter(w.title.entry)
-	h.q.waitFor(t, 10*time.Second, "the new title in the header and the title bar", func() bool {
+	h.q.WaitFor(t, 10*time.Second, "the new title in the header and the title bar", func() bool {
 		return w.name.Text == "Faster builds" && w.win.Title() == "Faster builds — demo" && !w.title.edit.Visible()
 	})
 	if got, _ := h.env.Manager.Get(ctx, s.ID); got.Title != "Faster builds" {
@@ -205,7 +205,7 @@ func TestSessionWindowRename(t *testing.T) {
 	if _, err := h.env.Manager.Rename(ctx, s.ID, "Fast builds"); err != nil {
 		t.Fatal(err)
 	}
-	h.q.waitFor(t, 10*time.Second, "a rename from elsewhere in the header", func() bool {
+	h.q.WaitFor(t, 10*time.Second, "a rename from elsewhere in the header", func() bool {
 		return w.name.Text == "Fast builds" && w.win.Title() == "Fast builds — demo"
 	})
 

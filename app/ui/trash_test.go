@@ -36,7 +36,7 @@ func TestStorageTrash(t *testing.T) {
 	w := h.settings(t)
 	selectTab(t, w.tabs, tabStorage)
 	tp := w.trash
-	h.waitFor(t, 5*time.Second, "two sessions in the trash", func() bool { return len(tp.items) == 2 })
+	h.q.WaitFor(t, 5*time.Second, "two sessions in the trash", func() bool { return len(tp.items) == 2 })
 	if !strings.HasPrefix(tp.total.Text, "Trash: 2 sessions, ") || tp.empty.Disabled() {
 		t.Errorf("the trash's heading %q (Empty trash disabled: %v)", tp.total.Text, tp.empty.Disabled())
 	}
@@ -65,7 +65,7 @@ func TestStorageTrash(t *testing.T) {
 		t.Fatal("no Restore button in a trash row")
 	}
 	test.Tap(restore)
-	h.waitFor(t, 10*time.Second, "the session restored and both lists reread", func() bool {
+	h.q.WaitFor(t, 10*time.Second, "the session restored and both lists reread", func() bool {
 		return len(tp.items) == 1 && len(w.storage) == 1 && w.storage[0].id == first
 	})
 	if _, err := h.env.Manager.Get(ctx, first); err != nil {
@@ -78,7 +78,7 @@ func TestStorageTrash(t *testing.T) {
 	// Empty trash asks first, then deletes for good.
 	test.Tap(tp.empty)
 	test.Tap(overlayButton(t, w.win, "Empty trash"))
-	h.waitFor(t, 10*time.Second, "the trash emptied", func() bool { return len(tp.items) == 0 && tp.empty.Disabled() })
+	h.q.WaitFor(t, 10*time.Second, "the trash emptied", func() bool { return len(tp.items) == 0 && tp.empty.Disabled() })
 	if tr, _ := h.env.Manager.Trash(ctx); len(tr) != 0 {
 		t.Errorf("the trash after Empty trash: %+v", tr)
 	}
@@ -100,17 +100,17 @@ func TestMainWindowUndoDelete(t *testing.T) {
 	}
 	h.env.WaitState(t, s.ID, session.StateStopped, 20*time.Second)
 	mw := h.mainWindow(t)
-	h.waitFor(t, 5*time.Second, "the session listed", func() bool { return mw.byID[s.ID] != nil })
+	h.q.WaitFor(t, 5*time.Second, "the session listed", func() bool { return mw.byID[s.ID] != nil })
 	if err := h.env.Manager.Remove(ctx, s.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	mw.showDeleted(s.ID, "undo · "+s.Branch)
-	h.waitFor(t, 5*time.Second, "the session gone from the list", func() bool { return mw.byID[s.ID] == nil })
+	h.q.WaitFor(t, 5*time.Second, "the session gone from the list", func() bool { return mw.byID[s.ID] == nil })
 	if !mw.banner.action.Visible() || mw.banner.action.Text != "Undo" || !strings.Contains(mw.banner.text.Text, "to the trash. It is kept there for 7 days") {
 		t.Fatalf("banner %q, action %q shown %v", mw.banner.text.Text, mw.banner.action.Text, mw.banner.action.Visible())
 	}
 	test.Tap(mw.banner.action)
-	h.waitFor(t, 10*time.Second, "the session back in the list", func() bool { return mw.byID[s.ID] != nil })
+	h.q.WaitFor(t, 10*time.Second, "the session back in the list", func() bool { return mw.byID[s.ID] != nil })
 	if !strings.HasPrefix(mw.banner.text.Text, "Restored “undo · ") || mw.banner.action.Visible() {
 		t.Errorf("banner after Undo: %q (action shown %v)", mw.banner.text.Text, mw.banner.action.Visible())
 	}

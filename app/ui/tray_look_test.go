@@ -76,7 +76,7 @@ func TestTrayMergedSessionTooltip(t *testing.T) {
 	defer tray.Stop()
 	waitTip := func(want string) {
 		t.Helper()
-		h.waitFor(t, 30*time.Second, "the tooltip "+want, func() bool { return tip() == want })
+		h.q.WaitFor(t, 30*time.Second, "the tooltip "+want, func() bool { return tip() == want })
 	}
 	waitTip("Sandbar — no sessions running")
 	ctx := context.Background()
@@ -102,9 +102,9 @@ func TestTrayMergedSessionTooltip(t *testing.T) {
 	if w == nil {
 		t.Fatal("no session window")
 	}
-	h.waitFor(t, 30*time.Second, "the window's header to say Finished", func() bool { return w.state.Text == "Finished" })
+	h.q.WaitFor(t, 30*time.Second, "the window's header to say Finished", func() bool { return w.state.Text == "Finished" })
 	test.Tap(w.branch)
-	h.waitFor(t, 30*time.Second, "the merge's result", func() bool { return strings.HasPrefix(w.notice.text(), "Branch "+done.Branch+" created") })
+	h.q.WaitFor(t, 30*time.Second, "the merge's result", func() bool { return strings.HasPrefix(w.notice.text(), "Branch "+done.Branch+" created") })
 	commit := sessiontest.Git(t, repo, "rev-parse", "refs/heads/"+done.Branch)
 	tray.poke()
 	m := waitTray(t, h, ft, "the merged session without a merge action", func(m *fyne.Menu, _ fyne.Resource) bool {

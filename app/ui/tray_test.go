@@ -129,7 +129,7 @@ func (f *fakeTray) icon() fyne.Resource {
 // ok, and returns that menu.
 func waitTray(t *testing.T, h *appHarness, f *fakeTray, what string, ok func(m *fyne.Menu, icon fyne.Resource) bool) *fyne.Menu {
 	t.Helper()
-	h.waitFor(t, 30*time.Second, "the tray showing "+what, func() bool {
+	h.q.WaitFor(t, 30*time.Second, "the tray showing "+what, func() bool {
 		return f.menu() != nil && ok(f.menu(), f.icon())
 	})
 	return f.menu()
@@ -219,13 +219,13 @@ func TestTrayRealManager(t *testing.T) {
 	}
 
 	// Steady state: looking again and again hands the tray nothing new.
-	h.q.drain()
+	h.q.Drain()
 	menus, icons := len(ft.menus), len(ft.icons)
 	for range 20 {
 		tray.poke()
 		<-updated
 	}
-	h.q.drain()
+	h.q.Drain()
 	if len(ft.menus) != menus || len(ft.icons) != icons {
 		t.Errorf("nothing changed, yet the tray got %d menus and %d icons more", len(ft.menus)-menus, len(ft.icons)-icons)
 	}
@@ -303,7 +303,7 @@ func TestTrayQuit(t *testing.T) {
 	}
 	m = waitTray(t, h, ft, "a running session", func(m *fyne.Menu, _ fyne.Resource) bool { return trayItem(m, "sleep 60 · ") != nil })
 	trayItem(m, "Quit").Action()
-	h.q.drain()
+	h.q.Drain()
 	if quits != 1 {
 		t.Fatal("Quit with a running session quit without asking")
 	}
@@ -339,7 +339,7 @@ func TestTrayQuit(t *testing.T) {
 	defer client.Stop()
 	m = waitTray(t, h, ft, "the running session", func(m *fyne.Menu, _ fyne.Resource) bool { return trayItem(m, "sleep 60 · ") != nil })
 	trayItem(m, "Quit").Action()
-	h.q.drain()
+	h.q.Drain()
 	if clientQuits != 1 {
 		t.Errorf("a client's Quit with a session running in the engine ran quit %d times, want 1 without asking", clientQuits)
 	}

@@ -57,7 +57,7 @@ func TestMainWindowRemembersItsSize(t *testing.T) {
 		t.Errorf("the Sandbar window opens at %v the first time, want 760×560", got)
 	}
 	mw.win.Resize(fyne.NewSize(900, 640))
-	h.waitFor(t, 5*time.Second, "the new size to be remembered", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the new size to be remembered", func() bool {
 		return h.u.rememberedSize(winMain, fyne.Size{}) == fyne.NewSize(900, 640)
 	})
 	mw.win.Close()
@@ -89,13 +89,13 @@ func TestSuccessBannerGoes(t *testing.T) {
 	h.u.bannerLife = 20 * time.Millisecond
 	mw := h.mainWindow(t)
 	mw.dropped(fyne.NewPos(-1, -1), []fyne.URI{storage.NewFileURI(h.env.Repo(t, "demo"))})
-	h.waitFor(t, 5*time.Second, "the banner saying the project was added", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the banner saying the project was added", func() bool {
 		return mw.banner.box.Visible() && mw.banner.text.Importance == widget.SuccessImportance
 	})
-	h.waitFor(t, 5*time.Second, "the success banner to go by itself", func() bool { return !mw.banner.box.Visible() })
+	h.q.WaitFor(t, 5*time.Second, "the success banner to go by itself", func() bool { return !mw.banner.box.Visible() })
 
 	mw.dropped(fyne.NewPos(-1, -1), []fyne.URI{storage.NewFileURI(t.TempDir())})
-	h.waitFor(t, 5*time.Second, "the banner saying the folder is no repository", func() bool {
+	h.q.WaitFor(t, 5*time.Second, "the banner saying the folder is no repository", func() bool {
 		return mw.banner.box.Visible() && mw.banner.text.Importance == widget.DangerImportance
 	})
 	if mw.banner.timer != nil {
@@ -111,7 +111,7 @@ func TestSessionNoticeSuccessGoes(t *testing.T) {
 	s, _ := h.start(t, echoAgent)
 	w := h.open(t, s.ID)
 	w.notice.show(widget.SuccessImportance, "Merged: branch sandbar/x created.")
-	h.q.waitFor(t, 5*time.Second, "the success notice to go by itself", func() bool { return w.notice.text() == "" })
+	h.q.WaitFor(t, 5*time.Second, "the success notice to go by itself", func() bool { return w.notice.text() == "" })
 	w.notice.show(widget.DangerImportance, "Could not merge.")
 	if w.notice.timer != nil {
 		t.Error("an error notice is set to go by itself")
@@ -162,7 +162,7 @@ func TestEscAndCtrlWClose(t *testing.T) {
 			} else {
 				pressShortcut(o.win, closeShortcut())
 			}
-			h.q.drain()
+			h.q.Drain()
 			if isOpen(o.win) {
 				t.Errorf("%s: %s leaves the window open", name, how)
 				o.win.Close()

@@ -10,6 +10,8 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+
+	"sandbar/app/ui/internal/uitest"
 )
 
 // BenchmarkLogView10Sessions is the session windows' load when ten
@@ -30,14 +32,14 @@ func BenchmarkLogView10Sessions(b *testing.B) {
 	)
 	for i := 0; i < b.N; i++ {
 		a := test.NewTempApp(b)
-		q := newSWQueue()
+		q := uitest.NewQueue()
 		vs := make([]*LogView, views)
 		at := make([][]time.Time, views) // when each seq was appended
 		var lat []time.Duration
 		shown := make([]int64, views)
 		for j := range vs {
 			v := NewLogView(DefaultLogCapacity, "")
-			v.Post = q.post
+			v.Post = q.Post
 			w := a.NewWindow(fmt.Sprint("session ", j))
 			w.SetContent(v)
 			w.Resize(fyne.NewSize(800, 600))
@@ -85,7 +87,7 @@ func BenchmarkLogView10Sessions(b *testing.B) {
 		var busy time.Duration
 		runUI := func() {
 			t0 := time.Now()
-			q.drain()
+			q.Drain()
 			busy += time.Since(t0)
 		}
 	feeding:
@@ -93,7 +95,7 @@ func BenchmarkLogView10Sessions(b *testing.B) {
 			select {
 			case <-done:
 				break feeding
-			case <-q.wake:
+			case <-q.Wake():
 				runUI()
 			}
 		}
@@ -110,7 +112,7 @@ func BenchmarkLogView10Sessions(b *testing.B) {
 		last := time.NewTimer(time.Second)
 		for runUI(); !allIdle(); runUI() {
 			select {
-			case <-q.wake:
+			case <-q.Wake():
 			case <-last.C:
 				b.Fatal("after 1s: the views did not flush the last lines")
 			}
@@ -151,9 +153,9 @@ func BenchmarkLogView10Sessions(b *testing.B) {
 					v.Append(batch...)
 				}
 				seq += int64(len(batch))
-				q.drain()
+				q.Drain()
 			}
-			q.waitFor(b, 5*time.Second, "the views flushing the fed lines", allIdle)
+			q.WaitFor(b, 5*time.Second, "the views flushing the fed lines", allIdle)
 		}
 		heap := func() uint64 {
 			var m runtime.MemStats

@@ -9,16 +9,18 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+
+	"sandbar/app/ui/internal/uitest"
 )
 
 // newTestLogView shows a LogView of capacity lines in a test window, its
 // flushes posted to q.
-func newTestLogView(t *testing.T, capacity int) (*LogView, *swQueue) {
+func newTestLogView(t *testing.T, capacity int) (*LogView, *uitest.Queue) {
 	t.Helper()
 	a := test.NewTempApp(t)
-	q := newSWQueue()
+	q := uitest.NewQueue()
 	v := NewLogView(capacity, "see agent.log")
-	v.Post = q.post
+	v.Post = q.Post
 	w := a.NewWindow("log")
 	w.SetContent(v)
 	w.Resize(fyne.NewSize(600, 400))
@@ -44,7 +46,7 @@ func scrollRows(v *LogView, n int) {
 func TestLogViewFollowsThenPauses(t *testing.T) {
 	v, q := newTestLogView(t, 1000)
 	v.Append(logLines(1, 200, "stdout")...)
-	q.waitFor(t, 5*time.Second, "200 lines", func() bool { return v.Len() == 200 })
+	q.WaitFor(t, 5*time.Second, "200 lines", func() bool { return v.Len() == 200 })
 	if !v.Following() {
 		t.Fatal("a new view does not follow the tail")
 	}
@@ -63,7 +65,7 @@ func TestLogViewFollowsThenPauses(t *testing.T) {
 		t.Fatalf("after scrolling up 50 rows: following %v, top %d", v.Following(), top)
 	}
 	v.Append(logLines(201, 50, "stdout")...)
-	q.waitFor(t, 5*time.Second, "250 lines", func() bool { return v.Len() == 250 })
+	q.WaitFor(t, 5*time.Second, "250 lines", func() bool { return v.Len() == 250 })
 	if v.pane.top != top {
 		t.Errorf("paused view moved from row %d to %d", top, v.pane.top)
 	}
@@ -77,7 +79,7 @@ func TestLogViewFollowsThenPauses(t *testing.T) {
 		t.Fatalf("Jump to latest: following %v, button %v, top %d", v.Following(), v.jump.Visible(), v.pane.top)
 	}
 	v.Append(logLines(251, 10, "stdout")...)
-	q.waitFor(t, 5*time.Second, "260 lines", func() bool { return v.Len() == 260 })
+	q.WaitFor(t, 5*time.Second, "260 lines", func() bool { return v.Len() == 260 })
 	if v.pane.top != 260-rows {
 		t.Errorf("following: top %d, want %d", v.pane.top, 260-rows)
 	}
@@ -104,11 +106,11 @@ func TestLogViewFollowsThenPauses(t *testing.T) {
 func TestLogViewPausedViewStaysPutWhileOldLinesFallOut(t *testing.T) {
 	v, q := newTestLogView(t, 300)
 	v.Append(logLines(1, 300, "stdout")...)
-	q.waitFor(t, 5*time.Second, "300 lines", func() bool { return v.Len() == 300 })
+	q.WaitFor(t, 5*time.Second, "300 lines", func() bool { return v.Len() == 300 })
 	v.pane.scrollTo(100, true)
 	before := v.pane.visible()
 	v.Append(logLines(301, 20, "stdout")...) // 20 fall out above
-	q.waitFor(t, 5*time.Second, "line 320", func() bool { return logHas(v, "line 320") })
+	q.WaitFor(t, 5*time.Second, "line 320", func() bool { return logHas(v, "line 320") })
 	if got := v.pane.visible(); got[0] != before[0] || v.pane.top != 80 {
 		t.Errorf("top row %d shows %q, was %q: the rows read should stay in place", v.pane.top, got[0], before[0])
 	}
@@ -117,7 +119,7 @@ func TestLogViewPausedViewStaysPutWhileOldLinesFallOut(t *testing.T) {
 func TestLogViewScrollbarAndTaps(t *testing.T) {
 	v, q := newTestLogView(t, 1000)
 	v.Append(logLines(1, 1000, "stdout")...)
-	q.waitFor(t, 5*time.Second, "1000 lines", func() bool { return v.Len() == 1000 })
+	q.WaitFor(t, 5*time.Second, "1000 lines", func() bool { return v.Len() == 1000 })
 	bar := v.pane.bar()
 	y, h := bar.thumb()
 	if h <= 0 || y+h < bar.Size().Height-1 {
@@ -144,7 +146,7 @@ func TestLogViewRingIsBounded(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		v.Append(logLines(i*1000+1, 1000, "stdout")...)
 	}
-	q.waitFor(t, 10*time.Second, "the last of 50,000 lines", func() bool { return logHas(v, "line 50000") })
+	q.WaitFor(t, 10*time.Second, "the last of 50,000 lines", func() bool { return logHas(v, "line 50000") })
 	if v.Len() != capacity || len(v.ring.buf) != capacity || cap(v.ring.buf) > 2*capacity {
 		t.Errorf("ring holds %d lines in a buffer of %d (cap %d), bound %d", v.Len(), len(v.ring.buf), cap(v.ring.buf), capacity)
 	}
@@ -165,7 +167,7 @@ func TestLogViewRingIsBounded(t *testing.T) {
 	if pending > 2*capacity {
 		t.Errorf("%d lines pending for a view of %d", pending, capacity)
 	}
-	q.waitFor(t, 10*time.Second, "line 70000", func() bool { return logHas(v, "line 70000") })
+	q.WaitFor(t, 10*time.Second, "line 70000", func() bool { return logHas(v, "line 70000") })
 }
 
 func TestLogViewBatchesRefreshes(t *testing.T) {
@@ -175,7 +177,7 @@ func TestLogViewBatchesRefreshes(t *testing.T) {
 	for i := 1; i <= 1000; i++ {
 		v.Append(logLines(i, 1, "stdout")...)
 	}
-	q.waitFor(t, 5*time.Second, "1000 lines", func() bool { return v.Len() == 1000 })
+	q.WaitFor(t, 5*time.Second, "1000 lines", func() bool { return v.Len() == 1000 })
 	if flushes > 3 || v.refreshes != flushes {
 		t.Errorf("1000 appends in a burst took %d flushes and %d refreshes, want a few", flushes, v.refreshes)
 	}
@@ -188,10 +190,10 @@ func TestLogViewBatchesRefreshes(t *testing.T) {
 	defer pace.Stop()
 	for time.Since(start) < 500*time.Millisecond {
 		v.Append(logLines(2000, 1, "stdout")...)
-		q.drain()
+		q.Drain()
 		<-pace.C
 	}
-	q.waitFor(t, time.Second, "the last flush", func() bool { return logIdle(v) })
+	q.WaitFor(t, time.Second, "the last flush", func() bool { return logIdle(v) })
 	rate := float64(v.refreshes-before) / time.Since(start).Seconds()
 	if rate > 32 {
 		t.Errorf("%.1f refreshes a second under a steady stream, want ≤ 30", rate)
@@ -206,7 +208,7 @@ func TestLogViewSearch(t *testing.T) {
 	ls[121].Text = "error: retrying"
 	ls[400].Text = "an Error again"
 	v.Append(ls...)
-	q.waitFor(t, 5*time.Second, "500 lines", func() bool { return v.Len() == 500 })
+	q.WaitFor(t, 5*time.Second, "500 lines", func() bool { return v.Len() == 500 })
 
 	test.Type(v.search, "error")
 	if v.counter.Text != "3 matches" {
@@ -241,7 +243,7 @@ func TestLogViewSearch(t *testing.T) {
 	more := logLines(501, 1, "stdout")
 	more[0].Text = "late error"
 	v.Append(more...)
-	q.waitFor(t, 5*time.Second, "the new match", func() bool { return len(v.Lines()) == 4 })
+	q.WaitFor(t, 5*time.Second, "the new match", func() bool { return len(v.Lines()) == 4 })
 
 	// Copy gives the rows shown; a selected line alone.
 	v.Copy()
@@ -295,9 +297,9 @@ func TestLogViewMemoryStaysBounded(t *testing.T) {
 	feed := func(from, n int) {
 		for i := from; i < from+n; i += 1000 {
 			v.Append(logLines(i, 1000, "stdout")...)
-			q.drain()
+			q.Drain()
 		}
-		q.waitFor(t, 10*time.Second, "the fed lines", func() bool { return logIdle(v) })
+		q.WaitFor(t, 10*time.Second, "the fed lines", func() bool { return logIdle(v) })
 	}
 	heap := func() uint64 {
 		var m runtime.MemStats
@@ -333,12 +335,12 @@ func TestLogViewOpensTheFullLog(t *testing.T) {
 	opened := 0
 	v.OnOpenOlder = func() { opened++ }
 	v.Append(logLines(1, 50, "stdout")...)
-	q.waitFor(t, 10*time.Second, "line 50", func() bool { return logHas(v, "line 50") })
+	q.WaitFor(t, 10*time.Second, "line 50", func() bool { return logHas(v, "line 50") })
 	if v.note.Visible() || v.openOld.Visible() {
 		t.Fatalf("no line is older than the view, yet the note (%v) or the button (%v) shows", v.note.Visible(), v.openOld.Visible())
 	}
 	v.Append(logLines(51, 100, "stdout")...)
-	q.waitFor(t, 10*time.Second, "line 150", func() bool { return logHas(v, "line 150") })
+	q.WaitFor(t, 10*time.Second, "line 150", func() bool { return logHas(v, "line 150") })
 	if !v.note.Visible() || !strings.Contains(v.note.Text, "50 older lines") || strings.Contains(v.note.Text, "agent.log") {
 		t.Errorf("older-lines note %v %q: want the count and no path", v.note.Visible(), v.note.Text)
 	}
@@ -350,7 +352,7 @@ func TestLogViewOpensTheFullLog(t *testing.T) {
 		t.Errorf("the button opened the log %d times, want 1", opened)
 	}
 	v.Clear()
-	q.waitFor(t, 10*time.Second, "the cleared view", func() bool { return v.Len() == 0 })
+	q.WaitFor(t, 10*time.Second, "the cleared view", func() bool { return v.Len() == 0 })
 	if v.openOld.Visible() {
 		t.Error("the button stays after Clear")
 	}
@@ -362,7 +364,7 @@ func TestLogViewHeldReadsBackWhatWasAppended(t *testing.T) {
 	v, q := newTestLogView(t, 3)
 	v.Append(LogLine{Seq: 1, Stream: "stdout", Text: "one"}, LogLine{Seq: 2, Stream: "stderr", Text: "two"},
 		LogLine{Seq: 3, Stream: "exec", Text: "three"}, LogLine{Seq: 4, Stream: "chat", Text: "four"})
-	q.waitFor(t, 5*time.Second, "four lines appended", func() bool { return logHas(v, "four") })
+	q.WaitFor(t, 5*time.Second, "four lines appended", func() bool { return logHas(v, "four") })
 	var got []string
 	for _, l := range v.Held() {
 		got = append(got, fmt.Sprintf("%d %s %s", l.Seq, l.Stream, l.Text))
