@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,5 +136,56 @@ func TestAppEngineDoesNotYield(t *testing.T) {
 	}
 	if _, err := Dial(ctx, f.env.Paths); err != nil {
 		t.Errorf("the app's engine stopped answering: %v", err)
+	}
+}
+
+// TestListenAfterAYieldingEngineLetsGo: an engine that yields stops
+// answering on its socket an instant before it lets go of its lock; the
+// engine the client then starts waits for the lock instead of exiting
+// as though another ran (what failed TestHandOverToAClientWithTheKeyring
+// now and then). A lock held by an engine that answers is refused at
+// once, and one held past lockWait by one that never answers is refused
+// then.
+func TestListenAfterAYieldingEngineLetsGo(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if err := os.MkdirAll(f.env.Paths.Home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	hold := func() *os.File {
+		t.Helper()
+		lock, err := os.OpenFile(f.env.Paths.EngineLock(), os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			t.Fatal(err)
+		}
+		return lock
+	}
+
+	// On its way out: no socket, the lock goes 200 ms later.
+	lock := hold()
+	time.AfterFunc(200*time.Millisecond, func() { lock.Close() })
+	srv, err := Listen(ctx, f.env.Paths, f.env.Manager, nil)
+	if err != nil {
+		t.Fatalf("Listen as a yielding engine lets go: %v, want the lock once it is free", err)
+	}
+
+	// Running and answering: refused without waiting.
+	start := time.Now()
+	if _, err := Listen(ctx, f.env.Paths, f.env.Manager, nil); !errors.Is(err, ErrRunning) {
+		t.Fatalf("Listen beside an engine that answers: %v, want ErrRunning", err)
+	}
+	if d := time.Since(start); d >= lockWait {
+		t.Errorf("Listen beside an engine that answers took %v: it waited as for one on its way out", d)
+	}
+	srv.Close()
+
+	// Held and never answering: refused after lockWait.
+	lock = hold()
+	defer lock.Close()
+	if _, err := Listen(ctx, f.env.Paths, f.env.Manager, nil); !errors.Is(err, ErrRunning) {
+		t.Fatalf("Listen beside a lock that stays held: %v, want ErrRunning", err)
 	}
 }

@@ -69,9 +69,9 @@ func Listen(ctx context.Context, p config.Paths, m *session.Manager, log *slog.L
 	if err != nil {
 		return nil, fmt.Errorf("engine lock: %w", err)
 	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := takeLock(ctx, lock, p.EngineSocket()); err != nil {
 		lock.Close()
-		return nil, ErrRunning
+		return nil, err
 	}
 	// Only the holder of the lock recovers: another process could take a
 	// session this engine has just restarted for one whose owner died.
@@ -103,6 +103,37 @@ func Listen(ctx context.Context, p config.Paths, m *session.Manager, log *slog.L
 	// And empties the trash of what is due, now and every hour.
 	m.TendTrash(context.Background())
 	return s, nil
+}
+
+// lockWait bounds the wait for an engine that holds the lock but no
+// longer answers on its socket.
+const lockWait = 2 * time.Second
+
+// takeLock takes the engine lock f. An engine that holds it and answers
+// on sock is running: ErrRunning at once. One that holds it and does not
+// answer is on its way out (a yielding engine lets go of its socket, then
+// of the lock) or in (it recovers before it listens): that gets lockWait
+// to let go, so that the engine a client starts after a hand-over does
+// not find the lock still held for an instant and exit.
+func takeLock(ctx context.Context, f *os.File, sock string) error {
+	deadline := time.Now().Add(lockWait)
+	for {
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			return nil
+		}
+		if c, err := net.DialTimeout("unix", sock, time.Second); err == nil {
+			c.Close()
+			return ErrRunning
+		}
+		if time.Now().After(deadline) {
+			return ErrRunning
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // Serve accepts connections until ctx is done or Close, then waits for
