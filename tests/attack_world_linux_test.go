@@ -42,7 +42,8 @@ type hostileWorld struct {
 	secret  string // hash of a blob only the victim holds
 	vhead   string // the victim's head commit
 
-	seen map[string]bool // markers already reported
+	seen  map[string]bool // markers already reported
+	quiet bool            // steps log only when slow (polling)
 }
 
 func newHostileWorld(t *testing.T) *hostileWorld {
@@ -153,7 +154,9 @@ func (h *hostileWorld) stepWithin(limit time.Duration, name string, args ...stri
 	case err != nil:
 		h.t.Fatalf("%s: sandbar %v: %v", name, args, err)
 	}
-	h.t.Logf("%s: `sandbar %s` exited %d in %v", name, strings.Join(args, " "), r.code, time.Since(start).Round(time.Millisecond))
+	if took := time.Since(start); !h.quiet || took > 5*time.Second {
+		h.t.Logf("%s: `sandbar %s` exited %d in %v", name, strings.Join(args, " "), r.code, took.Round(time.Millisecond))
+	}
 	h.checkMarkers("by the time " + name + " returned")
 	return r
 }
@@ -197,7 +200,11 @@ func markersUnder(dirs ...string) []string {
 func (h *hostileWorld) waitPlanted(id, text string, limit time.Duration) {
 	h.t.Helper()
 	var r stepResult
+	polls, start := 0, time.Now()
+	h.quiet = true
+	defer func() { h.quiet = false }()
 	said := waitUntil(limit, 500*time.Millisecond, func() bool {
+		polls++
 		r = h.step("reading the log while the agent ran (the engine's watcher runs meanwhile)", "logs", id)
 		if strings.Contains(r.out, text) {
 			return true
@@ -211,7 +218,10 @@ func (h *hostileWorld) waitPlanted(id, text string, limit time.Duration) {
 		}
 		return false
 	})
+	h.t.Logf("read the log %d times over %v while the agent planted", polls, time.Since(start).Round(time.Millisecond))
+	h.quiet = false
 	if !said {
+		h.diagnose(id)
 		h.t.Fatalf("the agent did not say %q within %v:\n%s\n%s", text, limit, clip(r.out), clip(r.errOut))
 	}
 	var lines []string
@@ -321,6 +331,11 @@ func (h *hostileWorld) mustStep(name string, args ...string) (ok, hung bool) {
 	return true, false
 }
 
+// engineStopLimit is how long an engine may take to stop after SIGTERM:
+// `sandbar serve` gives its sessions 30 s to stop and then kills their
+// VMs, which takes moments.
+const engineStopLimit = 45 * time.Second
+
 // stopEngineHard stops the engine, and kills it if SIGTERM is not enough
 // (a hung engine is itself a failure).
 func (h *hostileWorld) stopEngineHard() {
@@ -329,9 +344,9 @@ func (h *hostileWorld) stopEngineHard() {
 		return
 	}
 	syscall.Kill(pid, syscall.SIGTERM)
-	waitUntil(30*time.Second, 100*time.Millisecond, func() bool { return syscall.Kill(pid, 0) != nil })
+	waitUntil(engineStopLimit, 100*time.Millisecond, func() bool { return syscall.Kill(pid, 0) != nil })
 	if syscall.Kill(pid, 0) == nil && !isZombie(pid) {
-		h.t.Errorf("the engine (pid %d) did not stop within 30s of SIGTERM: killed", pid)
+		h.t.Errorf("the engine (pid %d) did not stop within %v of SIGTERM: killed", pid, engineStopLimit)
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
@@ -370,16 +385,32 @@ func isZombie(pid int) bool {
 	return bytes.Contains(st, []byte(") Z "))
 }
 
+// diagnose logs what helps read a session that stopped making progress:
+// the guest's processes and what each waits on, the end of the VM's
+// console, the session's state and the end of the engine's log.
+func (h *hostileWorld) diagnose(id string) {
+	h.t.Helper()
+	ps := h.stepWithin(30*time.Second, "the guest's processes", "exec", id, "--", "ps", "-eo", "pid,ppid,stat,etime,time,wchan:24,args")
+	h.t.Logf("the guest's processes (exit %d, hung %v):\n%s%s", ps.code, ps.hung, clip(ps.out), clip(ps.errOut))
+	if b, err := os.ReadFile(filepath.Join(h.home, "sessions", id, "console.log")); err == nil {
+		h.t.Logf("the end of the VM's console:\n%s", clip(lastLines(string(b), 40)))
+	}
+	h.t.Logf("the session: %+v", h.session(id))
+	h.logEngineWarnings()
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
 func (h *hostileWorld) logEngineWarnings() {
 	b, err := os.ReadFile(filepath.Join(h.home, "engine.log"))
 	if err != nil || len(bytes.TrimSpace(b)) == 0 {
 		return
 	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > 40 {
-		lines = lines[len(lines)-40:]
-	}
-	h.t.Logf("the end of the engine's log:\n%s", clip(strings.Join(lines, "\n")))
+	h.t.Logf("the end of the engine's log:\n%s", clip(lastLines(strings.TrimSpace(string(b)), 40)))
 }
 
 // addSubmodules adds submodules at paths, all from one library repository
