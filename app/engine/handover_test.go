@@ -165,8 +165,8 @@ func TestListenAfterAYieldingEngineLetsGo(t *testing.T) {
 	}
 
 	// On its way out: no socket, the lock goes 200 ms later.
-	lock := hold()
-	time.AfterFunc(200*time.Millisecond, func() { lock.Close() })
+	leaving := hold()
+	time.AfterFunc(200*time.Millisecond, func() { leaving.Close() })
 	srv, err := Listen(ctx, f.env.Paths, f.env.Manager, nil)
 	if err != nil {
 		t.Fatalf("Listen as a yielding engine lets go: %v, want the lock once it is free", err)
@@ -183,8 +183,8 @@ func TestListenAfterAYieldingEngineLetsGo(t *testing.T) {
 	srv.Close()
 
 	// Held and never answering: refused after lockWait.
-	lock = hold()
-	defer lock.Close()
+	stuck := hold()
+	defer stuck.Close()
 	if _, err := Listen(ctx, f.env.Paths, f.env.Manager, nil); !errors.Is(err, ErrRunning) {
 		t.Fatalf("Listen beside a lock that stays held: %v, want ErrRunning", err)
 	}
