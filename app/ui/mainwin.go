@@ -78,7 +78,7 @@ func newMainWindow(u *UI) *mainWindow {
 	mw.sessionList.OnSelected = func(i widget.ListItemID) {
 		mw.sessionList.UnselectAll()
 		if i < len(mw.sessions) && mw.u.OpenSession != nil {
-			mw.u.OpenSession(mw.sessions[i].s.ID)
+			mw.u.openSession(mw.sessions[i].s.ID)
 		}
 	}
 

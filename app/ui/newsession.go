@@ -384,7 +384,7 @@ func (w *newSessionWindow) submit() {
 			}
 			w.win.Close()
 			if u.OpenSession != nil {
-				u.OpenSession(s.ID)
+				u.openSession(s.ID)
 			}
 		})
 	})

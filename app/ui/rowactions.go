@@ -136,7 +136,7 @@ func (mw *mainWindow) titleOf(id string) string {
 
 func (mw *mainWindow) openSession(id string) {
 	if id != "" && mw.u.OpenSession != nil {
-		mw.u.OpenSession(id)
+		mw.u.openSession(id)
 	}
 }
 
