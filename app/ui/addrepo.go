@@ -174,41 +174,6 @@ func addProblem(route addRoute, path, home string, err error) string {
 	return fmt.Sprintf("%s is not a git repository: %s the folder that holds .git, or run git init there.", shown, give)
 }
 
-// tildePath is path with the home folder written ~, as a person reads it.
-func tildePath(path, home string) string {
-	if home == "" || home == "/" {
-		return path
-	}
-	if path == home {
-		return "~"
-	}
-	if rest, ok := strings.CutPrefix(path, strings.TrimSuffix(home, "/")+"/"); ok {
-		return "~/" + rest
-	}
-	return path
-}
-
-// expandPath is what a person typed as a path: ~ is the home folder, and
-// a relative path is taken from it. It keeps a trailing slash.
-func expandPath(typed, home string) string {
-	typed = strings.TrimSpace(typed)
-	switch {
-	case typed == "":
-		return ""
-	case typed == "~":
-		return home
-	case strings.HasPrefix(typed, "~/"):
-		return home + typed[1:]
-	case filepath.IsAbs(typed) || home == "":
-		return typed
-	}
-	full := filepath.Join(home, typed)
-	if strings.HasSuffix(typed, "/") {
-		full += "/"
-	}
-	return full
-}
-
 // recentFolders are the folders added or tried, newest first.
 func (u *UI) recentFolders() []string {
 	return u.App.Preferences().StringList(recentFoldersKey)

@@ -99,8 +99,8 @@ func TestAddRepositoryErrorsFitTheRoute(t *testing.T) {
 	w.submit()
 	h.q.WaitFor(t, 5*time.Second, "the typed repository added", func() bool { return len(mw.projects) == 1 })
 	h.q.WaitFor(t, 5*time.Second, "Add a Repository closed", func() bool { return h.u.addRepo.win == nil })
-	if !strings.HasPrefix(mw.banner.text.Text, "Added shop ("+h.repo) {
-		t.Errorf("banner = %q, want the project added", mw.banner.text.Text)
+	if want := "Added shop (~/repos/shop, branch main)."; mw.banner.text.Text != want {
+		t.Errorf("banner = %q, want %q", mw.banner.text.Text, want)
 	}
 }
 
@@ -213,16 +213,6 @@ func TestPathsWithTilde(t *testing.T) {
 	} {
 		if got := expandPath(tc.typed, "/home/ann"); got != tc.want {
 			t.Errorf("expandPath(%q) = %q, want %q", tc.typed, got, tc.want)
-		}
-	}
-	for _, tc := range []struct{ path, want string }{
-		{"/home/ann", "~"},
-		{"/home/ann/src", "~/src"},
-		{"/home/annie/src", "/home/annie/src"},
-		{"/srv", "/srv"},
-	} {
-		if got := tildePath(tc.path, "/home/ann"); got != tc.want {
-			t.Errorf("tildePath(%q) = %q, want %q", tc.path, got, tc.want)
 		}
 	}
 	if got := addProblem(routeDrop, "/x", "", errors.New("plain")); got != "Plain." {

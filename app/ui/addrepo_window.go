@@ -161,7 +161,7 @@ func (w *addRepoWindow) submit() {
 		w.busy = false
 		w.add.Enable()
 		if len(r.added) == 0 {
-			w.showProblem(r.message())
+			w.showProblem(r.message(w.u.Home))
 			w.relist()
 			return
 		}

@@ -29,7 +29,8 @@ type UI struct {
 
 	// OpenSession opens the window of one session; the session window
 	// sets it. Nil means there is no such window and the windows do not
-	// offer to open one.
+	// offer to open one. The windows, the tray and the notifications
+	// call it through openSession.
 	OpenSession func(id string)
 	// Notice, when set before the Sandbar window first opens, is shown
 	// in its banner: what a person should know about this run of the app
@@ -69,6 +70,7 @@ type UI struct {
 	sessionWins map[string]*sessionWindow // open session windows, by session id
 	image       *imageBuild
 	addRepo     addRepoState
+	tray        *Tray // StartTray's, told when a session is opened
 }
 
 // New returns a UI over a, b and s, and gives a Sandbar's theme. s may be
@@ -89,6 +91,22 @@ func New(a fyne.App, b session.Service, s SettingsBackend) *UI {
 func (u *UI) Close() {
 	u.cancel()
 	u.wg.Wait()
+}
+
+// openSession opens the window of session id (the Sandbar window where
+// there is no session window) because the person asked to: from the
+// tray, a notification, a row of the Sandbar window or New Session.
+// Opening it is looking at it, so the tray stops counting it among the
+// sessions that need the person.
+func (u *UI) openSession(id string) {
+	if u.tray != nil {
+		u.tray.seen(id)
+	}
+	if u.OpenSession != nil {
+		u.OpenSession(id)
+		return
+	}
+	u.ShowMain()
 }
 
 // ShowMain shows the Sandbar window (projects and sessions), making it

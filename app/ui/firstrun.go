@@ -194,5 +194,5 @@ func (w *firstRunWindow) added(r addResult) {
 			w.u.mainWin.reload()
 		}
 	}
-	w.banner.show(r.kind(), r.message())
+	w.banner.show(r.kind(), r.message(w.u.Home))
 }

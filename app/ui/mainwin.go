@@ -78,7 +78,7 @@ func newMainWindow(u *UI) *mainWindow {
 	mw.sessionList.OnSelected = func(i widget.ListItemID) {
 		mw.sessionList.UnselectAll()
 		if i < len(mw.sessions) && mw.u.OpenSession != nil {
-			mw.u.OpenSession(mw.sessions[i].s.ID)
+			mw.u.openSession(mw.sessions[i].s.ID)
 		}
 	}
 
@@ -148,7 +148,7 @@ func (mw *mainWindow) dropped(pos fyne.Position, uris []fyne.URI) {
 
 // added shows what adding folders did, and the projects added.
 func (mw *mainWindow) added(r addResult) {
-	mw.banner.show(r.kind(), r.message())
+	mw.banner.show(r.kind(), r.message(mw.u.Home))
 	if len(r.added) > 0 {
 		mw.reload()
 	}
@@ -199,10 +199,11 @@ func (r addResult) kind() bannerKind {
 	return bannerInfo
 }
 
-func (r addResult) message() string {
+// message says what happened, with paths under home written ~.
+func (r addResult) message(home string) string {
 	var lines []string
 	for _, p := range r.added {
-		lines = append(lines, fmt.Sprintf("Added %s (%s, branch %s).", p.Name, p.Path, branchOrNone(p.DefaultBranch)))
+		lines = append(lines, fmt.Sprintf("Added %s (%s, branch %s).", p.Name, tildePath(p.Path, home), branchOrNone(p.DefaultBranch)))
 	}
 	lines = append(lines, r.notes...)
 	lines = append(lines, r.problems...)
@@ -284,7 +285,7 @@ func (it *projectItem) set(index int, p store.Project, sessions int) {
 	}
 	it.shown, it.shownCount = p, sessions
 	it.name.SetText(p.Name)
-	it.path.SetText(p.Path)
+	it.path.SetText(tildePath(p.Path, it.mw.u.Home))
 	it.branch.SetText(branchOrNone(p.DefaultBranch))
 	switch sessions {
 	case 0:
@@ -310,7 +311,7 @@ func (mw *mainWindow) confirmRemoveProject(id int64) {
 	}
 	p := mw.projects[i]
 	d := dialog.NewConfirm("Remove "+p.Name+"?",
-		"Sandbar forgets the project; the repository at "+p.Path+" is not touched.",
+		"Sandbar forgets the project; the repository at "+tildePath(p.Path, mw.u.Home)+" is not touched.",
 		func(ok bool) {
 			if !ok {
 				return

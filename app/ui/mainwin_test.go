@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,8 @@ func TestMainWindowDropAddsProject(t *testing.T) {
 	}
 
 	repo := h.env.Repo(t, "drop me é")
+	// The project's folder is shown under ~; the backend gets it in full.
+	h.u.Home = filepath.Dir(repo)
 	mw.dropped(nowhere, []fyne.URI{storage.NewFileURI(repo)})
 	h.q.WaitFor(t, 5*time.Second, "the dropped repository listed as a project", func() bool {
 		return len(mw.projects) == 1 && shows(mw.win, "drop me é")
@@ -34,14 +37,14 @@ func TestMainWindowDropAddsProject(t *testing.T) {
 	if p := mw.projects[0]; p.Path != repo || p.DefaultBranch != "main" {
 		t.Errorf("project = %+v, want path %s on main", p, repo)
 	}
-	if !strings.HasPrefix(mw.banner.text.Text, "Added drop me é") || !mw.banner.box.Visible() {
-		t.Errorf("banner = %q, want it to say the project was added", mw.banner.text.Text)
+	if want := "Added drop me é (~/drop me é, branch main)."; mw.banner.text.Text != want || !mw.banner.box.Visible() {
+		t.Errorf("banner = %q, want %q", mw.banner.text.Text, want)
 	}
 	if mw.empty.Visible() || !mw.body.Visible() || !shows(mw.win, "No sessions yet") {
 		t.Error("with a project the window still shows the drop zone, or no empty sessions list")
 	}
-	if !shows(mw.win, "no sessions") || !shows(mw.win, repo) {
-		t.Errorf("the project's row lacks its path or session count: %q", texts(mw.win.Canvas().Content()))
+	if !shows(mw.win, "no sessions") || !slices.Contains(texts(mw.win.Canvas().Content()), "~/drop me é") || shows(mw.win, repo) {
+		t.Errorf("the project's row lacks its path under ~ or its session count: %q", texts(mw.win.Canvas().Content()))
 	}
 
 	// A subfolder adds its repository, with a note; here it is a duplicate.

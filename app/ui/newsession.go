@@ -275,7 +275,7 @@ func (w *newSessionWindow) projectLabel(p store.Project) string {
 		}
 	}
 	if n > 1 {
-		return p.Name + " (" + p.Path + ")"
+		return p.Name + " (" + tildePath(p.Path, w.u.Home) + ")"
 	}
 	return p.Name
 }
@@ -321,7 +321,7 @@ func (w *newSessionWindow) projectChanged() {
 		w.validate()
 		return
 	}
-	w.projectPath.SetText(p.Path)
+	w.projectPath.SetText(tildePath(p.Path, w.u.Home))
 	w.loadNetworkDefault(p)
 	if !w.baseEdited {
 		w.setBase(p.DefaultBranch)
@@ -384,7 +384,7 @@ func (w *newSessionWindow) submit() {
 			}
 			w.win.Close()
 			if u.OpenSession != nil {
-				u.OpenSession(s.ID)
+				u.openSession(s.ID)
 			}
 		})
 	})

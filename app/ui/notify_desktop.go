@@ -21,7 +21,7 @@ const notifyAppName = "Sandbar"
 // desktopSend is StartNotifications' default: the desktop's notification
 // service, with Fyne's notification where there is none or it fails.
 func (u *UI) desktopSend(n *Notifier) func(sessionNote) {
-	open := func(id string) { u.post(func() { u.openFromNotification(id) }) }
+	open := func(id string) { u.post(func() { u.openSession(id) }) }
 	d, err := newDesktopNotifier(u.App.UniqueID(), open)
 	if err != nil {
 		fyne.LogError("notifications: clicking one will not open its session", err)
@@ -39,14 +39,4 @@ func (u *UI) desktopSend(n *Notifier) func(sessionNote) {
 		fn := fyne.NewNotification(note.Title, note.Body)
 		u.post(func() { u.App.SendNotification(fn) })
 	}
-}
-
-// openFromNotification opens the window of the session a clicked
-// notification was about (the Sandbar window without a session window).
-func (u *UI) openFromNotification(id string) {
-	if u.OpenSession != nil {
-		u.OpenSession(id)
-		return
-	}
-	u.ShowMain()
 }

@@ -4,16 +4,22 @@ package ui
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2"
 	"github.com/godbus/dbus/v5"
+
+	"sandbar/app/session"
+	"sandbar/app/session/sessiontest"
 )
 
 // privateBus starts a D-Bus daemon of the test's own and returns its
@@ -180,5 +186,62 @@ func TestDBusNotifications(t *testing.T) {
 	}
 	if err := d.Close(); err != nil {
 		t.Errorf("close: %v", err)
+	}
+}
+
+// TestNotificationClickIsSeen: clicking the desktop notification of a
+// session that finished opens the session and, as Open in the tray
+// does, clears it from what the tray says needs the person.
+func TestNotificationClickIsSeen(t *testing.T) {
+	addr := privateBus(t)
+	srv := startFakeNotifyServer(t, addr, "body", "actions")
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", addr)
+	h := newAppHarness(t)
+	var opened []string
+	h.u.OpenSession = func(id string) { opened = append(opened, id) }
+	ft := &fakeTray{}
+	tray := h.u.StartTray(ft, TrayOptions{Tick: time.Hour})
+	defer tray.Stop()
+	n := h.u.StartNotifications(nil)
+	defer n.Stop()
+	if n.desktop == nil {
+		t.Fatal("the notifications do not go to the notification server on the test's bus")
+	}
+
+	s, err := h.env.Manager.Start(context.Background(), session.Options{Repo: h.env.Repo(t, "shop"), Agent: sessiontest.Shell("true")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTray(t, h, ft, "the finished session needing the person", func(m *fyne.Menu, _ fyne.Resource) bool {
+		return trayLabels(m)[0] == "No sessions running · 1 needs you"
+	})
+	// The person clicks the notification once it is up: once the
+	// notifier has the server's id for it.
+	d := n.desktop.(*dbusNotifier)
+	var id uint32
+	h.q.WaitFor(t, 30*time.Second, "the notification that the session finished", func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		for k, v := range d.sent {
+			if v == s.ID {
+				id = k
+				return true
+			}
+		}
+		return false
+	})
+	srv.mu.Lock()
+	i := slices.IndexFunc(srv.calls, func(c notifyCall) bool { return c.ID == id })
+	if i < 0 || srv.calls[i].Summary != "true — finished" {
+		t.Errorf("the session's notification is not the one saying it finished: %+v", srv.calls)
+	}
+	srv.mu.Unlock()
+
+	srv.invoke(t, id, "default")
+	waitTray(t, h, ft, "no session needing the person once the notification was clicked", func(m *fyne.Menu, _ fyne.Resource) bool {
+		return trayLabels(m)[0] == "No sessions running"
+	})
+	if !slices.Equal(opened, []string{s.ID}) {
+		t.Errorf("the click opened %q, want %s", opened, s.ID)
 	}
 }

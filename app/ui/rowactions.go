@@ -136,7 +136,7 @@ func (mw *mainWindow) titleOf(id string) string {
 
 func (mw *mainWindow) openSession(id string) {
 	if id != "" && mw.u.OpenSession != nil {
-		mw.u.OpenSession(id)
+		mw.u.openSession(id)
 	}
 }
 
@@ -203,7 +203,7 @@ func (mw *mainWindow) removeSession(id, title string, force bool) {
 				mw.showDeleted(id, title)
 				mw.reload()
 			case errors.As(err, &dirty):
-				mw.confirmForce(id, title, dirtyMessage(dirty))
+				mw.confirmForce(id, title, dirtyMessage(dirty, mw.u.Home))
 			case errors.Is(err, session.ErrDirty):
 				mw.confirmForce(id, title, sentence(err.Error()))
 			default:

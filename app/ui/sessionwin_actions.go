@@ -65,7 +65,7 @@ func (w *sessionWindow) doDelete(force bool) {
 			case err == nil:
 				w.removed() // in the trash, with Undo
 			case errors.As(err, &dirty):
-				w.notice.show(widget.WarningImportance, dirtyMessage(dirty),
+				w.notice.show(widget.WarningImportance, dirtyMessage(dirty, w.u.Home),
 					noticeAction{"Delete anyway", widget.DangerImportance, func() { w.doDelete(true) }},
 					noticeAction{"Create branch first", widget.HighImportance, func() { w.doMerge(session.MergeOptions{}) }},
 					noticeAction{"Cancel", widget.MediumImportance, w.notice.hide})
@@ -80,15 +80,16 @@ func (w *sessionWindow) doDelete(force bool) {
 	})
 }
 
-// dirtyMessage lists the work a deletion would lose.
-func dirtyMessage(d *workspace.DirtyError) string {
+// dirtyMessage lists the work a deletion would lose; the repository's
+// folder is written as tildePath writes it.
+func dirtyMessage(d *workspace.DirtyError, home string) string {
 	var b strings.Builder
 	b.WriteString("Deleting this session would lose work that is not in the repository:")
 	if n := len(d.Uncommitted); n > 0 {
 		fmt.Fprintf(&b, "\n• %d %s not committed: %s", n, pluralWord(n, "file", "files"), listSome(d.Uncommitted, 8))
 	}
 	if n := len(d.Unmerged); n > 0 {
-		fmt.Fprintf(&b, "\n• %d %s not merged into %s: %s", n, pluralWord(n, "commit", "commits"), d.Repo, listSome(quoted(d.Unmerged), 8))
+		fmt.Fprintf(&b, "\n• %d %s not merged into %s: %s", n, pluralWord(n, "commit", "commits"), tildePath(d.Repo, home), listSome(quoted(d.Unmerged), 8))
 	}
 	return b.String()
 }

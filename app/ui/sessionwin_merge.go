@@ -72,7 +72,7 @@ func (w *sessionWindow) showMergeTarget() {
 	// Until MergeTarget answers (Branch is ""), Merge into is on: it
 	// merges into whatever branch is checked out, or says why not.
 	setEnabled(w.merge, can && t.IntoDone == "" && (t.Into != "" || t.Branch == ""))
-	note := mergeNote(t, s)
+	note := w.tildeRepo(mergeNote(t, s))
 	w.mergeNote.SetText(note)
 	if note == "" {
 		w.mergeNote.Hide()
@@ -118,9 +118,10 @@ func mergeNote(t session.MergeTarget, s store.Session) string {
 func (w *sessionWindow) doMerge(o session.MergeOptions) {
 	w.merging = true
 	w.showMergeTarget()
-	what := "Creating branch " + w.sess.Branch + " in " + w.project.Path + "…"
+	repo := tildePath(w.project.Path, w.u.Home)
+	what := "Creating branch " + w.sess.Branch + " in " + repo + "…"
 	if o.Into {
-		what = "Merging into " + w.target.Into + " in " + w.project.Path + "…"
+		what = "Merging into " + w.target.Into + " in " + repo + "…"
 	}
 	w.notice.show(widget.MediumImportance, what)
 	live := session.Live(w.sess.State)
@@ -133,22 +134,31 @@ func (w *sessionWindow) doMerge(o session.MergeOptions) {
 			switch {
 			case errors.Is(err, workspace.ErrDiverged):
 				w.notice.show(widget.WarningImportance,
-					fmt.Sprintf("The branch %s in %s has commits this session does not have. Overwriting it makes it the session's branch, and those commits are no longer on it.", w.sess.Branch, w.project.Path),
+					fmt.Sprintf("The branch %s in %s has commits this session does not have. Overwriting it makes it the session's branch, and those commits are no longer on it.", w.sess.Branch, repo),
 					noticeAction{"Overwrite the branch", widget.DangerImportance, func() { w.doMerge(session.MergeOptions{Force: true}) }},
 					noticeAction{"Cancel", widget.MediumImportance, w.notice.hide})
 			case errors.Is(err, workspace.ErrConflict):
-				w.notice.show(widget.WarningImportance, "Not merged: "+err.Error()+".",
+				w.notice.show(widget.WarningImportance, "Not merged: "+w.tildeRepo(err.Error())+".",
 					noticeAction{"Create branch " + w.sess.Branch, widget.HighImportance, func() { w.doMerge(session.MergeOptions{}) }},
 					noticeAction{"Cancel", widget.MediumImportance, w.notice.hide})
 			case errors.Is(err, workspace.ErrNothingToMerge), errors.Is(err, workspace.ErrDirtyTree), errors.Is(err, workspace.ErrNoBranch):
-				w.notice.show(widget.WarningImportance, "Not merged: "+err.Error()+".")
+				w.notice.show(widget.WarningImportance, "Not merged: "+w.tildeRepo(err.Error())+".")
 			case err != nil:
-				w.notice.show(widget.DangerImportance, "Could not merge: "+err.Error())
+				w.notice.show(widget.DangerImportance, "Could not merge: "+w.tildeRepo(err.Error()))
 			default:
-				w.notice.show(mergeImportance(res), mergeMessage(w.sess.Branch, w.project.Path, res, live))
+				w.notice.show(mergeImportance(res), mergeMessage(w.sess.Branch, repo, res, live))
 			}
 		})
 	})
+}
+
+// tildeRepo writes the project's folder in text as tildePath writes it:
+// the backend's refusals and notes name it in full.
+func (w *sessionWindow) tildeRepo(text string) string {
+	if w.project.Path == "" {
+		return text
+	}
+	return strings.ReplaceAll(text, w.project.Path, tildePath(w.project.Path, w.u.Home))
 }
 
 func mergeImportance(r workspace.MergeResult) widget.Importance {

@@ -57,6 +57,9 @@ func TestSessionWindowMergeActions(t *testing.T) {
 	h := newSWHarness(t)
 	s, repo := h.start(t, commitAgent)
 	w := h.open(t, s.ID)
+	// The repository's folder is said under ~.
+	h.u.Home = filepath.Dir(w.project.Path)
+	shown := "~/" + filepath.Base(w.project.Path)
 	h.env.WaitState(t, s.ID, session.StateStopped, 30*time.Second)
 	cur := sessiontest.Git(t, repo, "symbolic-ref", "--short", "HEAD")
 	h.q.WaitFor(t, 30*time.Second, "the merge actions named for "+cur+", and the commit Sandbar made", func() bool {
@@ -86,6 +89,9 @@ func TestSessionWindowMergeActions(t *testing.T) {
 	h.q.WaitFor(t, 30*time.Second, "Merge into to be on again", func() bool { return !w.merge.Disabled() })
 	test.Tap(w.merge)
 	h.q.WaitFor(t, 30*time.Second, "the merge's result", func() bool { return strings.HasPrefix(w.notice.text(), "Merged into "+cur) })
+	if msg := w.notice.text(); !strings.HasPrefix(msg, "Merged into "+cur+" in "+shown+":") || strings.Contains(msg, w.project.Path) {
+		t.Errorf("result = %q, want the repository said as %s", msg, shown)
+	}
 	for _, f := range []string{"work.txt", "draft.txt"} {
 		if _, err := os.Stat(filepath.Join(repo, f)); err != nil {
 			t.Errorf("%s is not in the repository's working tree: %v", f, err)

@@ -109,7 +109,7 @@ func (w *sessionWindow) showOpenNote() {
 		if !w.exported.IsZero() {
 			when = w.exported.Format("Jan 2 15:04:05")
 		}
-		what = "Read-only copy of the session's files as of " + when + ", in " + w.exportDir + ": the agent's own files live in its VM."
+		what = "Read-only copy of the session's files as of " + when + ", in " + tildePath(w.exportDir, w.u.Home) + ": the agent's own files live in its VM."
 	}
 	w.openMsg.SetText(strings.Join(append([]string{what}, notes...), " · "))
 }

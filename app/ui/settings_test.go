@@ -4,12 +4,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 
 	"sandbar/app/imagebuild"
 	"sandbar/app/session"
@@ -41,15 +43,19 @@ func selectTab(t *testing.T, tabs *container.AppTabs, name string) {
 func TestSettingsDefaultLimitsReachTheBackend(t *testing.T) {
 	h := newAppHarness(t)
 	w := h.settings(t)
-	if w.cpus.Text != "2" || w.memory.Text != "2048" || w.disk.Text != "8" || w.budget.Text != "60" || w.agentCmd.Text != "" {
-		t.Fatalf("defaults shown: %q %q %q %q %q", w.cpus.Text, w.memory.Text, w.disk.Text, w.budget.Text, w.agentCmd.Text)
+	if w.cpus.Text != "2" || w.memory.Selected != "2 GiB" || w.disk.Text != "8" || w.budget.Text != "60" || w.agentCmd.Text != "" {
+		t.Fatalf("defaults shown: %q %q %q %q %q", w.cpus.Text, w.memory.Selected, w.disk.Text, w.budget.Text, w.agentCmd.Text)
+	}
+	// New Session's steps, up to the machine's 16 GiB.
+	if want := []string{"1 GiB", "2 GiB", "4 GiB", "8 GiB", "16 GiB"}; !slices.Equal(w.memory.Options, want) {
+		t.Errorf("memory offers %q, want %q", w.memory.Options, want)
 	}
 	retype(w.cpus, "9")
 	if !w.defaultsSave.Disabled() || !strings.Contains(w.defaultsStatus.Text, "vCPUs: type a whole number from 1 to 4") {
 		t.Errorf("9 vCPUs of 4: Save disabled %v, status %q", w.defaultsSave.Disabled(), w.defaultsStatus.Text)
 	}
 	retype(w.cpus, "1")
-	retype(w.memory, "768")
+	w.memory.SetSelected("1 GiB")
 	retype(w.disk, "3")
 	retype(w.budget, "50")
 	test.Type(w.agentCmd, "echo from the default agent")
@@ -66,7 +72,7 @@ func TestSettingsDefaultLimitsReachTheBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := s.Limits; l.CPUs != 1 || l.MemoryMiB != 768 || l.DiskGiB != 3 || s.Agent.Kind != "custom" {
+	if l := s.Limits; l.CPUs != 1 || l.MemoryMiB != 1024 || l.DiskGiB != 3 || s.Agent.Kind != "custom" {
 		t.Errorf("a session started with no limits got %+v, agent %+v; want the saved defaults", l, s.Agent)
 	}
 	b, err := h.env.Manager.Budget(ctx)
@@ -80,8 +86,60 @@ func TestSettingsDefaultLimitsReachTheBackend(t *testing.T) {
 
 	// New Session starts from the saved defaults.
 	ns := h.newSession(t, p.ID)
-	if ns.cpus.Value != 1 || ns.memory.Selected != "768 MiB" || ns.disk.Text != "3" || ns.agent.Selected != agentCustom || ns.command.Text != "echo from the default agent" {
+	if ns.cpus.Value != 1 || ns.memory.Selected != "1 GiB" || ns.disk.Text != "3" || ns.agent.Selected != agentCustom || ns.command.Text != "echo from the default agent" {
 		t.Errorf("New Session shows %v vCPUs, %q, %q GiB, %q %q", ns.cpus.Value, ns.memory.Selected, ns.disk.Text, ns.agent.Selected, ns.command.Text)
+	}
+}
+
+// A default memory that is no step (768 MiB, saved before Settings
+// offered steps, or with the CLI) is shown and kept when the other
+// defaults are saved, and New Session starts from it; choosing a step
+// replaces it.
+func TestSettingsDefaultMemoryOffTheSteps(t *testing.T) {
+	h := newAppHarness(t)
+	ctx := context.Background()
+	if err := h.prefs.SetSetting(ctx, KeyDefaultMemoryMiB, "768"); err != nil {
+		t.Fatal(err)
+	}
+	w := h.settings(t)
+	if want := []string{"768 MiB", "1 GiB", "2 GiB", "4 GiB", "8 GiB", "16 GiB"}; w.memory.Selected != "768 MiB" || !slices.Equal(w.memory.Options, want) {
+		t.Fatalf("memory shows %q of %q, want 768 MiB of %q", w.memory.Selected, w.memory.Options, want)
+	}
+	saved := func(want string) {
+		t.Helper()
+		setStatus(w.defaultsStatus, widget.MediumImportance, "") // the last save's word
+		test.Tap(w.defaultsSave)
+		h.q.WaitFor(t, 5*time.Second, "the defaults saved", func() bool { return strings.HasPrefix(w.defaultsStatus.Text, "Saved") })
+		if v, _, _ := h.prefs.Setting(ctx, KeyDefaultMemoryMiB); v != want {
+			t.Errorf("default memory stored as %q, want %q", v, want)
+		}
+	}
+	retype(w.cpus, "3")
+	saved("768")
+	if v, _, _ := h.prefs.Setting(ctx, KeyDefaultCPUs); v != "3" {
+		t.Errorf("vCPUs stored as %q, want 3", v)
+	}
+	ns := h.newSession(t, h.addProject(t, "odd").ID)
+	if ns.memory.Selected != "768 MiB" {
+		t.Errorf("New Session starts from %q, want the default 768 MiB", ns.memory.Selected)
+	}
+	w.memory.SetSelected("4 GiB")
+	saved("4096")
+}
+
+func TestSettingsDefaultMemorySteps(t *testing.T) {
+	for _, tc := range []struct {
+		host, stored int
+		want         []int
+	}{
+		{16384, 2048, []int{1024, 2048, 4096, 8192, 16384}},
+		{16384, 768, []int{768, 1024, 2048, 4096, 8192, 16384}},
+		{16384, 131072, []int{1024, 2048, 4096, 8192, 16384, 131072}}, // more than this machine has: kept
+		{16384, 100, []int{1024, 2048, 4096, 8192, 16384}},            // below the guest's floor: not offered
+	} {
+		if got := defaultMemorySteps(tc.host, tc.stored); !slices.Equal(got, tc.want) {
+			t.Errorf("defaultMemorySteps(%d, %d) = %v, want %v", tc.host, tc.stored, got, tc.want)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,12 +46,15 @@ type settingsWindow struct {
 	publish       *widget.Check
 	publishStatus *widget.Label
 
-	// Defaults.
-	cpus, memory, disk, budget *entry
-	agentCmd                   *entry
-	autoCommit                 *widget.Check
-	defaultsSave               *widget.Button
-	defaultsStatus             *widget.Label
+	// Defaults. memory offers New Session's steps (newsession_memory.go)
+	// as memorySteps, in MiB.
+	cpus, disk, budget *entry
+	memory             *closeSelect
+	memorySteps        []int
+	agentCmd           *entry
+	autoCommit         *widget.Check
+	defaultsSave       *widget.Button
+	defaultsStatus     *widget.Label
 
 	// Guest image.
 	rebuild, cancelBuild *widget.Button
@@ -138,7 +142,9 @@ func (w *settingsWindow) defaultsTab() fyne.CanvasObject {
 		e.OnChanged = func(string) { w.validateDefaults() }
 		return e
 	}
-	w.cpus, w.memory, w.disk, w.budget = num(), num(), num(), num()
+	w.cpus, w.disk, w.budget = num(), num(), num()
+	w.memory = newSelect(nil, func(string) { w.validateDefaults() })
+	w.memory.PlaceHolder = "Loading…"
 	w.agentCmd = newEntry()
 	w.agentCmd.SetPlaceHolder("empty: Claude Code")
 	w.agentCmd.OnChanged = func(string) { w.validateDefaults() }
@@ -153,7 +159,7 @@ func (w *settingsWindow) defaultsTab() fyne.CanvasObject {
 	}
 	form := container.New(layout.NewFormLayout(),
 		widget.NewLabel("vCPUs"), container.NewHBox(small(w.cpus), widget.NewLabel(fmt.Sprintf("of %d", host))),
-		widget.NewLabel("Memory"), container.NewHBox(small(w.memory), widget.NewLabel("MiB")),
+		widget.NewLabel("Memory"), w.memory.fixedWidth("16 GiB", "1536 MiB", "Loading…"),
 		widget.NewLabel("Disk"), container.NewHBox(small(w.disk), widget.NewLabel("GiB")),
 		widget.NewLabel("Memory budget"), container.NewHBox(small(w.budget), widget.NewLabel("% of this machine's memory for all sessions together")),
 		widget.NewLabel("Default agent"), w.agentCmd,
@@ -174,6 +180,10 @@ func (w *settingsWindow) loadDefaults() {
 	w.u.background(func(ctx context.Context) {
 		cpus := intSetting(ctx, s, KeyDefaultCPUs, session.DefaultCPUs)
 		mem := intSetting(ctx, s, KeyDefaultMemoryMiB, session.DefaultMemoryMiB)
+		hostMiB := memoryCeilingMiB
+		if b, _ := w.u.Backend.Budget(ctx); b.Host > 0 {
+			hostMiB = int(b.Host / vm.MiB)
+		}
 		disk := intSetting(ctx, s, KeyDefaultDiskGiB, session.DefaultDiskGiB)
 		share := session.DefaultBudget
 		if v, ok, _ := s.Setting(ctx, KeyMemoryBudget); ok {
@@ -186,7 +196,7 @@ func (w *settingsWindow) loadDefaults() {
 		w.u.post(func() {
 			w.autoCommit.SetChecked(commit != "off")
 			w.cpus.SetText(strconv.Itoa(cpus))
-			w.memory.SetText(strconv.Itoa(mem))
+			w.setMemorySteps(hostMiB, mem)
 			w.disk.SetText(strconv.Itoa(disk))
 			w.budget.SetText(strconv.FormatFloat(math.Round(share*1000)/10, 'f', -1, 64))
 			w.agentCmd.SetText(agent)
@@ -210,7 +220,11 @@ func (w *settingsWindow) defaults() (map[string]string, []string) {
 		out[key] = strconv.Itoa(n)
 	}
 	intField(KeyDefaultCPUs, "vCPUs", w.cpus, 1, max(host, 1))
-	intField(KeyDefaultMemoryMiB, "Memory", w.memory, int(vm.MinMemory/vm.MiB), 1<<20)
+	if i := w.memory.SelectedIndex(); i >= 0 && i < len(w.memorySteps) {
+		out[KeyDefaultMemoryMiB] = strconv.Itoa(w.memorySteps[i])
+	} else {
+		problems = append(problems, "Memory: choose how much.")
+	}
 	intField(KeyDefaultDiskGiB, "Disk", w.disk, 1, maxDiskGiB)
 	pct, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(w.budget.Text), "%"), 64)
 	if err != nil || pct < 5 || pct > 100 {
@@ -224,6 +238,32 @@ func (w *settingsWindow) defaults() (map[string]string, []string) {
 		out[KeyAutoCommit] = "on"
 	}
 	return out, problems
+}
+
+// defaultMemorySteps are the sizes Settings offers as the default
+// memory, in MiB: New Session's steps up to this machine's memory, and
+// the stored default whatever its size (set before the steps, or with
+// the CLI), so that saving the other defaults keeps it.
+func defaultMemorySteps(hostMiB, storedMiB int) []int {
+	steps := memorySteps(hostMiB, storedMiB)
+	if storedMiB >= int(vm.MinMemory/vm.MiB) && !slices.Contains(steps, storedMiB) {
+		steps = append(steps, storedMiB)
+		slices.Sort(steps)
+	}
+	return steps
+}
+
+// setMemorySteps offers the default memory's steps with storedMiB
+// selected; a stored size below the guest's floor, which no session
+// could start with, is not offered, and the smallest step is selected.
+func (w *settingsWindow) setMemorySteps(hostMiB, storedMiB int) {
+	w.memorySteps = defaultMemorySteps(hostMiB, storedMiB)
+	names := make([]string, len(w.memorySteps))
+	for i, s := range w.memorySteps {
+		names[i] = memoryName(s)
+	}
+	w.memory.SetOptions(names)
+	w.memory.SetSelected(memoryName(pickMemory(w.memorySteps, storedMiB)))
 }
 
 func (w *settingsWindow) validateDefaults() {

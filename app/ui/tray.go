@@ -66,7 +66,8 @@ type Tray struct {
 // keeps its icon and menu up to date until Stop. It hands d the first
 // menu before it returns: call it before the app runs, since Fyne's GLFW
 // driver starts its tray only when it has a menu as Run begins (a later
-// menu replaces that one).
+// menu replaces that one). A session opened from anywhere (openSession)
+// no longer needs the person.
 func (u *UI) StartTray(d desktop.App, o TrayOptions) *Tray {
 	if o.Tick <= 0 {
 		o.Tick = 15 * time.Second
@@ -77,6 +78,7 @@ func (u *UI) StartTray(d desktop.App, o TrayOptions) *Tray {
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &Tray{u: u, d: d, o: o, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
 		attention: map[string]notice{}}
+	u.tray = t
 	events := u.Backend.Subscribe(ctx, "")
 	t.update(ctx)
 	go t.loop(ctx, events)

@@ -22,7 +22,7 @@ func (t *Tray) menu(m trayModel) *fyne.Menu {
 	}
 	for _, s := range m.Sessions {
 		id := s.ID
-		open := fyne.NewMenuItem("Open", func() { t.open(id) })
+		open := fyne.NewMenuItem("Open", func() { t.u.openSession(id) })
 		stop := fyne.NewMenuItem("Stop", func() { t.stop(id) })
 		stop.Disabled = !s.Live
 		// The tray creates the session's branch; merging into the
@@ -70,15 +70,6 @@ func (t *Tray) menu(m trayModel) *fyne.Menu {
 func (t *Tray) addRepository() {
 	t.u.ShowMain()
 	t.u.AddRepository(t.u.mainWin.added)
-}
-
-func (t *Tray) open(id string) {
-	t.seen(id)
-	if t.u.OpenSession != nil {
-		t.u.OpenSession(id)
-		return
-	}
-	t.u.ShowMain()
 }
 
 // stop and merge run off the UI goroutine (a stop waits for the agent
