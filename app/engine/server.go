@@ -138,12 +138,18 @@ func takeLock(ctx context.Context, f *os.File, sock string) error {
 
 // Serve accepts connections until ctx is done or Close, then waits for
 // the operations under way, which ctx ending cancels.
-func (s *Server) Serve(ctx context.Context) error {
-	stop := context.AfterFunc(ctx, func() { s.ln.Close() })
+func (s *Server) Serve(ctx context.Context) error { return s.serveOn(ctx, s.ln) }
+
+// serveOn is Serve on the listener ln: the engine's socket, or, in a
+// test, one another user may reach (the socket's directory is the
+// person's alone, which keeps another user from reaching the check on
+// the caller that handle makes).
+func (s *Server) serveOn(ctx context.Context, ln net.Listener) error {
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	defer s.conns.Wait()
 	for {
-		c, err := s.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return nil
