@@ -340,12 +340,12 @@ const engineStopLimit = 45 * time.Second
 // (a hung engine is itself a failure).
 func (h *hostileWorld) stopEngineHard() {
 	pid := h.enginePID()
-	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+	if !running(pid) {
 		return
 	}
 	syscall.Kill(pid, syscall.SIGTERM)
-	waitUntil(engineStopLimit, 100*time.Millisecond, func() bool { return syscall.Kill(pid, 0) != nil })
-	if syscall.Kill(pid, 0) == nil && !isZombie(pid) {
+	waitUntil(engineStopLimit, 100*time.Millisecond, func() bool { return !running(pid) })
+	if running(pid) {
 		h.t.Errorf("the engine (pid %d) did not stop within %v of SIGTERM: killed", pid, engineStopLimit)
 		syscall.Kill(pid, syscall.SIGKILL)
 	}

@@ -193,12 +193,20 @@ func (w *world) enginePID() int {
 }
 
 func (w *world) stopEngine() {
-	if pid := w.enginePID(); pid > 0 {
+	if pid := w.enginePID(); running(pid) {
 		syscall.Kill(pid, syscall.SIGTERM)
 		// A cleanup, best effort: an engine still running after 30 s is
 		// left for the test's own checks to find.
-		waitUntil(30*time.Second, 100*time.Millisecond, func() bool { return syscall.Kill(pid, 0) != nil })
+		waitUntil(30*time.Second, 100*time.Millisecond, func() bool { return !running(pid) })
 	}
+}
+
+// running reports whether pid is a live process. An engine that a CLI
+// command started (detached, in a session of its own) is adopted by
+// keyringtest's subreaper, which reaps only when every test is done: once
+// it exits it is a zombie until then, which kill(pid, 0) still finds.
+func running(pid int) bool {
+	return pid > 0 && syscall.Kill(pid, 0) == nil && !isZombie(pid)
 }
 
 const (
