@@ -129,11 +129,18 @@ func TestGUI(t *testing.T) {
 			}
 			return false
 		})
-		// Clicking the notification opens the session's window.
-		notes.click(t, n)
-		x.waitWindow(t, "^Fix the login bug .+ shop front$", 30*time.Second)
 		if _, _, now, err := trayIcon(bus, item); err != nil || bytes.Equal(now, idle) {
 			t.Errorf("the tray icon did not change from idle when the session finished (%v)", err)
+		}
+		// Clicking the notification opens the session's window, and the
+		// person has seen it: the icon is idle again.
+		notes.click(t, n)
+		x.waitWindow(t, "^Fix the login bug .+ shop front$", 30*time.Second)
+		if !waitUntil(30*time.Second, 200*time.Millisecond, func() bool {
+			_, _, now, err := trayIcon(bus, item)
+			return err == nil && bytes.Equal(now, idle)
+		}) {
+			t.Errorf("the tray icon still asks for attention after the notification was clicked and the session opened")
 		}
 	}
 
