@@ -72,12 +72,17 @@ func (x *xserver) click(t *testing.T, p image.Point) {
 	}
 }
 
-// key types keys (xdotool's names: Escape, ctrl+w) into window id.
-func (x *xserver) key(t *testing.T, id string, keys ...string) {
+// closeWithKey types a key (xdotool's names: Escape, ctrl+w) that
+// closes window id, and waits until no window is named name. xdotool
+// sends the key's press and then its release: the press closes the
+// window, so the release may find it gone (BadWindow), which is the
+// key having worked, not failed.
+func (x *xserver) closeWithKey(t *testing.T, id, name, key string) {
 	t.Helper()
-	if _, err := x.xdotool(append([]string{"key", "--window", id}, keys...)...); err != nil {
+	if _, err := x.xdotool("key", "--window", id, key); err != nil && !strings.Contains(err.Error(), "BadWindow") {
 		t.Fatal(err)
 	}
+	x.waitGone(t, name, 10*time.Second)
 }
 
 // settled reads the screen until window id is drawn (more than a few
