@@ -34,6 +34,10 @@ type xserver struct {
 	display string
 	fb      string          // the screen's framebuffer, an xwd dump
 	screen  image.Rectangle // the screen, at 0,0
+
+	// foundAs is the name each window was found by (waitWindow), for a
+	// failure to say.
+	foundAs map[string]string
 }
 
 // gui is a running sandbar GUI.

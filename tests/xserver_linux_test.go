@@ -75,9 +75,14 @@ func (x *xserver) waitWindow(t *testing.T, name string, d time.Duration) string 
 	cmd.Env = append(os.Environ(), "DISPLAY="+x.display)
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("no window named %q appeared within %s (xdotool: %v)", name, d, err)
+		t.Fatalf("no window named %q appeared within %s (xdotool: %v); windows now: %s", name, d, err, x.windows())
 	}
-	return strings.Fields(string(out))[0]
+	id := strings.Fields(string(out))[0]
+	if x.foundAs == nil {
+		x.foundAs = map[string]string{}
+	}
+	x.foundAs[id] = name
+	return id
 }
 
 // needDesktop skips t unless it can run the real app: not -short, the
