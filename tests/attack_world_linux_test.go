@@ -202,7 +202,6 @@ func (h *hostileWorld) waitPlanted(id, text string, limit time.Duration) {
 	var r stepResult
 	polls, start := 0, time.Now()
 	h.quiet = true
-	defer func() { h.quiet = false }()
 	said := waitUntil(limit, 500*time.Millisecond, func() bool {
 		polls++
 		r = h.step("reading the log while the agent ran (the engine's watcher runs meanwhile)", "logs", id)

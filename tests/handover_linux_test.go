@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"sandbar/tests/keyringtest"
+	"sandbar/app/desktop/desktoptest"
 )
 
 // TestKeyringHandOverAcrossLoginSessions: an engine started from another
@@ -40,7 +40,7 @@ func TestKeyringHandOverAcrossLoginSessions(t *testing.T) {
 
 	// The other login session: its own bus, nothing on it.
 	away := *w
-	away.env = append(withoutVar(w.env, "DBUS_SESSION_BUS_ADDRESS"), "DBUS_SESSION_BUS_ADDRESS="+keyringtest.StartEmptyBus(t))
+	away.env = append(withoutVar(w.env, "DBUS_SESSION_BUS_ADDRESS"), "DBUS_SESSION_BUS_ADDRESS="+desktoptest.Bus(t))
 	headless := startServe(t, &away)
 
 	agent := `echo "token=$MY_TOKEN"; sleep 600`

@@ -21,7 +21,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -47,7 +46,7 @@ const (
 func TestPeerEngineRefusesAnotherUsersCaller(t *testing.T) {
 	needRoot(t)
 	f := newFixture(t)
-	logs := &lockedBuffer{}
+	logs := &notifyBuffer{}
 	srv, err := Listen(context.Background(), f.env.Paths, f.env.Manager, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +143,7 @@ func TestPeerClientRefusesAnotherUsersEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &lockedBuffer{}
+	stderr := &notifyBuffer{}
 	cmd.Stderr = stderr
 	start(t, cmd)
 	ready, drained := make(chan error, 1), make(chan struct{})
@@ -416,23 +415,4 @@ func copyFile(from, to string, mode os.FileMode) error {
 func firstLine(b []byte) []byte {
 	line, _, _ := bytes.Cut(b, []byte("\n"))
 	return line
-}
-
-// lockedBuffer is a buffer that a logger or a process's output and the
-// test may use at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -3,66 +3,19 @@
 package ui
 
 import (
-	"bufio"
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"fyne.io/fyne/v2"
 	"github.com/godbus/dbus/v5"
 
+	"sandbar/app/desktop/desktoptest"
 	"sandbar/app/session"
 	"sandbar/app/session/sessiontest"
 )
-
-// privateBus starts a D-Bus daemon of the test's own and returns its
-// address; the test is skipped where dbus-daemon is not installed.
-func privateBus(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("dbus-daemon")
-	if err != nil {
-		t.Skip("dbus-daemon is not installed: the D-Bus notifications are tested where it is (scripts/install-deps.sh)")
-	}
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "session.conf")
-	os.WriteFile(conf, []byte(`<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig><type>session</type><listen>unix:dir=`+dir+`</listen>
-<policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy>
-</busconfig>`), 0o600)
-	cmd := exec.Command(bin, "--config-file="+conf, "--nofork", "--print-address=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		addr <- strings.TrimSpace(line)
-	}()
-	select {
-	case a := <-addr:
-		if a == "" {
-			t.Fatal("dbus-daemon printed no address")
-		}
-		return a
-	case <-time.After(10 * time.Second):
-		t.Fatal("dbus-daemon did not start within 10 s")
-	}
-	return ""
-}
 
 // connect opens a connection to the bus at addr.
 func connect(t *testing.T, addr string) *dbus.Conn {
@@ -128,7 +81,7 @@ func startFakeNotifyServer(t *testing.T, addr string, caps ...string) *fakeNotif
 // it opens its session, and only its own; with no server, there is no
 // notifier (Fyne's notifications are used).
 func TestDBusNotifications(t *testing.T) {
-	addr := privateBus(t)
+	addr := desktoptest.Bus(t)
 
 	if _, err := newDBusNotifier(connect(t, addr), "dev.sandbar.app", func(string) {}); err == nil {
 		t.Fatal("a notifier was made with no notification server on the bus")
@@ -193,7 +146,7 @@ func TestDBusNotifications(t *testing.T) {
 // session that finished opens the session and, as Open in the tray
 // does, clears it from what the tray says needs the person.
 func TestNotificationClickIsSeen(t *testing.T) {
-	addr := privateBus(t)
+	addr := desktoptest.Bus(t)
 	srv := startFakeNotifyServer(t, addr, "body", "actions")
 	t.Setenv("DBUS_SESSION_BUS_ADDRESS", addr)
 	h := newAppHarness(t)

@@ -1,7 +1,6 @@
 package keyringtest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"os"
@@ -99,64 +98,4 @@ func without(env []string, keys ...string) []string {
 
 func indent(b []byte) string {
 	return "\t" + strings.ReplaceAll(strings.TrimRight(string(b), "\n"), "\n", "\n\t")
-}
-
-// StartEmptyBus starts a D-Bus session bus of its own that offers no
-// services, as the bus of another login session looks from this one when
-// it has no keyring: no Secret Service, nothing activatable. It returns
-// the bus's address, for DBUS_SESSION_BUS_ADDRESS; the bus stops when t
-// ends. Unlike RunChild's EmptyBus, what runs on it is whatever the test
-// starts with that address, for as long as the test likes.
-func StartEmptyBus(t testing.TB) string {
-	t.Helper()
-	if _, err := exec.LookPath("dbus-daemon"); err != nil {
-		t.Skip("dbus-daemon not found: " + install)
-	}
-	conf := filepath.Join(t.TempDir(), "empty-bus.conf")
-	if err := os.WriteFile(conf, []byte(emptyBusConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("dbus-daemon", "--config-file="+conf, "--nofork", "--print-address")
-	cmd.Env = without(os.Environ(), "DBUS_SESSION_BUS_ADDRESS")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start dbus-daemon: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(stopTimeout):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	// It prints its address once it listens, then nothing more.
-	addr := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		addr <- strings.TrimSpace(line)
-	}()
-	select {
-	case a := <-addr:
-		if a == "" {
-			<-exited
-			t.Fatalf("dbus-daemon printed no address: %s", stderr.String())
-		}
-		return a
-	case <-time.After(readyTimeout):
-		t.Fatalf("dbus-daemon printed no address within %s", readyTimeout)
-		return ""
-	}
 }

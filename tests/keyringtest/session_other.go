@@ -30,9 +30,3 @@ func StallPrompts(t testing.TB) (release func()) {
 	t.Skip(errNotLinux.Error())
 	return func() {}
 }
-
-// StartEmptyBus skips t off Linux.
-func StartEmptyBus(t testing.TB) string {
-	t.Skip(errNotLinux.Error())
-	return ""
-}
