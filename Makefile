@@ -11,7 +11,7 @@ INIT_BIN  := guest/initbin/bin/sandbar-init
 GUEST_SRC := $(shell find guest -name '*.go' -not -name '*_test.go' 2>/dev/null)
 # Tests keep their data in temp dirs but share the built guest image.
 IMAGE_DIR  = $(shell bin/sandbar image path)
-TEST_FLAGS ?= -race -count=1 -timeout 40m
+TEST_FLAGS ?= -race -count=1 -timeout 60m
 
 .PHONY: build run test test-short bench image lint clean deps go-deps init package
 
@@ -67,9 +67,11 @@ lint: ## gofmt, go vet, darwin type-check
 	@echo "==> darwin type-check"
 	@$(GO) run ./tests/darwincheck ./...
 
+# ./tests/ is named first: its real-VM tests are most of the run, and go
+# test starts packages in the order named, so the others run beside it.
 test: deps image lint ## everything: unit, integration with real VMs, darwin type-check
 	@echo "==> go test (image in $(IMAGE_DIR))"
-	@SANDBAR_IMAGE_DIR="$(IMAGE_DIR)" $(GO) test $(TEST_FLAGS) ./...
+	@SANDBAR_IMAGE_DIR="$(IMAGE_DIR)" $(GO) test $(TEST_FLAGS) ./tests/ ./...
 
 test-short: $(INIT_BIN) ## quick loop: no real VMs, no network
 	@$(GO) test -short -race -count=1 ./...

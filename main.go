@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime"
@@ -24,8 +26,12 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"sandbar/app/cli"
+	"sandbar/app/cli/termsafe"
 	"sandbar/app/config"
+	"sandbar/app/enginelog"
 	"sandbar/app/imagebuild"
+	"sandbar/app/net/hostproxy"
+	"sandbar/app/net/hosttrust"
 	"sandbar/app/session"
 	"sandbar/guest/image"
 	"sandbar/vm"
@@ -53,7 +59,9 @@ func run() int {
 	if os.Getenv("SANDBAR_DEBUG") != "" {
 		level = slog.LevelDebug
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	// A line that cannot be written (engine.log on a full disk) is held
+	// and written once space is back, or counted there.
+	logger := slog.New(slog.NewTextHandler(&enginelog.Writer{W: os.Stderr}, &slog.HandlerOptions{Level: level}))
 	// gvisor-tap-vsock's DHCP service (in each session's network) logs
 	// through logrus's process-wide logger: what a guest's odd DHCP
 	// packets make it say goes nowhere unless debugging.
@@ -62,15 +70,22 @@ func run() int {
 	}
 	wd, _ := os.Getwd()
 	self, _ := os.Executable()
+	// The host's proxy, read once: a setting that does not parse fails
+	// whatever would use it (the engine, an image build), with the
+	// message saying which variable and what to do.
+	proxy, proxyErr := hostproxy.System(context.Background(), os.LookupEnv)
 	p := &parts{
 		paths:             paths,
 		logger:            logger,
 		hypervisors:       hypervisors(paths, logger),
 		backend:           os.Getenv("SANDBAR_HYPERVISOR"),
-		images:            &imagebuild.Builder{Paths: paths, WorkDir: wd, Logger: logger},
+		images:            &imagebuild.Builder{Paths: paths, WorkDir: wd, Proxy: proxyFunc(proxy, proxyErr), Logger: logger},
+		proxy:             proxy,
+		proxyErr:          proxyErr,
 		self:              self,
 		environ:           os.Environ(),
 		anthropicUpstream: os.Getenv(session.EnvAnthropicUpstream),
+		hostTrust:         hosttrust.Source{Dir: os.Getenv(hosttrust.EnvDir), Logger: logger},
 	}
 	defer func() {
 		// Sessions this process runs were stopped by whoever ran them
@@ -82,13 +97,14 @@ func run() int {
 		}
 	}()
 	env := p.cliEnv(&cli.Env{
-		Stdin:      os.Stdin,
-		Stdout:     os.Stdout,
-		Stderr:     os.Stderr,
-		IsTerminal: isTerminal(os.Stdout),
-		Term:       os.Getenv("TERM"),
-		WorkDir:    wd,
-		Version:    version,
+		Stdin:         os.Stdin,
+		Stdout:        os.Stdout,
+		Stderr:        os.Stderr,
+		IsTerminal:    isTerminal(os.Stdout),
+		ErrIsTerminal: isTerminal(os.Stderr),
+		Term:          os.Getenv("TERM"),
+		WorkDir:       wd,
+		Version:       version,
 	})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -106,15 +122,26 @@ func run() int {
 	case errors.As(err, &exit):
 		return exit.Code
 	case errors.As(err, &usage):
-		fmt.Fprintln(os.Stderr, "sandbar:", usage.Msg)
+		fmt.Fprintln(os.Stderr, "sandbar:", termsafe.Text(usage.Msg))
 		return 2
 	case ctx.Err() != nil:
 		fmt.Fprintln(os.Stderr, "sandbar: interrupted")
 		return 130
 	default:
-		fmt.Fprintln(os.Stderr, "sandbar:", err)
+		// An error may quote the guest (an agent's failure, a file
+		// name, the engine passing on the supervisor's words).
+		fmt.Fprintln(os.Stderr, "sandbar:", termsafe.Text(err.Error()))
 		return 1
 	}
+}
+
+// proxyFunc is http.Transport's Proxy for the host's proxy, or one that
+// fails every request with err when the settings could not be read.
+func proxyFunc(c *hostproxy.Config, err error) func(*http.Request) (*url.URL, error) {
+	if err != nil {
+		return func(*http.Request) (*url.URL, error) { return nil, err }
+	}
+	return c.HTTPProxy
 }
 
 // command says whether args (without the program name) ask for the

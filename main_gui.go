@@ -70,10 +70,17 @@ func runGUI(parent context.Context, p *parts, env *cli.Env) error {
 	app.SetMetadata(appMetadata())
 	a := app.NewWithID(appID)
 	a.SetIcon(assets.AppIcon)
-	u := ui.New(a, backend, ui.NewPrefs(st, sec, p.images,
-		&doctor.Doctor{Paths: p.paths, Hypervisors: p.hypervisors, Backend: p.backend}))
+	prefs := ui.NewPrefs(st, sec, p.images,
+		&doctor.Doctor{Paths: p.paths, Hypervisors: p.hypervisors, Backend: p.backend})
+	prefs.HostTrust = p.hostTrust
+	u := ui.New(a, backend, prefs)
 	if eng == nil {
 		u.Notice = clientNotice(p.paths)
+	}
+	// What the engine adopted back at its start (or an engine before it,
+	// unsaid yet) is said once, in the Sandbar window.
+	if r, ok, err := st.TakeRecovered(ctx); err == nil && ok {
+		u.Notice = strings.TrimSpace(u.Notice + " " + cli.RecoveredLine(r.IDs))
 	}
 	u.ScreenSize = screenSize
 	u.ChooseFolder = folders.FolderChooser()

@@ -7,7 +7,7 @@ import (
 	"github.com/go-gl/glfw/v3.4/glfw"
 )
 
-// screenSize is the primary monitor's size in Fyne's units, for the
+// screenSize is the primary monitor's work area in Fyne's units, for the
 // windows to open no bigger (ui.UI.ScreenSize): its video mode divided by
 // its content scale (2 on a Retina Mac, whose points Fyne counts; on
 // Linux Fyne finds its own scale from the monitor's DPI, so this is near,
@@ -19,13 +19,19 @@ func screenSize() fyne.Size {
 	if m == nil {
 		return fyne.Size{}
 	}
-	mode := m.GetVideoMode()
-	if mode == nil {
-		return fyne.Size{}
+	// The work area: the screen less the panels and docks, so that a
+	// window opened at the size returned fits beside them.
+	_, _, w, h := m.GetWorkarea()
+	if w <= 0 || h <= 0 {
+		mode := m.GetVideoMode()
+		if mode == nil {
+			return fyne.Size{}
+		}
+		w, h = mode.Width, mode.Height
 	}
 	sx, sy := m.GetContentScale()
 	if sx <= 0 || sy <= 0 {
 		sx, sy = 1, 1
 	}
-	return fyne.NewSize(float32(mode.Width)/sx, float32(mode.Height)/sy)
+	return fyne.NewSize(float32(w)/sx, float32(h)/sy)
 }

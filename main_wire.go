@@ -16,6 +16,8 @@ import (
 	"sandbar/app/engine"
 	"sandbar/app/imagebuild"
 	"sandbar/app/net/broker"
+	"sandbar/app/net/hostproxy"
+	"sandbar/app/net/hosttrust"
 	"sandbar/app/secrets"
 	"sandbar/app/session"
 	"sandbar/app/store"
@@ -38,6 +40,13 @@ type parts struct {
 	environ []string
 	// anthropicUpstream is SANDBAR_ANTHROPIC_UPSTREAM, for the engine.
 	anthropicUpstream string
+	// proxy is the host's proxy, read once at start; proxyErr says why
+	// it could not be, and the Manager is not built then.
+	proxy    *hostproxy.Config
+	proxyErr error
+	// hostTrust finds the certificates this machine trusts beyond the
+	// stock bundle (SANDBAR_HOST_CA_DIR replaces its places, for tests).
+	hostTrust hosttrust.Source
 
 	mu      sync.Mutex
 	st      *store.Store
@@ -61,6 +70,11 @@ func (p *parts) store() (*store.Store, error) {
 		return nil, err
 	}
 	st, err := store.Open(p.paths.DB())
+	if errors.Is(err, store.ErrDiskFull) && os.Remove(p.paths.Reserve()) == nil {
+		// The disk is full: the reserve Sandbar keeps for this moment
+		// gives SQLite room for its WAL and shared memory.
+		st, err = store.Open(p.paths.DB())
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -107,6 +121,9 @@ func (p *parts) Manager(ctx context.Context) (*session.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.proxyErr != nil {
+		return nil, p.proxyErr
+	}
 	if p.hypervisors == nil {
 		return nil, fmt.Errorf("no hypervisor backend is wired into this sandbar: %w", vm.ErrNotFound)
 	}
@@ -120,6 +137,8 @@ func (p *parts) Manager(ctx context.Context) (*session.Manager, error) {
 		Secrets:           sec,
 		CAStore:           caStore{sec.Internal()},
 		AnthropicUpstream: p.anthropicUpstream,
+		Proxy:             p.proxy,
+		HostTrust:         p.hostTrust,
 		Hypervisor:        hv,
 		Image:             p.images.Ensure,
 		Logger:            p.logger,

@@ -18,13 +18,22 @@ esac
 
 # Hypervisor, Fyne's cgo build deps, the test harness (Xvfb, D-Bus, a real
 # Secret Service daemon, xdotool to find windows, xdg-open as a desktop has
-# it), git and e2fsprogs for checking built images. Never dbus-x11: it makes every D-Bus client try to
+# it), git and e2fsprogs for checking built images, Chromium (headless) for
+# the published ports' cookie test, git-lfs for the merge tests (a person's
+# global `git lfs install` that a session's .lfsconfig must not steer),
+# docker-registry (distribution) and apache2-utils (htpasswd) for the OCI
+# image pulls' tests against a real registry on loopback, sqlite3 for the
+# fault tests that damage a database row by hand.
+# Never dbus-x11: it makes every D-Bus client try to
 # autolaunch a bus on the X display, which hangs headless tests.
 packages=(
-	qemu-system-x86 git e2fsprogs ca-certificates
+	qemu-system-x86 git git-lfs e2fsprogs ca-certificates
 	gcc pkg-config libgl1-mesa-dev xorg-dev libxcursor-dev libxrandr-dev libxinerama-dev
 	libxi-dev libxxf86vm-dev libwayland-dev libxkbcommon-dev
 	xvfb xdotool gnome-keyring dbus libsecret-tools xdg-utils
+	chromium
+	docker-registry apache2-utils
+	sqlite3
 )
 
 if ! command -v dpkg-query >/dev/null; then

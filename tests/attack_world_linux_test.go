@@ -254,7 +254,7 @@ func (h *hostileWorld) hostSteps(id string, checkChanges func(stepResult)) {
 			}
 			return !r.hung
 		}},
-		{"stop", func() bool { _, hung := h.mustStep("stop", "stop", id); return !hung }},
+		{"stop", func() bool { return h.stopStep("stop", id) }},
 		{"changes while stopped", func() bool {
 			r := h.step("changes while stopped", "changes", id)
 			if !r.hung && r.code != 0 && strings.TrimSpace(r.errOut) == "" {
@@ -271,7 +271,7 @@ func (h *hostileWorld) hostSteps(id string, checkChanges func(stepResult)) {
 			}
 			return !hung
 		}},
-		{"stop after restart", func() bool { _, hung := h.mustStep("stop after restart", "stop", id); return !hung }},
+		{"stop after restart", func() bool { return h.stopStep("stop after restart", id) }},
 		{"merge", func() bool {
 			merge := h.step("merge", "merge", id)
 			if !merge.hung && merge.code != 0 && strings.TrimSpace(merge.errOut) == "" {
@@ -313,6 +313,26 @@ func (h *hostileWorld) hostSteps(id string, checkChanges func(stepResult)) {
 			return
 		}
 	}
+}
+
+// stopStep stops the session. The agent may have broken git in its clone
+// so that its work cannot be saved: then stop exits non-zero and says so
+// in one line (never that it stopped fine). It returns false if stop hung.
+func (h *hostileWorld) stopStep(name, id string) bool {
+	h.t.Helper()
+	r := h.step(name, "stop", id)
+	if r.hung {
+		return false
+	}
+	msg := strings.TrimSpace(r.errOut)
+	switch {
+	case r.code == 0:
+	case strings.Contains(msg, "could not be saved") && !strings.Contains(msg, "\n"):
+		h.t.Logf("%s: the work was not saved, and stop said so: %s", name, msg)
+	default:
+		h.t.Errorf("%s exited %d\nstdout: %s\nstderr: %s", name, r.code, clip(r.out), clip(r.errOut))
+	}
+	return true
 }
 
 // mustStep runs a step that must succeed, reporting a failure. It returns

@@ -46,7 +46,11 @@ func TestClaudeCodeKeyRefusedFailsSession(t *testing.T) {
 		t.Fatalf("session %s is still %s/%s (%s) after 8 minutes; the API saw:\n%s", id, s.State, s.Activity, s.Reason, api.Log())
 	}
 	t.Logf("start to failure: %.1f s; the API saw:\n%s", time.Since(started).Seconds(), api.Log())
-	logs, sys, _ := w.run("", "logs", id)
+	logs, sys, _ := w.run("", "logs", "--json", id)
+	if readable, _, _ := w.run("", "logs", id); !strings.Contains(readable, "⟳ The API key was refused — retry 1/") ||
+		!strings.Contains(readable, "✗ Turn failed: The API key was refused — set it in Settings") {
+		t.Errorf("`sandbar logs` does not say the retries and the failure in words:\n%s", readable)
+	}
 	if s.State != "failed" || s.Reason != "The API key was refused — set it in Settings" {
 		t.Errorf("the session ended %s: %q; want failed: The API key was refused — set it in Settings\nlog:\n%s\n%s", s.State, s.Reason, logs, sys)
 	}

@@ -34,6 +34,8 @@ func claudeScript(r *anthropictest.Request) anthropictest.Reply {
 	switch {
 	case !r.HasTool("Bash"):
 		return anthropictest.Reply{Content: []anthropictest.Block{anthropictest.Text("Add hello.txt")}}
+	case lastUserSays(r, claudeChat):
+		return anthropictest.Reply{Content: []anthropictest.Block{anthropictest.Text(claudeChatAnswer)}}
 	case len(r.ToolResults()) > 0:
 		return anthropictest.Reply{Content: []anthropictest.Block{anthropictest.Text("Committed hello.txt.")}}
 	default:
@@ -42,6 +44,27 @@ func claudeScript(r *anthropictest.Request) anthropictest.Reply {
 			anthropictest.ToolUse(claudeToolID, "Bash", map[string]string{"command": claudeCommand, "description": "Write hello.txt and commit it"}),
 		}}
 	}
+}
+
+// claudeChat is the message `chat --wait` sends after the first turn;
+// the scripted model answers it with claudeChatAnswer, no tool call.
+const (
+	claudeChat       = "Say what you did."
+	claudeChatAnswer = "I added hello.txt and committed it."
+)
+
+// lastUserSays reports whether the request's last message is the
+// person's and holds text.
+func lastUserSays(r *anthropictest.Request, text string) bool {
+	if len(r.Messages) == 0 || r.Messages[len(r.Messages)-1].Role != "user" {
+		return false
+	}
+	for _, b := range r.Messages[len(r.Messages)-1].Content {
+		if b.Type == "text" && strings.Contains(b.Text, text) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestClaudeCodeCommitsAndMerges runs the real Claude Code binary in a
@@ -107,7 +130,30 @@ func TestClaudeCodeCommitsAndMerges(t *testing.T) {
 		t.Error("the memory dump holds no sentinel either: did it dump the guest's RAM?")
 	}
 
-	logs, sys, _ := w.run("", "logs", id)
+	// `sandbar logs` on a terminal reads as the turn went: the text, the
+	// call on one line, its result, the turn's end; --json is the stream.
+	h := &hostileWorld{world: w, t: t}
+	readable := h.tty("logs on a terminal", "logs", id)
+	for _, want := range []string{"I'll add the file and commit it.", "▸ Bash: " + claudeCommand, "  committed: add hello", "Committed hello.txt.", "✓ Turn done in "} {
+		if !strings.Contains(readable.out, want) {
+			t.Errorf("`sandbar logs` on a terminal has no %q:\n%s", want, readable.out)
+		}
+	}
+	if strings.Contains(readable.out, `"session_id"`) {
+		t.Errorf("`sandbar logs` on a terminal shows stream-json:\n%s", readable.out)
+	}
+	// chat --wait shows the answer and returns when the turn ends.
+	answer := h.onTerminal(4*time.Minute, "chat --wait", "chat", "--wait", id, claudeChat)()
+	h.checkTerminal(answer)
+	if answer.code != 0 || !strings.Contains(answer.out, claudeChatAnswer) || !strings.Contains(answer.out, "✓ Turn done in ") ||
+		strings.Contains(answer.out, `"session_id"`) {
+		t.Errorf("chat --wait exited %d and showed:\n%s", answer.code, answer.out)
+	}
+	if s := w.session(id); s.State != "running" || s.Activity != "waiting" {
+		t.Errorf("after chat --wait the session is %s/%s (%s), want running and waiting", s.State, s.Activity, s.Reason)
+	}
+
+	logs, sys, _ := w.run("", "logs", "--json", id)
 	for _, want := range []string{
 		`"type":"tool_use","id":"` + claudeToolID + `","name":"Bash"`, // the model's call, as Claude Code ran it
 		`"tool_use_id":"` + claudeToolID + `"`,                        // its result

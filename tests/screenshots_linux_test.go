@@ -3,6 +3,7 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
 	"image"
 	"net"
@@ -13,9 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
 	"github.com/godbus/dbus/v5"
 
+	"sandbar/app/config"
 	"sandbar/app/session"
+	"sandbar/app/store"
+	"sandbar/app/ui"
+	"sandbar/app/workspace"
 	"sandbar/tests/anthropictest"
 )
 
@@ -148,16 +155,17 @@ func TestScreenshots(t *testing.T) {
 		return true
 	})
 
-	// 3. The Sandbar window with the five, made tall enough to show
-	// them all (it opens at 760×560 on a fresh data directory).
+	// 3. The Sandbar window with the five, at the size it opens at on
+	// a fresh data directory.
 	main := x.waitWindow(t, "^Sandbar$", 30*time.Second)
 	x.raise(t, main)
-	x.resize(t, main, 1120, 780)
 	x.park(t)
 	x.shot(t, main, shotMain)
-	if r := x.geometry(t, main); !r.In(x.screen) {
-		t.Errorf("the Sandbar window %v does not fit the %v screen", r, x.screen)
+	mainAt := x.geometry(t, main)
+	if !mainAt.In(x.screen) {
+		t.Errorf("the Sandbar window %v does not fit the %v screen", mainAt, x.screen)
 	}
+	checkMainRows(t, g, filepath.Join(root, "sandbar"), mainAt)
 
 	// 4. New Session, from the tray.
 	g.clickItem(t, bus, item, "New Session…")
@@ -270,5 +278,55 @@ func (g *gui) waitSession(t *testing.T, id, state, activity string) {
 	})
 	if !ok {
 		t.Fatalf("session %s is %s/%s (%s) after 8 minutes, want %s %s", id, s.State, s.Activity, s.Reason, state, activity)
+	}
+}
+
+// checkMainRows measures the Sandbar window's session rows as the app
+// shows them at 1280×800: the window's own layout (ui.MainWindowRows) at
+// the size it opened at (its first size, 1240×740: Fyne's scale is 1 on
+// Xvfb), for the sessions and saved diff stats the app's data directory
+// home holds. Each of the five rows
+// shows its title, state, changes, where they went and age whole, with
+// room for all five.
+func checkMainRows(t *testing.T, g *gui, home string, at image.Rectangle) {
+	t.Helper()
+	if at.Dx() != 1240 || at.Dy() != 740 {
+		t.Errorf("the Sandbar window opened at %dx%d, want its first size 1240x740 at scale 1", at.Dx(), at.Dy())
+	}
+	ctx := context.Background()
+	st, err := store.Open(config.Paths{Home: home}.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ps, err := st.Projects(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := st.Sessions(ctx, store.SessionFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffs := map[string]workspace.DiffStat{}
+	var wide []struct {
+		ID      string
+		Changes *workspace.DiffStat
+	}
+	if err := json.Unmarshal([]byte(g.sandbar(t, "ls", "--wide", "--json")), &wide); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range wide {
+		if w.Changes != nil {
+			diffs[w.ID] = *w.Changes
+		}
+	}
+	a := test.NewTempApp(t)
+	rep := ui.MainWindowRows(a, fyne.NewSize(float32(at.Dx()), float32(at.Dy())), ps, ss, diffs, time.Now())
+	t.Logf("the Sandbar window's list: %d rows laid out, room for %.1f; %d saved diff stats", rep.Rows, rep.Room, len(diffs))
+	if len(ss) != 5 || rep.Rows < 5 || rep.Room < 5 {
+		t.Errorf("%d sessions: the list lays out %d rows and has room for %.1f, want five", len(ss), rep.Rows, rep.Room)
+	}
+	for _, c := range rep.Cut {
+		t.Error(c)
 	}
 }

@@ -13,6 +13,20 @@ type GuestOptions struct {
 	// -1 for none. Workspace is the read-only base disk of the session's
 	// clone, which the guest mounts at /workspace under a layer on Scratch.
 	Root, Agent, Scratch, Workspace int
+	// Tools is the index of Sandbar's own root disk when Root is another
+	// image's (a project's environment): the guest mounts it read-only at
+	// /opt/sandbar/root and runs Sandbar's own tools (git for saves,
+	// changes and diffs; mkfs for the scratch disk) from it. 0 means
+	// none: index 0 is always the root itself.
+	Tools int
+	// Env is the index of a prepared environment's read-only disk (see
+	// guest/cmd/sandbar-init/prepared.go): its layers go between the
+	// root (and the workspace's clone) and the session's own. 0: none.
+	Env int
+	// Capture is the index of the blank disk a capture machine fills
+	// from the scratch disk (Scratch) of a machine that prepared an
+	// environment; such a machine runs nothing else. 0: none.
+	Capture int
 	// Share is how the workspace share is mounted (ShareNone: there is
 	// none); "" writes no sandbar.share.
 	Share ShareKind
@@ -36,6 +50,15 @@ func GuestArgs(o GuestOptions) []string {
 	disk("agent", o.Agent)
 	disk("scratch", o.Scratch)
 	disk("workspace", o.Workspace)
+	if o.Tools > 0 {
+		disk("tools", o.Tools)
+	}
+	if o.Env > 0 {
+		disk("env", o.Env)
+	}
+	if o.Capture > 0 {
+		disk("capture", o.Capture)
+	}
 	if o.Share != "" {
 		args = append(args, "sandbar.share="+string(o.Share))
 	}

@@ -72,6 +72,9 @@ type Share struct {
 	ReadOnly bool
 }
 
+// DefaultConsoleMax caps a console log whose Spec names no cap.
+const DefaultConsoleMax = 8 * MiB
+
 // Spec is everything needed to boot one VM.
 type Spec struct {
 	// Name identifies the VM in logs and process titles.
@@ -92,8 +95,13 @@ type Spec struct {
 	Network Network
 	// NIC is the socket-attached card of NetworkSocket; nil otherwise.
 	NIC *NIC
-	// ConsoleLog receives the guest's serial console.
+	// ConsoleLog receives the guest's serial console. The backend reads
+	// the console itself and writes this file, capped at ConsoleMax bytes
+	// together with ConsoleLog.1 (see vm/caplog); the guest can write its
+	// console as fast as its CPU runs.
 	ConsoleLog string
+	// ConsoleMax caps the console log (DefaultConsoleMax when 0).
+	ConsoleMax int64
 	// Dir is the directory the VM owns: sockets, pid file.
 	Dir string
 }

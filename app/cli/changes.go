@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode/utf8"
 
+	"sandbar/app/cli/termsafe"
 	"sandbar/app/workspace"
 )
 
 func changesCmd(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "sandbar changes")
-	asJSON := fs.Bool("json", false, "print JSON: the files, commits ahead and diffstat (workspace.Changes)")
+	asJSON := fs.Bool("json", false, "print JSON: the files, commits ahead, diffstat and steering files (workspace.Changes)")
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
@@ -33,7 +33,25 @@ func changesCmd(ctx context.Context, env *Env, args []string) error {
 		return printJSON(env.Stdout, ch)
 	}
 	printChanges(env.Stdout, ch)
+	printSteering(env.Stdout, fs.Arg(0), ch.Steering, "")
 	return nil
+}
+
+// printSteering names the steering files among a session's changes (or
+// a merge's), one a line with what each steers, and says how to see each
+// one's diff; those Sandbar uses only once trusted say that they will
+// need that trust again. after is added to the heading ("" for none).
+func printSteering(w io.Writer, id string, files []workspace.Steering, after string) {
+	if len(files) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%d %s that steer tools on your machine%s (see each with `sandbar diff %s FILE`):\n", len(files), plural(len(files), "file", "files"), after, id)
+	for _, f := range files {
+		fmt.Fprintf(w, "  %s %-9s %s: %s\n", statusLetter(f.Status), f.Status, quoteName(f.Path), f.Why)
+		if f.NeedsTrust {
+			fmt.Fprintf(w, "    this changes %s, which will need your trust again before Sandbar uses it\n", quoteName(f.Path))
+		}
+	}
 }
 
 // printChanges writes the files, one a line with git's letter and the
@@ -54,7 +72,7 @@ func printChanges(w io.Writer, ch workspace.Changes) {
 	}
 	fmt.Fprintf(w, "\n%d %s changed, %d %s ahead of the base\n", len(ch.Files), plural(len(ch.Files), "file", "files"), ch.Ahead, plural(ch.Ahead, "commit", "commits"))
 	if st := strings.TrimRight(ch.DiffStat, "\n"); st != "" {
-		fmt.Fprintln(w, "\n"+terminalSafe(st))
+		fmt.Fprintln(w, "\n"+termsafe.Text(st))
 	}
 }
 
@@ -83,11 +101,12 @@ func plural(n int, one, many string) string {
 
 func diffCmd(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "sandbar diff")
+	raw := fs.Bool("raw", false, "print the diff's bytes as they are, control characters and escape sequences included (default: shown as escapes)")
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 2 {
-		return UsageError{Msg: "sandbar diff: give a session id and one changed file: sandbar diff ID PATH (`sandbar changes ID` lists them)"}
+		return UsageError{Msg: "sandbar diff: give a session id and one changed file: sandbar diff [--raw] ID PATH (`sandbar changes ID` lists them)"}
 	}
 	id, p := fs.Arg(0), strings.TrimPrefix(fs.Arg(1), "./")
 	w, err := sessions(ctx, env)
@@ -112,66 +131,18 @@ func diffCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.WriteString(env.Stdout, terminalSafe(d))
+	if !*raw {
+		d = termsafe.Text(d)
+	}
+	_, err = io.WriteString(env.Stdout, d)
 	return err
 }
 
 // quoteName is a path as printed: quoted, with escapes, when it holds
 // anything a terminal would act on or a reader would misread.
 func quoteName(p string) string {
-	if terminalSafe(p) == p && !strings.ContainsAny(p, "\"\\\n\t") {
+	if termsafe.Clean(p) && !strings.ContainsAny(p, "\"\\\n\t") {
 		return p
 	}
 	return fmt.Sprintf("%q", p)
-}
-
-// terminalSafe shows text from a session's VM as text: control
-// characters (but newline and tab), C1 controls, bidirectional overrides
-// and bytes that are not UTF-8 become visible escapes, so nothing in it
-// can move the cursor, recolour, retitle or reorder the person's
-// terminal.
-func terminalSafe(s string) string {
-	clean := true
-	for i, r := range s {
-		if unsafeRune(r) || r == utf8.RuneError && isBadByte(s, i) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError && isBadByte(s, i):
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unsafeRune(r) && r < 0x100:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case unsafeRune(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-func unsafeRune(r rune) bool {
-	switch {
-	case r == '\n', r == '\t':
-		return false
-	case r < 0x20, r == 0x7f, r >= 0x80 && r < 0xa0:
-		return true
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f:
-		return true
-	}
-	return false
-}
-
-// isBadByte reports whether the rune at s[i] decoded as RuneError because
-// the byte is not UTF-8 (not because U+FFFD is written there).
-func isBadByte(s string, i int) bool {
-	_, size := utf8.DecodeRuneInString(s[i:])
-	return size == 1
 }

@@ -132,23 +132,6 @@ func waitLog(t *testing.T, events <-chan session.Event, id, text string) {
 	}
 }
 
-func TestTerminalSafe(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain\ttext\n":         "plain\ttext\n",
-		"é ü 日本":                "é ü 日本",
-		"a\x1b[2Jb":             `a\x1b[2Jb`,
-		"bell\a\r":              `bell\x07\x0d`,
-		"c1 \u009b31m":          `c1 \x9b31m`,
-		"bidi \u202eevil":       `bidi \u202eevil`,
-		"bad \xff\xfe":          `bad \xff\xfe`,
-		"replacement \uFFFD ok": "replacement \uFFFD ok",
-	} {
-		if got := terminalSafe(in); got != want {
-			t.Errorf("terminalSafe(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestSkippedModulesNote: a merge's skipped submodules are listed, one
 // line each, at most 20.
 func TestSkippedModulesNote(t *testing.T) {
@@ -170,5 +153,30 @@ func TestSkippedModulesNote(t *testing.T) {
 	out := b.String()
 	if !strings.HasPrefix(out, "note: the session's commits in 25 submodules") || !strings.Contains(out, "  p19: why\n  and 5 more\n") || strings.Contains(out, "p20") {
 		t.Errorf("25 skipped:\n%s", out)
+	}
+}
+
+// TestPrintSteering: steering files are listed one a line with what they
+// steer and how to see each diff; a name with a terminal escape is shown
+// quoted, and the files Sandbar uses only once trusted say so.
+func TestPrintSteering(t *testing.T) {
+	var b strings.Builder
+	printSteering(&b, "abc123", nil, "")
+	if b.String() != "" {
+		t.Errorf("no steering files: %q", b.String())
+	}
+	printSteering(&b, "abc123", []workspace.Steering{
+		{Path: "evil\x1b[2J/.gitattributes", Status: "added", Why: "git filters"},
+		{Path: ".sandbar/network", Status: "modified", Why: "Sandbar's settings", NeedsTrust: true},
+	}, " in this merge")
+	want := "\n2 files that steer tools on your machine in this merge (see each with `sandbar diff abc123 FILE`):\n" +
+		"  A added     \"evil\\x1b[2J/.gitattributes\": git filters\n" +
+		"  M modified  .sandbar/network: Sandbar's settings\n" +
+		"    this changes .sandbar/network, which will need your trust again before Sandbar uses it\n"
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+	if strings.Contains(b.String(), "\x1b") {
+		t.Errorf("an escape reached the output")
 	}
 }

@@ -37,6 +37,8 @@ type Env struct {
 	Stderr io.Writer
 	// IsTerminal says whether Stdout is a terminal (progress bars, colour).
 	IsTerminal bool
+	// ErrIsTerminal says whether Stderr is a terminal.
+	ErrIsTerminal bool
 	// Term is the local terminal's TERM, passed to `sandbar shell`.
 	Term string
 	// WorkDir is the directory sandbar was started in.
@@ -86,6 +88,7 @@ func commands() []command {
 			{name: "build", summary: "build the guest image (kernel, initramfs, root and agent disks)", run: imageBuild},
 			{name: "ls", summary: "list built guest images", run: imageList},
 			{name: "path", summary: "print the directory that holds guest images", run: imagePath},
+			{name: "pull", summary: "pull an OCI image into read-only roots for project environments: sandbar image pull [--platform OS/ARCH] REF", run: imagePull},
 		}},
 		{name: "vm", summary: "boot throwaway VMs from the guest image", sub: []command{
 			{name: "run", summary: "run a command in a throwaway VM: sandbar vm run [flags] -- CMD [ARGS...]", run: vmRun},
@@ -94,19 +97,27 @@ func commands() []command {
 			{name: "add", summary: "add repositories: sandbar project add PATH...", run: projectAdd},
 			{name: "ls", summary: "list projects", run: projectList},
 			{name: "secrets", summary: "choose the secrets a project's sessions get: sandbar project secrets PROJECT [NAME...]", run: projectSecrets},
+			{name: "trust", summary: "review the repository's own settings and trust or ignore them: sandbar project trust [PROJECT] [--yes]", run: projectTrust},
+			{name: "sudo", summary: "let a project's agent use sudo inside its VM, or not: sandbar project sudo PROJECT [on|off]", run: projectSudo},
 		}},
+		{name: "env", summary: "a project's environment (devcontainer.json, image, features, commands): sandbar env [--json] [PROJECT]", run: envShow},
 		{name: "start", summary: "start an agent session: sandbar start [--repo PATH | PROJECT] [flags]", run: start},
 		{name: "ls", summary: "list sessions", run: list},
-		{name: "logs", summary: "print a session's log: sandbar logs [-f] ID", run: logs},
-		{name: "chat", summary: "send a message to a session's agent: sandbar chat ID TEXT", run: chat},
+		{name: "logs", summary: "print a session's log, readable (--json: Claude Code's stream as it is): sandbar logs [-f] [--json] [--raw] ID", run: logs},
+		{name: "chat", summary: "send a message to a session's agent (--wait: and show its answer): sandbar chat [--wait] ID TEXT", run: chat},
+		{name: "interrupt", summary: "end the agent's current turn; the session runs on and waits for a message: sandbar interrupt ID", run: interruptCmd},
+		{name: "sync", summary: "bring your current branch into a session's clone as origin/<branch>, then merge, rebase or ask the agent: sandbar sync ID [--merge | --rebase | --ask]", run: syncCmd},
+		{name: "commit", summary: "save a running session's work and commit it on its branch, so merge takes it: sandbar commit ID [-m MESSAGE]", run: commitCmd},
 		{name: "exec", summary: "run a command in a session's VM: sandbar exec ID -- CMD...", run: execCmd},
 		{name: "shell", summary: "open a terminal in a session's VM: sandbar shell ID [-- CMD...]", run: shellCmd},
 		{name: "rename", summary: "give a session a new title: sandbar rename ID TITLE", run: rename},
 		{name: "stop", summary: "stop a session", run: stop},
+		{name: "resume", summary: "run a session paused on a full disk again: sandbar resume ID", run: resume},
 		{name: "restart", summary: "restart a stopped, failed or interrupted session", run: restart},
 		{name: "changes", summary: "list a session's changed files: sandbar changes [--json] ID", run: changesCmd},
-		{name: "diff", summary: "print one changed file's diff: sandbar diff ID PATH", run: diffCmd},
-		{name: "merge", summary: "create the session's branch in its repository (--into: merge into the current branch)", run: merge},
+		{name: "export", summary: "write a read-only copy of a session's files and print its folder: sandbar export ID", run: exportCmd},
+		{name: "diff", summary: "print one changed file's diff: sandbar diff [--raw] ID PATH", run: diffCmd},
+		{name: "merge", summary: "create the session's branch in its repository (--into: merge into the current branch; --stash: stash your uncommitted changes around it)", run: merge},
 		{name: "net", summary: "what a session's VM tried to reach, and what it may: sandbar net ID [allow|deny TARGET]", run: netCmd},
 		{name: "ports", summary: "a session's ports published on this machine: sandbar ports ID [publish GUEST[:HOST]]", run: portsCmd},
 		{name: "rm", summary: "move sessions to the trash (--purge: delete them for good)", run: remove},

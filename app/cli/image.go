@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"sandbar/app/cli/termsafe"
 	"sandbar/app/imagebuild"
 	"sandbar/guest/image"
 )
@@ -70,14 +72,29 @@ func imageList(_ context.Context, env *Env, args []string) error {
 	}
 	if len(imgs) == 0 {
 		fmt.Fprintln(env.Stdout, "no guest image yet: run `sandbar image build`")
-		return nil
+	} else {
+		tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "HASH\tARCH\tKERNEL\tPACKAGES\tAGENT\tROOTFS\tBUILT")
+		for _, img := range imgs {
+			m := img.Manifest
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", short(m.Hash), m.Arch, m.Kernel.Version, len(m.Packages),
+				m.Agent.Version, humanBytes(m.Sizes["rootfs.ext4"]), m.BuiltAt.Local().Format("2006-01-02 15:04"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
+	// The images pulled for project environments, shared by projects.
+	pulled, err := ociImages(env).List()
+	if err != nil || len(pulled) == 0 {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, "\nimages pulled for project environments (most recently used first):")
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HASH\tARCH\tKERNEL\tPACKAGES\tAGENT\tROOTFS\tBUILT")
-	for _, img := range imgs {
-		m := img.Manifest
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", short(m.Hash), m.Arch, m.Kernel.Version, len(m.Packages),
-			m.Agent.Version, humanBytes(m.Sizes["rootfs.ext4"]), m.BuiltAt.Local().Format("2006-01-02 15:04"))
+	fmt.Fprintln(tw, "IMAGE\tDIGEST\tPLATFORM\tSIZE\tLAST USED")
+	for _, img := range pulled {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termsafe.Line(img.Ref), short(strings.TrimPrefix(img.Digest, "sha256:")), img.Platform,
+			humanBytes(img.Size), img.LastUse.Local().Format("2006-01-02 15:04"))
 	}
 	return tw.Flush()
 }

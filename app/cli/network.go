@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"sandbar/app/cli/termsafe"
 	"sandbar/app/net/netstack"
 	"sandbar/app/session"
 	"sandbar/app/store"
@@ -50,13 +51,16 @@ func scopeFlags(fs *flag.FlagSet) func() session.NetScope {
 
 const netUsage = `usage:
   sandbar net ID                          what the session's VM tried to reach, the latest first
-  sandbar net ID allow TARGET [--project | --sandbar]
+  sandbar net ID allow TARGET [read|write] [--project | --sandbar]
   sandbar net ID deny TARGET [--project | --sandbar]
   sandbar net rules [--project PROJECT | --session ID] [--set FILE]
+  sandbar net certs [on|off]              the certificates of this machine's that sessions trust
 
 TARGET is HOST[:PORTS][/tcp|udp]: a name (example.com), *.example.com, an
 address or a CIDR range ([::1] for IPv6); PORTS is a number, a range
-(8000-8999) or *, 443 when left out. A rule takes effect at once, with
+(8000-8999) or *, 443 when left out. write lets pushes and publishes
+through to a host allowed for reads only (the default registries and code
+hosts); read lets only reads through. A rule takes effect at once, with
 no restart: for the session alone, for every session of its project
 (--project), or for every session (--sandbar). Host loopback and private
 networks open only to a rule naming the exact address or name and port,
@@ -76,6 +80,9 @@ func netCmd(ctx context.Context, env *Env, args []string) error {
 	if len(args) > 0 && args[0] == "rules" {
 		return netRules(ctx, env, args[1:])
 	}
+	if len(args) > 0 && args[0] == "certs" {
+		return netCerts(ctx, env, args[1:])
+	}
 	pos, err := interleaved(fs, args)
 	if err != nil {
 		return err
@@ -83,13 +90,14 @@ func netCmd(ctx context.Context, env *Env, args []string) error {
 	switch {
 	case len(pos) == 1:
 		return netAttempts(ctx, env, pos[0], *asJSON)
-	case len(pos) == 3 && (pos[1] == "allow" || pos[1] == "deny"):
+	case len(pos) == 3 && (pos[1] == "allow" || pos[1] == "deny"),
+		len(pos) == 4 && pos[1] == "allow":
 		e, err := sessions(ctx, env)
 		if err != nil {
 			return err
 		}
 		sc := scope()
-		rule, err := e.AddNetRule(ctx, pos[0], sc, pos[1], pos[2])
+		rule, err := e.AddNetRule(ctx, pos[0], sc, pos[1], strings.Join(pos[2:], " "))
 		if err != nil {
 			return err
 		}
@@ -98,10 +106,10 @@ func netCmd(ctx context.Context, env *Env, args []string) error {
 			session.ScopeProject: "for every session of session " + pos[0] + "'s project",
 			session.ScopeSandbar: "for every session",
 		}[sc]
-		fmt.Fprintf(env.Stdout, "%s %s, from the next connection on\n", rule, where)
+		fmt.Fprintf(env.Stdout, "%s %s, from the next connection on\n", termsafe.Line(rule.String()), termsafe.Line(where))
 		return nil
 	}
-	return UsageError{Msg: "sandbar net: give a session id, then nothing, allow TARGET or deny TARGET (sandbar net -h)"}
+	return UsageError{Msg: "sandbar net: give a session id, then nothing, allow TARGET [read|write] or deny TARGET (sandbar net -h)"}
 }
 
 func netAttempts(ctx context.Context, env *Env, ref string, asJSON bool) error {
@@ -139,26 +147,38 @@ func netAttempts(ctx context.Context, env *Env, ref string, asJSON bool) error {
 			verdict, why = "failed", a.Error
 		case a.Allowed:
 			verdict, why = "allowed", ruleOrDash(a.Rule)
+		case a.Proto == session.ProtoWrite:
+			verdict = "refused"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", a.Last.Local().Format(time.TimeOnly), a.Count, verdict, attemptDest(a), oneLine(why))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", a.Last.Local().Format(time.TimeOnly), a.Count, verdict, termsafe.Line(attemptDest(a)), termsafe.Line(oneLine(why)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, a := range as {
-		if !a.Allowed {
-			fmt.Fprintf(env.Stdout, "\nto allow a denied one for this session: sandbar net %s allow %s\n", ref, attemptDest(a))
+		if !a.Allowed && a.Proto != session.ProtoWrite && !session.ProxyRefused(a) {
+			fmt.Fprintf(env.Stdout, "\nto allow a denied one for this session: sandbar net %s allow %s\n", termsafe.Line(ref), termsafe.Line(attemptDest(a)))
+			break
+		}
+	}
+	for _, a := range as {
+		if r, err := session.WriteRule(a); a.Proto == session.ProtoWrite && err == nil {
+			fmt.Fprintf(env.Stdout, "\nto allow writes to %s for this session: sandbar net %s %s\n", termsafe.Line(hostPort(a)), termsafe.Line(ref), termsafe.Line(r.String()))
 			break
 		}
 	}
 	return nil
 }
 
-// attemptDest is "host:port" with "/udp" for UDP.
+// attemptDest is "host:port" with "/udp" for UDP, and " (write)" for a
+// write refused on a read-only connection.
 func attemptDest(a store.NetAttempt) string {
 	d := hostPort(a)
-	if a.Proto == "udp" {
+	switch a.Proto {
+	case "udp":
 		d += "/udp"
+	case session.ProtoWrite:
+		d += " (write)"
 	}
 	return d
 }
@@ -209,7 +229,9 @@ func netRules(ctx context.Context, env *Env, args []string) error {
 			fmt.Fprintf(env.Stdout, "# no %s network rules: the default allowlist applies\n", scope)
 			return nil
 		}
-		fmt.Fprint(env.Stdout, text)
+		// A project's rules may come from its repository, which the
+		// agent's merged commits can change.
+		fmt.Fprint(env.Stdout, termsafe.Text(text))
 		if !strings.HasSuffix(text, "\n") {
 			fmt.Fprintln(env.Stdout)
 		}
@@ -243,7 +265,8 @@ func netRules(ctx context.Context, env *Env, args []string) error {
 }
 
 const portsUsage = `usage:
-  sandbar ports ID                        the session's published ports: 127.0.0.1:HOST → GUEST
+  sandbar ports ID                        the session's published ports: 127.0.0.1:HOST → GUEST, and
+                                          the address to open, http://ID.localhost:HOST/
   sandbar ports ID publish GUEST[:HOST]   publish a guest port (HOST: the port on this machine's 127.0.0.1)
   sandbar ports ID unpublish GUEST
 
@@ -251,6 +274,10 @@ Ports the guest listens on are published on their own, each on a free
 port this machine picks (never the guest's number, where your own programs
 connect); publish GUEST yourself to get the same number when it is free
 (and not a well-known service's).
+
+Open a port at http://ID.localhost:HOST/, an origin of the session's own:
+at http://localhost:HOST/ your browser would send the guest the cookies of
+every app you run on localhost (browsers keep cookies by name, not port).
 `
 
 func portsCmd(ctx context.Context, env *Env, args []string) error {
@@ -285,7 +312,7 @@ func portsCmd(ctx context.Context, env *Env, args []string) error {
 			fmt.Fprintf(env.Stdout, "session %s publishes no port yet\n", id)
 		}
 		for _, p := range ports {
-			fmt.Fprintln(env.Stdout, p)
+			fmt.Fprintf(env.Stdout, "%s  %s\n", p, p.URL)
 		}
 		return nil
 	case len(pos) == 3 && pos[1] == "publish":
@@ -297,7 +324,7 @@ func portsCmd(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(env.Stdout, "%s (http://localhost:%d)\n", p, p.Host)
+		fmt.Fprintf(env.Stdout, "%s  %s\n", p, p.URL)
 		return nil
 	case len(pos) == 3 && pos[1] == "unpublish":
 		g, err := parsePort(pos[2])

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -10,8 +12,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"sandbar/app/cli/termsafe"
+	"sandbar/app/readable"
 	"sandbar/app/session"
 	"sandbar/app/store"
+	"sandbar/app/workspace"
 )
 
 func projectAdd(ctx context.Context, env *Env, args []string) error {
@@ -35,9 +40,9 @@ func projectAdd(ctx context.Context, env *Env, args []string) error {
 			return err
 		}
 		if note != "" {
-			fmt.Fprintln(env.Stdout, note)
+			fmt.Fprintln(env.Stdout, termsafe.Text(note))
 		}
-		fmt.Fprintf(env.Stdout, "added project %d %q (%s, branch %s)\n", p.ID, p.Name, p.Path, orDash(p.DefaultBranch))
+		fmt.Fprintf(env.Stdout, "added project %d %q (%s, branch %s)\n", p.ID, p.Name, termsafe.Line(p.Path), termsafe.Line(orDash(p.DefaultBranch)))
 	}
 	return nil
 }
@@ -66,7 +71,7 @@ func projectList(ctx context.Context, env *Env, args []string) error {
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tBRANCH\tPATH")
 	for _, p := range ps {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", p.ID, p.Name, orDash(p.DefaultBranch), p.Path)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", p.ID, termsafe.Line(p.Name), termsafe.Line(orDash(p.DefaultBranch)), termsafe.Line(p.Path))
 	}
 	return tw.Flush()
 }
@@ -90,6 +95,9 @@ type sessionJSON struct {
 	Ended     *time.Time         `json:"ended,omitempty"`
 	Timings   map[string]float64 `json:"timings_ms,omitempty"`
 	Merged    *store.Merge       `json:"merged,omitempty"`
+	// Changes, with --wide, sums the session's last saved work against
+	// its base; absent when it saved none.
+	Changes *workspace.DiffStat `json:"changes,omitempty"`
 }
 
 // mergedCell is the MERGED column of sandbar ls: where the session's
@@ -106,9 +114,20 @@ func mergedCell(m store.Merge) string {
 	return into + "@" + m.Commit[:min(7, len(m.Commit))]
 }
 
+// changesCell is the CHANGES column of sandbar ls --wide: "+120-14/3"
+// reads as 120 lines added, 14 deleted, in 3 files; "3 files" alone when
+// the lines were not counted (a diff too big to count in time).
+func changesCell(d workspace.DiffStat) string {
+	if d.FilesOnly {
+		return fmt.Sprintf("%d files", d.Files)
+	}
+	return fmt.Sprintf("+%d-%d/%d", d.Added, d.Deleted, d.Files)
+}
+
 func list(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "sandbar ls")
 	asJSON := fs.Bool("json", false, "print JSON: an array of sessions")
+	wide := fs.Bool("wide", false, "add each session's saved changes against its base (CHANGES: +added −deleted, files), counted by git in Sandbar's repository")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -120,10 +139,19 @@ func list(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	sayRecovered(ctx, env)
 	projects := map[int64]store.Project{}
 	if ps, err := svc.Projects(ctx); err == nil {
 		for _, p := range ps {
 			projects[p.ID] = p
+		}
+	}
+	changes := map[string]workspace.DiffStat{}
+	if *wide {
+		for _, s := range ss {
+			if d, err := svc.DiffStat(ctx, s.ID); err == nil {
+				changes[s.ID] = d
+			}
 		}
 	}
 	if *asJSON {
@@ -141,6 +169,9 @@ func list(ctx context.Context, env *Env, args []string) error {
 				m := s.Merged
 				j.Merged = &m
 			}
+			if d, ok := changes[s.ID]; ok {
+				j.Changes = &d
+			}
 			if len(s.Timings) > 0 {
 				j.Timings = map[string]float64{}
 				for k, v := range s.Timings {
@@ -156,7 +187,18 @@ func list(ctx context.Context, env *Env, args []string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTITLE\tPROJECT\tBRANCH\tSTATE\tMERGED\tEXIT\tAGE\tREASON")
+	changesCol := func(string) string { return "" }
+	if *wide {
+		changesCol = func(id string) string {
+			if d, ok := changes[id]; ok {
+				return changesCell(d) + "\t"
+			}
+			return "-\t"
+		}
+		fmt.Fprintln(tw, "ID\tTITLE\tPROJECT\tBRANCH\tSTATE\tMERGED\tCHANGES\tEXIT\tAGE\tREASON")
+	} else {
+		fmt.Fprintln(tw, "ID\tTITLE\tPROJECT\tBRANCH\tSTATE\tMERGED\tEXIT\tAGE\tREASON")
+	}
 	for _, s := range ss {
 		state := string(s.State)
 		if s.Activity != "" {
@@ -166,25 +208,33 @@ func list(ctx context.Context, env *Env, args []string) error {
 		if s.ExitCode != nil {
 			exit = fmt.Sprint(*s.ExitCode)
 		}
-		reason := s.Reason
-		if len(reason) > 60 {
-			reason = reason[:57] + "..."
+		reason := clip(s.Reason, 60)
+		id := s.ID[:min(8, len(s.ID))]
+		if s.Damaged != "" {
+			id = termsafe.Line(s.ID) // whole, as on disk: every verb takes it
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID[:min(8, len(s.ID))], clip(session.Title(s), 40), projects[s.ProjectID].Name, s.Branch, state, mergedCell(s.Merged), exit,
-			time.Since(s.Created).Round(time.Second), strings.ReplaceAll(reason, "\n", " "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s%s\t%s\t%s\n", id, termsafe.Line(clip(session.Title(s), 40)),
+			termsafe.Line(projects[s.ProjectID].Name), termsafe.Line(s.Branch), termsafe.Line(state), termsafe.Line(mergedCell(s.Merged)), changesCol(s.ID), exit,
+			time.Since(s.Created).Round(time.Second), termsafe.Line(strings.ReplaceAll(reason, "\n", " ")))
 	}
 	return tw.Flush()
 }
+
+// LogTrimmedLine tops `sandbar logs` when the session's oldest lines were
+// dropped.
+const LogTrimmedLine = "[sandbar] earlier output trimmed: the stored log keeps a session's newest lines (see README, Bounded on disk)"
 
 func logs(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "sandbar logs")
 	followF := fs.Bool("f", false, "follow: keep printing new lines until the session ends")
 	tail := fs.Int("n", 0, "print only the last N lines first (0: all that are kept)")
+	raw := fs.Bool("raw", false, "print the agent's bytes as they are, control characters and escape sequences included (default: shown as escapes)")
+	jsonOut := fs.Bool("json", false, "print Claude Code's stream-json lines as they are (default: what a person reads: its text, one line per tool call, each turn's end)")
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return UsageError{Msg: "sandbar logs: give one session id: sandbar logs [-f] ID"}
+		return UsageError{Msg: "sandbar logs: give one session id: sandbar logs [-f] [-n N] [--json] [--raw] ID"}
 	}
 	// The store itself: the tail of a log (LastLogs) is no Service's.
 	st, err := env.Store()
@@ -195,6 +245,30 @@ func logs(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// When what is printed starts at the oldest line kept and older ones
+	// were dropped (the stored log's caps), one line says so first.
+	first, err := st.FirstLogSeq(ctx, s.ID)
+	if err != nil {
+		return err
+	}
+	p := logPrinter{env: env, claude: readable.Claude(s.Agent), json: *jsonOut, raw: *raw}
+	show := func(l store.LogLine) {
+		if first > 1 && l.Seq == first {
+			fmt.Fprintln(env.Stderr, LogTrimmedLine)
+		}
+		p.print(l)
+	}
+	// A running tool's live output comes from the engine, as events:
+	// it is never stored (session/live.go).
+	var live <-chan session.Event
+	lp := newLivePrinter(env, *raw)
+	if *followF && !*jsonOut && session.Live(s.State) {
+		if e, err := sessions(ctx, env); err == nil {
+			sctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			live = e.Subscribe(sctx, s.ID)
+		}
+	}
 	var after int64
 	if *tail > 0 {
 		last, err := st.LastLogs(ctx, s.ID, *tail)
@@ -202,7 +276,7 @@ func logs(ctx context.Context, env *Env, args []string) error {
 			return err
 		}
 		for _, l := range last {
-			printLogLine(env, l)
+			show(l)
 			after = l.Seq
 		}
 	}
@@ -212,7 +286,11 @@ func logs(ctx context.Context, env *Env, args []string) error {
 			return err
 		}
 		for _, l := range lines {
-			printLogLine(env, l)
+			if after == 0 {
+				// Lines may have been dropped since first was read.
+				first = max(first, l.Seq)
+			}
+			show(l)
 			after = l.Seq
 		}
 		if len(lines) == 5000 {
@@ -232,27 +310,80 @@ func logs(ctx context.Context, env *Env, args []string) error {
 			}
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(250 * time.Millisecond):
+		wait := time.After(250 * time.Millisecond)
+	waiting:
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-wait:
+				break waiting
+			case ev, ok := <-live:
+				if !ok {
+					live = nil
+				} else if ev.Kind == session.EventLive && ev.Live != nil && ev.Session == s.ID {
+					lp.show(*ev.Live)
+				}
+			}
 		}
 	}
 }
 
 func chat(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "sandbar chat")
+	wait := fs.Bool("wait", false, "show the agent's answer live and return when its turn ends (0, or 1 for an error result); Ctrl-C stops following, not the session")
+	raw := fs.Bool("raw", false, "with --wait, print the agent's bytes as they are, control characters and escape sequences included (default: shown as escapes)")
+	jsonOut := fs.Bool("json", false, "with --wait, print Claude Code's stream-json as it comes (default: what a person reads)")
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() < 2 {
-		return UsageError{Msg: "sandbar chat: give a session id and the text: sandbar chat ID TEXT"}
+		return UsageError{Msg: "sandbar chat: give a session id and the text: sandbar chat [--wait] ID TEXT"}
 	}
 	e, err := sessions(ctx, env)
 	if err != nil {
 		return err
 	}
-	return e.Chat(ctx, fs.Arg(0), strings.Join(fs.Args()[1:], " "))
+	text := strings.Join(fs.Args()[1:], " ")
+	if !*wait {
+		return e.Chat(ctx, fs.Arg(0), text)
+	}
+	st, err := env.Store()
+	if err != nil {
+		return err
+	}
+	s, err := st.FindSession(ctx, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	// Subscribed first, so the answer's first lines are not missed.
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := e.Subscribe(sctx, s.ID)
+	if err := e.Chat(ctx, s.ID, text); err != nil {
+		return err
+	}
+	return follow(ctx, env, e, s.ID, events, logPrinter{env: env, claude: readable.Claude(s.Agent), json: *jsonOut, raw: *raw}, false)
+}
+
+func interruptCmd(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "sandbar interrupt")
+	if err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return UsageError{Msg: "sandbar interrupt: give one session id: sandbar interrupt ID"}
+	}
+	e, err := sessions(ctx, env)
+	if err != nil {
+		return err
+	}
+	if err := e.Interrupt(ctx, fs.Arg(0)); err != nil {
+		return err
+	}
+	id := termsafe.Line(fs.Arg(0))
+	fmt.Fprintf(env.Stdout, "interrupt sent to %s: its turn ends and it waits for your message (sandbar chat %s TEXT)\n", id, id)
+	return nil
 }
 
 func execCmd(ctx context.Context, env *Env, args []string) error {
@@ -260,6 +391,7 @@ func execCmd(ctx context.Context, env *Env, args []string) error {
 	user := fs.String("user", session.UserAgent, "agent or root")
 	cwd := fs.String("cwd", "", "working directory in the guest (default /workspace)")
 	timeout := fs.Duration("timeout", 0, "kill the command after this long")
+	raw := fs.Bool("raw", false, "print the command's bytes as they are on a terminal too (on a pipe or file they always are)")
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
@@ -277,7 +409,21 @@ func execCmd(ctx context.Context, env *Env, args []string) error {
 	if len(argv) == 0 {
 		return UsageError{Msg: "sandbar exec: no command after --"}
 	}
-	res, err := e.Exec(ctx, fs.Arg(0), session.ExecRequest{Argv: argv, User: *user, Cwd: *cwd, Timeout: *timeout}, env.Stdout, env.Stderr)
+	// On a terminal the person reads the output: it is escaped, as every
+	// verb's is. On a pipe or a file it is the byte stream a script asked
+	// for (`sandbar exec ID -- tar c . > work.tar`), left as it is.
+	stdout, stderr := env.Stdout, env.Stderr
+	if env.IsTerminal && !*raw {
+		w := termsafe.NewWriter(env.Stdout)
+		defer w.Flush()
+		stdout = w
+	}
+	if env.ErrIsTerminal && !*raw {
+		w := termsafe.NewWriter(env.Stderr)
+		defer w.Flush()
+		stderr = w
+	}
+	res, err := e.Exec(ctx, fs.Arg(0), session.ExecRequest{Argv: argv, User: *user, Cwd: *cwd, Timeout: *timeout}, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -291,7 +437,7 @@ func stop(ctx context.Context, env *Env, args []string) error {
 	return oneID(ctx, env, args, "stop", func(e session.Service, id string) error {
 		s, err := e.Stop(ctx, id)
 		if err == nil {
-			fmt.Fprintf(env.Stdout, "session %s %s: %s\n", s.ID, s.State, s.Reason)
+			fmt.Fprintf(env.Stdout, "session %s %s: %s\n", s.ID, s.State, termsafe.Text(s.Reason))
 		}
 		return err
 	})
@@ -315,7 +461,7 @@ func rename(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "session %s is now %q\n", s.ID, s.Title)
+	fmt.Fprintf(env.Stdout, "session %s is now %q\n", s.ID, s.Title) // %q escapes what a terminal acts on
 	return nil
 }
 
@@ -328,10 +474,43 @@ func clip(s string, n int) string {
 }
 
 func restart(ctx context.Context, env *Env, args []string) error {
-	return oneID(ctx, env, args, "restart", func(e session.Service, id string) error {
-		s, err := e.Restart(ctx, id)
+	fs := newFlags(env, "sandbar restart")
+	fromSaved := fs.Bool("from-saved", false, "for a session whose disk is gone: continue from its last saved work in a new clone (the other choice is `sandbar rm ID`)")
+	if err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return UsageError{Msg: "sandbar restart: give one session id: sandbar restart [--from-saved] ID"}
+	}
+	e, err := sessions(ctx, env)
+	if err != nil {
+		return err
+	}
+	restart := e.Restart
+	if *fromSaved {
+		restart = e.RestartFromSaved
+	}
+	s, err := restart(ctx, fs.Arg(0))
+	if errors.Is(err, session.ErrScratchGone) {
+		return fmt.Errorf("%w\nchoose: `sandbar restart --from-saved %s` continues from its last saved work in a new clone, or `sandbar rm %s` deletes the session", err, fs.Arg(0), fs.Arg(0))
+	}
+	if err != nil {
+		return err
+	}
+	if *fromSaved {
+		fmt.Fprintf(env.Stdout, "session %s restarting from its last saved work (its log says which commit)\n", s.ID)
+		return nil
+	}
+	fmt.Fprintf(env.Stdout, "session %s restarting\n", s.ID)
+	return nil
+}
+
+// resume runs a session paused on a full disk again: sandbar resume ID.
+func resume(ctx context.Context, env *Env, args []string) error {
+	return oneID(ctx, env, args, "resume", func(e session.Service, id string) error {
+		s, err := e.Resume(ctx, id)
 		if err == nil {
-			fmt.Fprintf(env.Stdout, "session %s restarting\n", s.ID)
+			fmt.Fprintf(env.Stdout, "session %s resuming (it pauses again if the disk is still full)\n", s.ID)
 		}
 		return err
 	})
@@ -356,11 +535,13 @@ func merge(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "sandbar merge")
 	force := fs.Bool("force", false, "overwrite a diverged branch of the same name")
 	into := fs.Bool("into", false, "merge into the repository's current branch and update its working tree (refused if the tree has uncommitted changes or the merge conflicts), instead of creating the session's branch")
+	stash := fs.Bool("stash", false, "with --into: stash your uncommitted changes (when the session's work touches none of those files), merge, and put them back; if they cannot go back, they stay in git's stash and Sandbar says how to get them")
+	accept := fs.Bool("accept-steering", false, "with --into: bring files that steer tools on your machine (.gitattributes, .lfsconfig, .envrc, .vscode/…) into the working tree; without it such a merge is refused, naming them")
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return UsageError{Msg: "sandbar merge: give one session id: sandbar merge [--into | --force] ID"}
+		return UsageError{Msg: "sandbar merge: give one session id: sandbar merge [--into [--stash] [--accept-steering] | --force] ID"}
 	}
 	if *into && *force {
 		return UsageError{Msg: "sandbar merge: --force overwrites the session's own branch, and --into does not touch it: give one of them"}
@@ -369,17 +550,27 @@ func merge(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := e.Merge(ctx, fs.Arg(0), session.MergeOptions{Into: *into, Force: *force})
+	if *accept && !*into {
+		return UsageError{Msg: "sandbar merge: --accept-steering goes with --into (creating the branch leaves your working tree untouched)"}
+	}
+	if *stash && !*into {
+		return UsageError{Msg: "sandbar merge: --stash goes with --into (creating the branch leaves your working tree untouched)"}
+	}
+	res, err := e.Merge(ctx, fs.Arg(0), session.MergeOptions{Into: *into, Force: *force, AcceptSteering: *accept, Stash: *stash})
 	if err != nil {
 		return err
 	}
+	defer printSteering(env.Stdout, fs.Arg(0), res.Steering, " in this merge")
 	branch, repo := "the session's branch", "the repository"
 	if s, err := e.Get(ctx, fs.Arg(0)); err == nil {
-		branch = "branch " + s.Branch
+		branch = "branch " + termsafe.Line(s.Branch)
 		if p, err := e.Project(ctx, s.ProjectID); err == nil {
-			repo = p.Path
+			repo = termsafe.Line(p.Path)
 		}
 	}
+	// The names in the notes are the agent's: files and submodule paths
+	// it made.
+	uncommitted, submodules := lines(res.Uncommitted), lines(res.Submodules)
 	how := "is at"
 	switch {
 	case res.Into != "":
@@ -387,13 +578,19 @@ func merge(ctx context.Context, env *Env, args []string) error {
 		if res.FastForward {
 			how = "a fast-forward"
 		}
-		fmt.Fprintf(env.Stdout, "merged the session's work into %s in %s: %s from %s to %s; the working tree is updated\n", res.Into, repo, how, short(res.Previous), short(res.Commit))
+		fmt.Fprintf(env.Stdout, "merged the session's work into %s in %s: %s from %s to %s; the working tree is updated\n", termsafe.Line(res.Into), repo, how, short(res.Previous), short(res.Commit))
 		if len(res.Submodules) > 0 {
-			fmt.Fprintf(env.Stdout, "the session's submodule commits are in the repository's submodules as %s: %s\n", branch, strings.Join(res.Submodules, ", "))
+			fmt.Fprintf(env.Stdout, "the session's submodule commits are in the repository's submodules as %s: %s\n", branch, strings.Join(submodules, ", "))
 		}
 		skippedModulesNote(env.Stdout, res.SkippedSubmodules)
 		if len(res.Uncommitted) > 0 {
-			fmt.Fprintf(env.Stdout, "note: %d uncommitted changes in the session were not included: %s\n", len(res.Uncommitted), strings.Join(res.Uncommitted, ", "))
+			fmt.Fprintf(env.Stdout, "note: %d uncommitted changes in the session were not included: %s\n", len(res.Uncommitted), strings.Join(uncommitted, ", "))
+		}
+		if len(res.Stashed) > 0 {
+			fmt.Fprintf(env.Stdout, "your uncommitted changes in %s were stashed for the merge and put back\n", fileCount(res.Stashed))
+		}
+		if res.StashKept != "" {
+			return fmt.Errorf("merged, but %s", termsafe.Line(res.StashKept))
 		}
 		return nil
 	case res.Created:
@@ -403,11 +600,11 @@ func merge(ctx context.Context, env *Env, args []string) error {
 	}
 	fmt.Fprintf(env.Stdout, "%s %s %s in %s (your working tree is untouched)\n", branch, how, short(res.Commit), repo)
 	if len(res.Submodules) > 0 {
-		fmt.Fprintf(env.Stdout, "the session's submodule commits are in the repository's submodules under the same branch: %s\n", strings.Join(res.Submodules, ", "))
+		fmt.Fprintf(env.Stdout, "the session's submodule commits are in the repository's submodules under the same branch: %s\n", strings.Join(submodules, ", "))
 	}
 	skippedModulesNote(env.Stdout, res.SkippedSubmodules)
 	if len(res.Uncommitted) > 0 {
-		fmt.Fprintf(env.Stdout, "note: %d uncommitted changes in the session were not included: %s\n", len(res.Uncommitted), strings.Join(res.Uncommitted, ", "))
+		fmt.Fprintf(env.Stdout, "note: %d uncommitted changes in the session were not included: %s\n", len(res.Uncommitted), strings.Join(uncommitted, ", "))
 	}
 	return nil
 }
@@ -426,14 +623,31 @@ func skippedModulesNote(w io.Writer, lines []string) {
 			fmt.Fprintf(w, "  and %d more\n", n-show)
 			break
 		}
-		fmt.Fprintf(w, "  %s\n", line)
+		fmt.Fprintf(w, "  %s\n", termsafe.Line(line))
 	}
 }
 
+// lines is each of ss as termsafe.Line shows it.
+func lines(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = termsafe.Line(s)
+	}
+	return out
+}
+
+// printJSON writes v as indented JSON, with what a terminal would act on
+// (C1 controls, bidirectional overrides, which encoding/json leaves)
+// written as \u escapes, which decode to the same strings.
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(termsafe.JSON(b.Bytes()))
+	return err
 }
 
 func orDash(s string) string {

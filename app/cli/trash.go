@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"sandbar/app/cli/termsafe"
 	"sandbar/app/session"
 )
 
@@ -82,7 +83,7 @@ func trashList(ctx context.Context, env *Env, args []string) error {
 	now := time.Now()
 	for _, t := range ts {
 		total += t.Bytes
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s ago\tin %s\t%s\n", t.ID, orDash(projects[t.ProjectID]), orDash(t.Branch),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s ago\tin %s\t%s\n", termsafe.Line(t.ID), termsafe.Line(orDash(projects[t.ProjectID])), termsafe.Line(orDash(t.Branch)),
 			roughly(now.Sub(t.Deleted)), roughly(t.Purge.Sub(now)), humanBytes(t.Bytes))
 	}
 	tw.Flush()

@@ -106,7 +106,7 @@ func TestStartWaitReturnsWhenClaudesTurnEnds(t *testing.T) {
 			env.Give(t, repo, "PATH") // the stand-in claude comes first
 			o := session.Options{Repo: repo, MemoryMiB: 512, Prompt: "What is here?"}
 			done := make(chan error, 1)
-			go func() { done <- startAndWait(ctx, cli, r, o) }()
+			go func() { done <- startAndWait(ctx, cli, r, o, logPrinter{env: cli, claude: true, json: true}) }()
 			var err error
 			select {
 			case err = <-done:
@@ -168,7 +168,7 @@ func TestStartWaitCustomAgentWaitsForExit(t *testing.T) {
 	defer cancel()
 	o := session.Options{Repo: env.Repo(t, "custom"), MemoryMiB: 512,
 		Agent: sessiontest.Shell(`echo '{"type":"result","subtype":"success","is_error":false}'; read line; exit 3`), Prompt: "go"}
-	err := startAndWait(ctx, cli, r, o)
+	err := startAndWait(ctx, cli, r, o, logPrinter{env: cli})
 	var exit ExitError
 	if !errors.As(err, &exit) || exit.Code != 3 {
 		t.Errorf("start --wait with a custom agent that exits 3: %v; stderr:\n%s", err, stderr)

@@ -72,6 +72,11 @@ func Resolve(env Env) (Paths, error) {
 // this one.
 func (p Paths) DB() string { return filepath.Join(p.Home, dbFile) }
 
+// Reserve is a file of a few MiB Sandbar keeps in the data directory and
+// removes when the disk is full, so that the database can still record
+// why sessions paused; it is made again once there is room.
+func (p Paths) Reserve() string { return filepath.Join(p.Home, "reserve") }
+
 // Sessions is the directory holding one directory per session.
 func (p Paths) Sessions() string { return filepath.Join(p.Home, sessionsDir) }
 
@@ -91,6 +96,11 @@ func (p Paths) ProjectRepo(id int64) string { return filepath.Join(p.Project(id)
 
 // ProjectBases holds a project's read-only base disks, one per commit.
 func (p Paths) ProjectBases(id int64) string { return filepath.Join(p.Project(id), "bases") }
+
+// EnvImages holds the OCI images pulled for project environments, each a
+// read-only ext4 root per image digest (app/env/ociimage), shared by every
+// project.
+func (p Paths) EnvImages() string { return filepath.Join(p.Home, "environments", "images") }
 
 // Ensure creates the directories that must exist before anything runs.
 // The data directory and its sessions folder are the person's alone

@@ -39,6 +39,9 @@ const (
 	saveErrorFile   = "save-error"
 	saveSpoolFile   = "save.partial"
 	networkRepoFile = "network.repo"
+	environmentFile = "environment.json"
+	rootImageFile   = "root-image.json"
+	metaFile        = "session.json"
 	exportDir       = "export"
 	legacyWorkspace = "workspace"
 	// exportTempPrefix starts the folders workspace.Mirror.Export writes
@@ -97,12 +100,27 @@ func (d SessionDir) SaveError() string { return d.join(saveErrorFile) }
 // imported.
 func (d SessionDir) SaveSpool() string { return d.join(saveSpoolFile) }
 
+// Meta records what the database holds of the session that a person
+// would miss if the database lost it (its title, project, branch, prompt),
+// as JSON: written by the host alone, when the session is created and
+// when it is renamed, and read back when the engine adopts a session the
+// database lost (session.Heal).
+func (d SessionDir) Meta() string { return d.join(metaFile) }
+
+// RootImage records the image whose root the session's agent runs on
+// when it is not Sandbar's own (session.RootImage, as JSON).
+func (d SessionDir) RootImage() string { return d.join(rootImageFile) }
+
 // NetworkRepo is the session's copy of its repository's network file,
 // taken at start so that the agent cannot change its own rules.
 func (d SessionDir) NetworkRepo() string { return d.join(networkRepoFile) }
 
 // Export is the read-only folder of the session's files as last saved,
 // for the person's own tools.
+// Environment is the session's copy of the environment it was created
+// with (the trusted devcontainer.json): a restart runs the same one.
+func (d SessionDir) Environment() string { return d.join(environmentFile) }
+
 func (d SessionDir) Export() string { return d.join(exportDir) }
 
 // IsExportTemp reports whether name, an entry of the directory, is a

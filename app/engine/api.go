@@ -44,8 +44,10 @@ import (
 // whenever a request, a reply or an operation's meaning changes.
 // Version 3 added rename (titles); 4, merge into the current branch and
 // the merge target; 5, the trash (restore, trash-empty; remove moves to
-// the trash), and yield with the keyring error code.
-const APIVersion = 5
+// the trash), and yield with the keyring error code; 6, resume (a VM
+// paused on a full disk) and the disk_full error code, restart-saved (a
+// session whose disk is gone, from its saved work) and scratch_gone.
+const APIVersion = 6
 
 // The operations, by their names on the wire.
 const (
@@ -55,11 +57,16 @@ const (
 	OpStart         = "start"
 	OpStop          = "stop"
 	OpRestart       = "restart"
+	OpResume        = "resume"
+	OpRestartSaved  = "restart-saved"
 	OpWait          = "wait"
 	OpRemove        = "remove"
 	OpMerge         = "merge"
 	OpRename        = "rename"
 	OpChat          = "chat"
+	OpInterrupt     = "interrupt"
+	OpSync          = "sync"
+	OpCommit        = "commit"
 	OpExec          = "exec"
 	OpShell         = "shell"
 	OpChanges       = "changes"
@@ -144,9 +151,18 @@ type (
 		Force bool   `json:"force,omitempty"`
 	}
 	MergeRequest struct {
-		ID    string `json:"id"`
-		Into  bool   `json:"into,omitempty"`
-		Force bool   `json:"force,omitempty"`
+		ID             string `json:"id"`
+		Into           bool   `json:"into,omitempty"`
+		Force          bool   `json:"force,omitempty"`
+		AcceptSteering bool   `json:"accept_steering,omitempty"`
+		Stash          bool   `json:"stash,omitempty"`
+	}
+	CommitRequest struct {
+		ID      string `json:"id"`
+		Message string `json:"message,omitempty"`
+	}
+	CommitReply struct {
+		Result session.CommitResult `json:"result"`
 	}
 	MergeReply struct {
 		Result workspace.MergeResult `json:"result"`
@@ -158,6 +174,11 @@ type (
 	ChatRequest struct {
 		ID   string `json:"id"`
 		Text string `json:"text"`
+	}
+	// SyncRequest is Sync's request; the reply is session.SyncResult.
+	SyncRequest struct {
+		ID   string           `json:"id"`
+		Mode session.SyncMode `json:"mode,omitempty"`
 	}
 	// ExecRequest is Exec's and Shell's request; Output frames stream
 	// the command's output and the reply is ExecReply.
@@ -260,6 +281,7 @@ var errorCodes = []struct {
 	{"ambiguous", store.ErrAmbiguous},
 	{"exists", store.ErrExists},
 	{"budget", session.ErrBudget},
+	{"scratch_gone", session.ErrScratchGone},
 	{"state", session.ErrState},
 	{"owned", session.ErrOwnedElsewhere},
 	{"no_credentials", session.ErrNoCredentials},
@@ -268,6 +290,11 @@ var errorCodes = []struct {
 	{"no_network", session.ErrNoNetwork},
 	{"no_model_api", session.ErrNoModelAPI},
 	{"nothing_to_merge", workspace.ErrNothingToMerge},
+	{"steering", workspace.ErrSteering},
+	{"nothing_to_commit", session.ErrNothingToCommit},
+	{"stashable", workspace.ErrStashable},
+	{"dirty_tree", workspace.ErrDirtyTree},
+	{"conflict", workspace.ErrConflict},
 	{"port_in_use", netstack.ErrPortInUse},
 	{"keyring", secrets.ErrUnavailable},
 	// Why a folder is not a project, so that the app words its fix by
@@ -277,7 +304,9 @@ var errorCodes = []struct {
 	{"bare_repo", workspace.ErrBareRepo},
 	{"empty_repo", workspace.ErrEmptyRepo},
 	{"not_saved", session.ErrNotSaved},
+	{"disk_full", session.ErrDiskFull},
 	{"legacy_session", session.ErrLegacySession},
+	{"damaged", session.ErrDamaged},
 	{"diverged", workspace.ErrDiverged},
 	{"checked_out", workspace.ErrCheckedOut},
 	{"old_git", workspace.ErrOldGit},

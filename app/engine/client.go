@@ -84,10 +84,11 @@ func (c *Client) Branches(ctx context.Context, projectRef string) (workspace.Bra
 }
 
 // List lists the sessions, here, once the engine has recovered those
-// whose owner died (see recovered).
+// whose owner died and adopted back those the database lost (see
+// recovered, session.Manager.Lost).
 func (c *Client) List(ctx context.Context) ([]store.Session, error) {
 	list, err := c.Local.List(ctx)
-	if err == nil && slices.ContainsFunc(list, session.Orphaned) && c.recovered(ctx) {
+	if err == nil && (slices.ContainsFunc(list, session.Orphaned) || c.Local.Lost(ctx)) && c.recovered(ctx) {
 		list, err = c.Local.List(ctx)
 	}
 	return list, err
@@ -164,10 +165,39 @@ func (c *Client) ProjectSecrets(ctx context.Context, projectID int64) ([]string,
 	return c.Local.ProjectSecrets(ctx, projectID)
 }
 
+// ProjectSudo reads whether a project's agent may use sudo, here.
+func (c *Client) ProjectSudo(ctx context.Context, projectID int64) (bool, error) {
+	return c.Local.ProjectSudo(ctx, projectID)
+}
+
+// SetProjectSudo sets whether a project's agent may use sudo, here: a
+// setting in the store, which a session reads when its agent starts.
+func (c *Client) SetProjectSudo(ctx context.Context, projectRef string, on bool) error {
+	return c.Local.SetProjectSudo(ctx, projectRef, on)
+}
+
 // SetProjectSecrets chooses the secrets a project's sessions get, here:
 // a setting in the store, which a session reads when it starts.
 func (c *Client) SetProjectSecrets(ctx context.Context, projectRef string, names []string) error {
 	return c.Local.SetProjectSecrets(ctx, projectRef, names)
+}
+
+// Environment reads a project's environment, here: the repository's
+// files, the store and this machine's image store.
+func (c *Client) Environment(ctx context.Context, projectRef string) (session.EnvironmentView, error) {
+	return c.Local.Environment(ctx, projectRef)
+}
+
+// RepoTrust reads a project's repository settings and their trust, here.
+func (c *Client) RepoTrust(ctx context.Context, projectRef string) (session.RepoReview, error) {
+	return c.Local.RepoTrust(ctx, projectRef)
+}
+
+// DecideRepoTrust records the person's decision on a project's
+// repository settings, here: the store, which a session reads when it
+// starts.
+func (c *Client) DecideRepoTrust(ctx context.Context, projectRef, decision string, hashes map[string]string) error {
+	return c.Local.DecideRepoTrust(ctx, projectRef, decision, hashes)
 }
 
 // A live session's work, from the engine; a stopped one's, here.
@@ -180,6 +210,12 @@ func (c *Client) Changes(ctx context.Context, id string) (workspace.Changes, err
 	}
 	rep, err := call[ChangesReply](ctx, c, OpChanges, SessionRef{ID: id})
 	return rep.Changes, err
+}
+
+// DiffStat sums a session's saved work here: it reads Sandbar's
+// repository of the project and changes nothing.
+func (c *Client) DiffStat(ctx context.Context, id string) (workspace.DiffStat, error) {
+	return c.Local.DiffStat(ctx, id)
 }
 
 // FileDiff is one file's diff, through the engine for a live session.
@@ -230,6 +266,21 @@ func (c *Client) Stop(ctx context.Context, id string) (store.Session, error) {
 	return rep.Session, err
 }
 
+// RestartFromSaved restarts a session whose disk is gone from its saved
+// work, in the engine.
+func (c *Client) RestartFromSaved(ctx context.Context, id string) (store.Session, error) {
+	rep, err := withKeyring(ctx, c, func() (SessionReply, error) {
+		return call[SessionReply](ctx, c, OpRestartSaved, SessionRef{ID: id})
+	})
+	return rep.Session, err
+}
+
+// Resume runs a session paused on a full disk again, in the engine.
+func (c *Client) Resume(ctx context.Context, id string) (store.Session, error) {
+	rep, err := call[SessionReply](ctx, c, OpResume, SessionRef{ID: id})
+	return rep.Session, err
+}
+
 // Restart restarts a session in the engine.
 func (c *Client) Restart(ctx context.Context, id string) (store.Session, error) {
 	rep, err := withKeyring(ctx, c, func() (SessionReply, error) {
@@ -271,7 +322,7 @@ func (c *Client) EmptyTrash(ctx context.Context, ids []string) (int, error) {
 // Merge merges a session's work through the engine, which saves a live
 // session's first.
 func (c *Client) Merge(ctx context.Context, id string, o session.MergeOptions) (workspace.MergeResult, error) {
-	rep, err := call[MergeReply](ctx, c, OpMerge, MergeRequest{ID: id, Into: o.Into, Force: o.Force})
+	rep, err := call[MergeReply](ctx, c, OpMerge, MergeRequest{ID: id, Into: o.Into, Force: o.Force, AcceptSteering: o.AcceptSteering, Stash: o.Stash})
 	return rep.Result, err
 }
 
@@ -286,6 +337,25 @@ func (c *Client) MergeTarget(ctx context.Context, id string) (session.MergeTarge
 func (c *Client) Rename(ctx context.Context, id, title string) (store.Session, error) {
 	rep, err := call[SessionReply](ctx, c, OpRename, RenameRequest{ID: id, Title: title})
 	return rep.Session, err
+}
+
+// Commit saves and commits a running session's work in the engine,
+// which owns its VM.
+func (c *Client) Commit(ctx context.Context, id, message string) (session.CommitResult, error) {
+	rep, err := call[CommitReply](ctx, c, OpCommit, CommitRequest{ID: id, Message: message})
+	return rep.Result, err
+}
+
+// Interrupt ends a session's agent's turn in the engine.
+func (c *Client) Interrupt(ctx context.Context, id string) error {
+	_, err := call[None](ctx, c, OpInterrupt, SessionRef{ID: id})
+	return err
+}
+
+// Sync brings the person's branch into a session's clone in the engine,
+// and merges, rebases or asks the agent as mode says.
+func (c *Client) Sync(ctx context.Context, id string, mode session.SyncMode) (session.SyncResult, error) {
+	return call[session.SyncResult](ctx, c, OpSync, SyncRequest{ID: id, Mode: mode})
 }
 
 // Chat sends text to a session's agent in the engine.

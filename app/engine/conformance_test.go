@@ -15,11 +15,17 @@ import (
 	"sandbar/app/workspace"
 )
 
-// conformanceAgent commits a file, says so, and answers each message.
+// conformanceAgent commits a file, says so, and answers each message;
+// SIGINT (an interrupt) it reports, and reads on.
 const conformanceAgent = `echo new > added.txt && git add added.txt && git -c user.name=A -c user.email=a@example.com commit -qm add
 echo ready
 trap 'exit 143' TERM
-while read -r line; do echo "heard: $line"; done`
+trap 'intr=1; echo interrupted' INT
+while :; do
+	if read -r line; then echo "heard: $line"
+	elif [ -n "$intr" ]; then intr= # dash's read ends on a trapped signal
+	else break; fi
+done`
 
 // TestConformance runs one scenario through the engine's own Manager and
 // through a client of that engine (engine.Client, over the socket): both
@@ -113,9 +119,40 @@ func conformance(t *testing.T, f *fixture, svc session.Service) {
 		return ev.Kind == session.EventLog && ev.Log.Text == "heard: from the test"
 	})
 
+	if err := svc.Interrupt(ctx, s.ID); err != nil {
+		t.Fatalf("interrupt: %v", err)
+	}
+	waitEvent(t, events, s.ID, "the agent taking SIGINT", func(ev session.Event) bool {
+		return ev.Kind == session.EventLog && ev.Log.Text == "interrupted"
+	})
+	if got, err := svc.Get(ctx, s.ID); err != nil || got.State != session.StateRunning || got.Activity != session.ActivityWaiting || got.Reason != session.ReasonInterrupted {
+		t.Errorf("after the interrupt: %s/%s %q, %v; want running, waiting, %q", got.State, got.Activity, got.Reason, err, session.ReasonInterrupted)
+	}
+	if err := svc.Chat(ctx, s.ID, "after the interrupt"); err != nil {
+		t.Fatalf("chat after the interrupt: %v", err)
+	}
+	waitEvent(t, events, s.ID, "the agent hearing the chat after the interrupt", func(ev session.Event) bool {
+		return ev.Kind == session.EventLog && ev.Log.Text == "heard: after the interrupt"
+	})
+
 	ch, err := svc.Changes(ctx, s.ID)
 	if err != nil || ch.Ahead != 1 || len(ch.Files) != 1 || ch.Files[0].Path != "added.txt" {
 		t.Errorf("live changes: %+v, %v; want added.txt, one commit ahead", ch, err)
+	}
+
+	// Commit now: nothing to commit yet; then work left uncommitted is
+	// committed on the branch, and the clone takes the commit.
+	if _, err := svc.Commit(ctx, s.ID, ""); !errors.Is(err, session.ErrNothingToCommit) || !strings.Contains(err.Error(), "nothing to commit: the work is already saved at ") {
+		t.Errorf("commit with nothing to commit: %v, want ErrNothingToCommit", err)
+	}
+	if res, err := svc.Exec(ctx, s.ID, session.ExecRequest{Argv: []string{"sh", "-c", "echo wip > wip.txt"}}, nil, nil); err != nil || res.Code != 0 {
+		t.Fatalf("exec: %+v, %v", res, err)
+	}
+	if c, err := svc.Commit(ctx, s.ID[:8], "wip from the test"); err != nil || c.Commit == "" || c.Subject != "wip from the test" || !slices.Equal(c.Files, []string{"wip.txt"}) || c.NotInClone != "" || c.Branch != s.Branch {
+		t.Errorf("commit: %+v, %v", c, err)
+	}
+	if ch, err := svc.Changes(ctx, s.ID); err != nil || ch.Ahead != 2 {
+		t.Errorf("changes after the commit: %+v, %v; want two commits ahead", ch, err)
 	}
 
 	stopped, err := svc.Stop(ctx, s.ID)
@@ -125,7 +162,7 @@ func conformance(t *testing.T, f *fixture, svc session.Service) {
 	waitEvent(t, events, s.ID, "stopped", func(ev session.Event) bool {
 		return ev.Kind == session.EventState && ev.State == session.StateStopped
 	})
-	if ch, err := svc.Changes(ctx, s.ID); err != nil || ch.Ahead != 1 {
+	if ch, err := svc.Changes(ctx, s.ID); err != nil || ch.Ahead != 2 {
 		t.Errorf("saved changes: %+v, %v", ch, err)
 	}
 
@@ -201,6 +238,12 @@ func conformance(t *testing.T, f *fixture, svc session.Service) {
 	}
 	if _, err := svc.Rename(ctx, "nosuchsession", "x"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("rename an unknown session: %v, want ErrNotFound", err)
+	}
+	if _, err := svc.Commit(ctx, "nosuchsession", ""); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("commit an unknown session: %v, want ErrNotFound", err)
+	}
+	if err := svc.Interrupt(ctx, "nosuchsession"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("interrupt an unknown session: %v, want ErrNotFound", err)
 	}
 	if err := svc.Chat(ctx, "nosuchsession", "hello?"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("chat with an unknown session: %v, want ErrNotFound", err)

@@ -29,6 +29,14 @@ func operations() map[string]handler {
 			s, err := svc.Restart(ctx, r.ID)
 			return SessionReply{Session: s}, err
 		}),
+		OpRestartSaved: unary(func(ctx context.Context, svc session.Service, r SessionRef) (SessionReply, error) {
+			s, err := svc.RestartFromSaved(ctx, r.ID)
+			return SessionReply{Session: s}, err
+		}),
+		OpResume: unary(func(ctx context.Context, svc session.Service, r SessionRef) (SessionReply, error) {
+			s, err := svc.Resume(ctx, r.ID)
+			return SessionReply{Session: s}, err
+		}),
 		OpWait: unary(func(ctx context.Context, svc session.Service, r SessionRef) (SessionReply, error) {
 			s, err := svc.Wait(ctx, r.ID)
 			return SessionReply{Session: s}, err
@@ -37,7 +45,7 @@ func operations() map[string]handler {
 			return None{}, svc.Remove(ctx, r.ID, r.Force)
 		}),
 		OpMerge: unary(func(ctx context.Context, svc session.Service, r MergeRequest) (MergeReply, error) {
-			res, err := svc.Merge(ctx, r.ID, session.MergeOptions{Into: r.Into, Force: r.Force})
+			res, err := svc.Merge(ctx, r.ID, session.MergeOptions{Into: r.Into, Force: r.Force, AcceptSteering: r.AcceptSteering, Stash: r.Stash})
 			return MergeReply{Result: res}, err
 		}),
 		OpRename: unary(func(ctx context.Context, svc session.Service, r RenameRequest) (SessionReply, error) {
@@ -46,6 +54,16 @@ func operations() map[string]handler {
 		}),
 		OpChat: unary(func(ctx context.Context, svc session.Service, r ChatRequest) (None, error) {
 			return None{}, svc.Chat(ctx, r.ID, r.Text)
+		}),
+		OpCommit: unary(func(ctx context.Context, svc session.Service, r CommitRequest) (CommitReply, error) {
+			res, err := svc.Commit(ctx, r.ID, r.Message)
+			return CommitReply{Result: res}, err
+		}),
+		OpInterrupt: unary(func(ctx context.Context, svc session.Service, r SessionRef) (None, error) {
+			return None{}, svc.Interrupt(ctx, r.ID)
+		}),
+		OpSync: unary(func(ctx context.Context, svc session.Service, r SyncRequest) (session.SyncResult, error) {
+			return svc.Sync(ctx, r.ID, r.Mode)
 		}),
 		OpExec: streaming(func(ctx context.Context, s *Server, r ExecRequest, st emitter[Output]) (ExecReply, error) {
 			ctx, cancel := context.WithCancel(ctx)

@@ -75,7 +75,13 @@ func Listen(ctx context.Context, p config.Paths, m *session.Manager, log *slog.L
 	}
 	// Only the holder of the lock recovers: another process could take a
 	// session this engine has just restarted for one whose owner died.
-	if err := m.Recover(ctx); err != nil {
+	if err := m.Recover(ctx); errors.Is(err, session.ErrDiskFull) {
+		// The engine starts all the same, so that every command can say
+		// why no session can run (a start is refused in words) and a
+		// person can look and remove; Recover runs again before the
+		// next start.
+		log.Warn("the disk holding Sandbar's data is full: the sessions the last engine ran are marked interrupted once there is room", "err", err)
+	} else if err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("recover the sessions of the last engine: %w", err)
 	}

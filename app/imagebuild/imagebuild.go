@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"runtime"
 
 	"sandbar/app/config"
@@ -28,7 +30,11 @@ type Builder struct {
 	// WorkDir is where a development build looks for the source of the
 	// guest init when the binary does not embed it.
 	WorkDir string
-	Logger  *slog.Logger
+	// Proxy is the host's proxy for the build's downloads
+	// (hostproxy.Config.HTTPProxy, as main read it); nil connects
+	// directly.
+	Proxy  func(*http.Request) (*url.URL, error)
+	Logger *slog.Logger
 }
 
 // Progress is how far a build has got.
@@ -69,7 +75,7 @@ func (b *Builder) Build(ctx context.Context, o Options) (*Image, error) {
 	}
 	return image.Build(ctx, image.Options{
 		Dir:       b.Paths.Images,
-		Downloads: &download.Cache{Dir: b.Paths.Downloads},
+		Downloads: &download.Cache{Dir: b.Paths.Downloads, Proxy: b.Proxy},
 		Arch:      o.Arch,
 		Mirror:    o.Mirror,
 		Init:      initBin,

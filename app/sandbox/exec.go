@@ -45,6 +45,9 @@ type ExecRequest struct {
 	Rows int    `json:",omitempty"`
 	Cols int    `json:",omitempty"`
 	Term string `json:",omitempty"`
+	// Tools runs the command with Sandbar's own tools (its sh and git),
+	// whatever image the guest's root is: saves, changes and diffs.
+	Tools bool `json:",omitempty"`
 }
 
 // ExecResult is how an exec ended.
@@ -94,7 +97,8 @@ func (c *Client) StartExec(req ExecRequest, stdout, stderr io.Writer) (*Process,
 	id := "x" + strconv.FormatUint(c.nextID.Add(1), 10)
 	cmd := protocol.Command{Cmd: protocol.CmdExec, ID: id, Argv: req.Argv, Cwd: req.Cwd, Env: req.Env,
 		User: req.User, Timeout: req.Timeout.Milliseconds(),
-		PTY: req.PTY, Rows: req.Rows, Cols: req.Cols, Term: req.Term, StdinOpen: req.Interactive && !req.PTY}
+		PTY: req.PTY, Rows: req.Rows, Cols: req.Cols, Term: req.Term, StdinOpen: req.Interactive && !req.PTY,
+		Tools: req.Tools}
 	if req.Stdin != nil {
 		cmd.SetStdin(req.Stdin)
 	}

@@ -28,6 +28,7 @@ import (
 	"sandbar/guest/image"
 	"sandbar/guest/protocol"
 	"sandbar/vm"
+	"sandbar/vm/caplog"
 )
 
 // Defaults for Options left zero.
@@ -62,12 +63,26 @@ type Options struct {
 	ScratchSize int64
 	Scratch     string
 	// Console receives the guest's serial console; default
-	// Dir/console.log.
-	Console string
+	// Dir/console.log. ConsoleMax caps it together with its older copy
+	// Console.1 (vm.DefaultConsoleMax when 0).
+	Console    string
+	ConsoleMax int64
 	// Workspace is a read-only ext4 disk holding a clone (see
 	// workspace.Mirror.BuildBase), mounted at /workspace under a writable
 	// layer on the scratch disk, which it needs. Exclusive with Share.
 	Workspace string
+	// Root is a read-only ext4 disk holding another image's root file
+	// system (a project's environment, such as app/env/ociimage writes)
+	// for the guest to run on instead of the image's own; "" boots the
+	// image's. Sandbar's kernel, init and supervisor stay the image's,
+	// and its own root is attached as well, read-only, for Sandbar's
+	// tools (see vm.GuestOptions.Tools).
+	Root string
+	// Env is a prepared environment's read-only disk (see
+	// vm.GuestOptions.Env and Capture): the changes its setup made to the
+	// root, and the ignored files it left in the workspace, under this
+	// guest's own layers. It needs the scratch disk.
+	Env string
 	// Share is a host directory mounted at /workspace; "" for none.
 	Share         string
 	ShareReadOnly bool
@@ -120,7 +135,9 @@ func (o *Options) defaults() {
 // SpecFor translates an image and options into the Spec to boot on a
 // backend that offers info (vm.Hypervisor.Info): disks in the order root
 // (vda, read-only), agent (vdb, read-only), scratch (vdc), workspace base
-// (vdd, read-only); the workspace share; the guest's kernel arguments,
+// (vdd, read-only), then, when Options.Root names another root, the
+// image's own root (read-only, for Sandbar's tools); the workspace share;
+// the guest's kernel arguments,
 // which tell the guest the backend's channel, share kind and NAT
 // addressing. It is pure.
 func SpecFor(img *image.Image, info vm.Info, o Options) (vm.Spec, error) {
@@ -139,11 +156,15 @@ func SpecFor(img *image.Image, info vm.Info, o Options) (vm.Spec, error) {
 		Memory:     o.Memory,
 		Network:    vm.NetworkOff,
 		ConsoleLog: o.Console,
+		ConsoleMax: o.ConsoleMax,
 		Dir:        o.Dir,
 		Disks: []vm.Disk{
 			{Path: img.RootFS, ReadOnly: true},
 			{Path: img.AgentDisk, ReadOnly: true},
 		},
+	}
+	if o.Root != "" {
+		spec.Disks[0].Path = o.Root
 	}
 	g := vm.GuestOptions{Root: 0, Agent: 1, Scratch: -1, Workspace: -1, Share: vm.ShareNone, Net: "none", Time: o.Time, Channel: info.Channel}
 	if g.Time.IsZero() {
@@ -162,6 +183,22 @@ func SpecFor(img *image.Image, info vm.Info, o Options) (vm.Spec, error) {
 		}
 		spec.Disks = append(spec.Disks, vm.Disk{Path: o.Workspace, ReadOnly: true})
 		g.Workspace = len(spec.Disks) - 1
+	}
+	if o.Root != "" {
+		if o.ScratchSize <= 0 {
+			// The image's root is read-only: the supervisor adds the
+			// agent's user to it, which needs a writable layer that lasts.
+			return vm.Spec{}, errors.New("sandbox: another image's root needs a scratch disk for its writable layer")
+		}
+		spec.Disks = append(spec.Disks, vm.Disk{Path: img.RootFS, ReadOnly: true})
+		g.Tools = len(spec.Disks) - 1
+	}
+	if o.Env != "" {
+		if o.ScratchSize <= 0 {
+			return vm.Spec{}, errors.New("sandbox: a prepared environment needs a scratch disk for the session's own layer")
+		}
+		spec.Disks = append(spec.Disks, vm.Disk{Path: o.Env, ReadOnly: true})
+		g.Env = len(spec.Disks) - 1
 	}
 	if o.Share != "" {
 		abs, err := filepath.Abs(o.Share)
@@ -219,7 +256,12 @@ func (s *Sandbox) Spec() vm.Spec { return s.spec }
 // network is up or it was given none. It is the guest's word, for a
 // person to read: shown, never acted on.
 func (s *Sandbox) NetError() string {
-	return strings.Join(strings.Fields(stripEscapes(strings.NewReplacer("\n", " ", "\r", " ").Replace(s.Ready.NetError))), " ")
+	return oneLine(s.Ready.NetError)
+}
+
+// oneLine makes the guest's text one line of printable text.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(stripEscapes(strings.NewReplacer("\n", " ", "\r", " ").Replace(s))), " ")
 }
 
 // Boot boots img on hv and waits for system:ready.
@@ -237,12 +279,17 @@ func Boot(ctx context.Context, hv vm.Hypervisor, img *image.Image, o Options) (*
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create VM directory: %w", err)
 	}
+	if o.Root != "" {
+		if err := CheckRoot(o.Root); err != nil {
+			return nil, err
+		}
+	}
 	if o.ScratchSize > 0 {
 		if err := ensureScratch(o.Scratch, o.ScratchSize); err != nil {
 			return nil, err
 		}
 	}
-	os.Remove(spec.ConsoleLog) // this boot's console only
+	caplog.Remove(spec.ConsoleLog) // this boot's console only
 	start := time.Now()
 	m, err := hv.Boot(ctx, spec)
 	if err != nil {

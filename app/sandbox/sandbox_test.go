@@ -348,3 +348,74 @@ func TestSpecForWorkspaceDisk(t *testing.T) {
 		t.Error("a workspace disk with a share was accepted")
 	}
 }
+
+// TestSpecForImageRoot: another image's root is vda, and Sandbar's own
+// root comes last, read-only, named sandbar.tools.
+func TestSpecForImageRoot(t *testing.T) {
+	img := &image.Image{Kernel: "/i/k", Initramfs: "/i/r", RootFS: "/i/root.ext4", AgentDisk: "/i/agent.ext4"}
+	spec, err := SpecFor(img, plain, Options{Dir: "/s", ScratchSize: 1 << 30, Workspace: "/p/base.ext4", Root: "/env/node.ext4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []vm.Disk{{Path: "/env/node.ext4", ReadOnly: true}, {Path: "/i/agent.ext4", ReadOnly: true}, {Path: "/s/scratch.img"},
+		{Path: "/p/base.ext4", ReadOnly: true}, {Path: "/i/root.ext4", ReadOnly: true}}
+	if !slices.Equal(spec.Disks, want) {
+		t.Errorf("disks %+v, want %+v", spec.Disks, want)
+	}
+	for _, arg := range []string{"sandbar.root=/dev/vda", "sandbar.workspace=/dev/vdd", "sandbar.tools=/dev/vde"} {
+		if !slices.Contains(spec.CommandLine, arg) {
+			t.Errorf("command line %q lacks %s", spec.CommandLine, arg)
+		}
+	}
+	// Sandbar's own root: no tools disk.
+	spec, err = SpecFor(img, plain, Options{Dir: "/s", ScratchSize: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(strings.Join(spec.CommandLine, " "), "sandbar.tools") || len(spec.Disks) != 3 {
+		t.Errorf("default root: disks %+v, command line %q", spec.Disks, spec.CommandLine)
+	}
+	if _, err := SpecFor(img, plain, Options{Dir: "/s", Root: "/env/node.ext4"}); err == nil {
+		t.Error("an image's root without a scratch disk was accepted")
+	}
+}
+
+func TestCheckRoot(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.ext4")
+	b := make([]byte, 4096)
+	b[1024+56], b[1024+57] = 0x53, 0xEF
+	os.WriteFile(good, b, 0o644)
+	bad := filepath.Join(dir, "bad.ext4")
+	os.WriteFile(bad, make([]byte, 4096), 0o644)
+	if err := CheckRoot(good); err != nil {
+		t.Errorf("an ext4 superblock was refused: %v", err)
+	}
+	for _, p := range []string{bad, dir, filepath.Join(dir, "missing")} {
+		if err := CheckRoot(p); err == nil {
+			t.Errorf("%s was taken for a root disk", p)
+		}
+	}
+	if err := CheckRoot(bad); !strings.Contains(err.Error(), "not an ext4 file system") {
+		t.Errorf("error %q does not say why", err)
+	}
+}
+
+// TestStartNotes: the guest's notes reach the log as one line each of
+// printable text, without the terminal escapes an image could plant.
+func TestStartNotes(t *testing.T) {
+	ev := Event{Ev: EvAgentStarted, Notes: []string{
+		"the agent runs as the image's user node (uid 1000)",
+		"two\nlines\r\x1b]0;title\x07 and \x1b[31mred\x1b[0m",
+		" \n ",
+	}}
+	got := StartNotes(ev)
+	if len(got) != 2 || got[0] != ev.Notes[0] || !strings.HasPrefix(got[1], "two lines ") || !strings.HasSuffix(got[1], " and red") {
+		t.Errorf("StartNotes = %q", got)
+	}
+	for _, n := range got {
+		if strings.ContainsFunc(n, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			t.Errorf("note %q holds a control character", n)
+		}
+	}
+}

@@ -10,7 +10,8 @@ import (
 
 // admit is the one check a session passes before a VM is booted for it,
 // on Start and on Restart alike: its memory fits the budget beside the
-// sessions that run, its agent's credentials are there, its network
+// sessions that run, the disk holding Sandbar's data has its floor free
+// (DiskFloor), its agent's credentials are there, its network
 // rules compose and, for Claude Code, let it reach its model API. It
 // returns the agent's setup for the run. recorded says whether s is in
 // the store yet (a restart) or is being created (a start, whose session
@@ -19,6 +20,15 @@ func (m *Manager) admit(ctx context.Context, s store.Session, agent AgentSpec, r
 	if err := m.fits(ctx, s.Limits.MemoryMiB); err != nil {
 		return nil, err
 	}
+	if err := m.checkDiskFloor(ctx); err != nil {
+		return nil, err
+	}
+	if m.recoverLater.Load() {
+		if err := m.Recover(ctx); err != nil {
+			return nil, fmt.Errorf("recover the sessions of the last engine first: %w", err)
+		}
+	}
+	m.keepReserve(ctx)
 	setup, err := m.agentSetup(ctx, agent, s.ProjectID)
 	if err != nil {
 		return nil, err

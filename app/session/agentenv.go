@@ -28,8 +28,9 @@ type agentSetup struct {
 	creds       netCredentials
 	upstream    *url.URL
 	interceptor *broker.Interceptor
-	// caPEM is the certificate the guest trusts for brokered HTTPS;
-	// "" when no secret is brokered that way.
+	// caPEM is the certificates the guest trusts beyond its own: Sandbar's
+	// CA when a secret is brokered over HTTPS, and this machine's (see
+	// hostcerts.go); "" when neither.
 	caPEM string
 	// notes are warnings for the session's log.
 	notes []string
@@ -88,17 +89,26 @@ func (m *Manager) agentSetup(ctx context.Context, agent AgentSpec, projectID int
 	if a.creds, err = m.brokered(ctx, a.env, upstream); err != nil {
 		return nil, err
 	}
-	if len(a.creds.intercept) > 0 {
-		if m.cfg.CAStore == nil {
-			return nil, fmt.Errorf("secrets bound to hosts (%s) need Sandbar's CA in the keyring, which this Sandbar cannot reach: %w", credNames(a.creds.intercept), ErrBadOptions)
-		}
-		ca, err := broker.LoadOrCreateCA(ctx, m.cfg.CAStore)
-		if err != nil {
-			return nil, fmt.Errorf("Sandbar's CA for brokered HTTPS: %w", err)
-		}
+	// The CA serves the secrets bound to hosts and the hosts allowed for
+	// reads only (the default allowlist's registries and code hosts),
+	// whose requests the broker reads. Without it the first cannot be
+	// brokered, so the session does not start; the second are closed.
+	var ca *broker.CA
+	if m.cfg.CAStore != nil {
+		ca, err = broker.LoadOrCreateCA(ctx, m.cfg.CAStore)
+	}
+	switch {
+	case len(a.creds.intercept) > 0 && m.cfg.CAStore == nil:
+		return nil, fmt.Errorf("secrets bound to hosts (%s) need Sandbar's CA in the keyring, which this Sandbar cannot reach: %w", credNames(a.creds.intercept), ErrBadOptions)
+	case len(a.creds.intercept) > 0 && err != nil:
+		return nil, fmt.Errorf("Sandbar's CA for brokered HTTPS: %w", err)
+	case err != nil:
+		a.notes = append(a.notes, fmt.Sprintf("Sandbar's CA is not at hand (%v): the hosts allowed for reads only, among them the default registries and code hosts, are closed to this session", err))
+	case ca != nil:
 		a.caPEM = string(ca.CertPEM())
 		a.interceptor = &broker.Interceptor{CA: ca, Credentials: a.creds.intercept, RootCAs: m.cfg.UpstreamRoots, Logger: m.log}
 	}
+	m.hostCAs(ctx, a)
 	return a, nil
 }
 

@@ -2,10 +2,13 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
+	"sandbar/app/sandbox"
 	"sandbar/app/store"
 	"sandbar/app/workspace"
 )
@@ -32,12 +35,19 @@ const maxSubject = 72
 // a plain sentence when there is no prompt, and a trailer naming the
 // session either way.
 func commitMessage(prompt, id string) string {
+	return sandbarCommitMessage(prompt, id, "Work left uncommitted by Sandbar session "+short(id),
+		"Sandbar committed what the session left uncommitted when it ended.")
+}
+
+// sandbarCommitMessage is commitMessage with the subject used when there
+// is no prompt, and the sentence that says why Sandbar made the commit.
+func sandbarCommitMessage(prompt, id, noPrompt, why string) string {
 	prompt = strings.TrimSpace(strings.ReplaceAll(prompt, "\r\n", "\n"))
 	subject, body, _ := strings.Cut(prompt, "\n")
 	subject = strings.TrimSpace(subject)
 	body = strings.TrimSpace(body)
 	if subject == "" {
-		subject = "Work left uncommitted by Sandbar session " + short(id)
+		subject = noPrompt
 	} else if utf8.RuneCountInString(subject) > maxSubject {
 		subject = string([]rune(subject)[:maxSubject-1]) + "…"
 		body = prompt
@@ -47,7 +57,7 @@ func commitMessage(prompt, id string) string {
 	if body != "" {
 		b.WriteString(body + "\n\n")
 	}
-	fmt.Fprintf(&b, "Sandbar committed what the session left uncommitted when it ended.\n\nSandbar-Session: %s\n", id)
+	fmt.Fprintf(&b, "%s\n\nSandbar-Session: %s\n", why, id)
 	return b.String()
 }
 
@@ -100,4 +110,58 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// adoptAutoCommit makes a restarted session's clone take the commit
+// Sandbar made of its uncommitted work when it ended (autoCommit, on the
+// host) as its branch's tip, so that the VM's history and the saved
+// branch are one: the agent goes on from the commit Merge would bring
+// home, and its next save builds on it. Nothing of it is lost when the
+// clone cannot take it (the branch moved, an object is missing): the
+// commit stays in Sandbar's repository, kept by keepEarlierSave, and the
+// log says so.
+func (r *run) adoptAutoCommit(ctx context.Context) {
+	mr, unlock, err := r.m.mirror(ctx, r.s.ProjectID)
+	if err != nil {
+		r.log.Warn("read the session's saved work", "err", err)
+		return
+	}
+	c, raw, ok, err := mr.AutoCommitFor(ctx, r.id)
+	unlock()
+	if err != nil {
+		r.log.Warn("read the commit of the session's work", "err", err)
+	}
+	if !ok {
+		return
+	}
+	switch err := r.adopt(ctx, c, raw); {
+	case err == nil:
+		r.systemLine(fmt.Sprintf("the clone in the VM goes on from %s, the commit Sandbar made of the uncommitted work when the session ended", short7(c)))
+	default:
+		r.systemLine(fmt.Sprintf("the clone in the VM did not take %s, the commit of the uncommitted work: %v; it is kept in Sandbar's repository", short7(c), err))
+	}
+}
+
+// adopt makes the clone in the VM take c, a commit Sandbar made on the
+// host of the work the VM saved (raw is its object), as its branch's tip
+// (workspace.AdoptScript); the files stay as they are.
+func (r *run) adopt(ctx context.Context, c string, raw []byte) error {
+	r.mu.Lock()
+	sb := r.sb
+	r.mu.Unlock()
+	if sb == nil {
+		return fmt.Errorf("session %s is not running: %w", r.id, ErrState)
+	}
+	errb := &boundedBuffer{max: 2048}
+	res, err := sb.Client.Exec(ctx, sandbox.ExecRequest{
+		Argv:  []string{"sh", "-c", workspace.AdoptScript, "sandbar-adopt", r.s.Branch, c},
+		Stdin: raw, Tools: true, Timeout: time.Minute,
+	}, nil, errb)
+	switch {
+	case err != nil:
+		return err
+	case res.Code != 0:
+		return errors.New(r.red.Redact(oneLine(lastLine(errb.String()))))
+	}
+	return nil
 }

@@ -90,6 +90,8 @@ func (sn *sessionNet) serveBroker() error {
 		Upstream:    r.setup.upstream,
 		Credentials: r.setup.creds.api,
 		OnRequest:   sn.brokerRequest,
+		Proxy:       r.m.cfg.Proxy.HTTPProxy,
+		RootCAs:     r.m.cfg.UpstreamRoots,
 		Logger:      sn.log,
 	})
 	if err != nil {

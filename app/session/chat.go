@@ -24,6 +24,9 @@ func (r *run) chat(text string) error {
 	if sb == nil {
 		return fmt.Errorf("session %s is not running yet: %w", r.id, ErrState)
 	}
+	if err := r.pausedErr(); err != nil {
+		return err
+	}
 	line := text
 	if r.claude {
 		line = UserMessage(text)
@@ -33,8 +36,10 @@ func (r *run) chat(text string) error {
 	r.addLine("chat", red)
 	if r.claude {
 		r.addEntry(Entry{Kind: EntryUser, Time: time.Now(), Text: red})
-		r.setActivity(r.ctx, ActivityWorking, "working")
 	}
+	// Another agent waits only after an interrupt (or idleness): a
+	// message sets it working again.
+	r.setActivity(r.ctx, ActivityWorking, "working")
 	if err := sb.Chat(line); err != nil {
 		r.systemLine("the message did not reach the agent: " + err.Error())
 		return err

@@ -74,11 +74,12 @@ func (k *clockKeeper) tick() (send time.Time, jump time.Duration, ok bool) {
 	return wall, jump, true
 }
 
-// keepClock sends the guest the time as clockKeeper decides, until stop
-// is closed. It runs beside supervise, so a guest slow to read cannot
-// hold up a stop.
-func (r *run) keepClock(stop <-chan struct{}) {
-	k := newClockKeeper(r.m.cfg.Clock)
+// keepClock sends the guest the time as k decides, until stop is closed.
+// It runs beside supervise, so a guest slow to read cannot hold up a
+// stop. k is made before the agent's start sets the guest's clock: a
+// jump between that and this goroutine's first reading (the host slept
+// just then) is seen, not taken as where the clock was.
+func (r *run) keepClock(stop <-chan struct{}, k *clockKeeper) {
 	t := time.NewTicker(r.m.cfg.ClockCheck)
 	defer t.Stop()
 	for {

@@ -41,6 +41,10 @@ const (
 	// or a week after it was deleted). Going into the trash is
 	// EventRemoved; coming back out, an EventState.
 	EventPurged EventKind = "purged"
+	// EventLive: a running tool's output and elapsed time (Live), while
+	// it runs; one with Live.Done says it ended. Transient: never stored
+	// (see live.go), and dropped for a subscriber that falls behind.
+	EventLive EventKind = "live"
 )
 
 // Event is what subscribers (tray, windows, CLI) receive.
@@ -62,6 +66,7 @@ type Event struct {
 	Turn    *Turn              `json:"turn,omitempty"`
 	Net     *store.NetAttempt  `json:"net,omitempty"`
 	Ports   []netstack.Port    `json:"ports,omitempty"`
+	Live    *LiveOutput        `json:"live,omitempty"`
 }
 
 // Turn is how a turn of a Claude Code agent ended.

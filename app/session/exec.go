@@ -26,6 +26,9 @@ func (r *run) exec(ctx context.Context, req sandbox.ExecRequest, stdout, stderr 
 	if sb == nil {
 		return sandbox.ExecResult{}, fmt.Errorf("session %s is not running yet: %w", r.id, ErrState)
 	}
+	if err := r.pausedErr(); err != nil {
+		return sandbox.ExecResult{}, err
+	}
 	r.addLine("exec", "$ "+r.red.Redact(strings.Join(req.Argv, " ")))
 	var outW, errW io.WriteCloser
 	if stdout != nil {

@@ -22,7 +22,7 @@ func (m *Manager) savedAt(s store.Session) time.Time {
 // so the export is its latest. The agent's own files stay in its VM:
 // nothing on the host opens them.
 func (m *Manager) Export(ctx context.Context, ref string) (string, time.Time, error) {
-	s, err := m.cfg.Store.FindSession(ctx, ref)
+	s, err := m.findIntact(ctx, ref)
 	if err != nil {
 		return "", time.Time{}, err
 	}

@@ -24,8 +24,13 @@ func (r *run) onEvent(ev sandbox.Event) {
 		r.onAgentOutput(ev)
 	case sandbox.EvAgentStarted:
 		handOver(r.agentStarted, ev)
+	case sandbox.EvAgentPrepared:
+		handOver(r.agentPrepared, ev)
 	case sandbox.EvAgentExit:
+		r.endLive()
 		handOver(r.agentExit, ev)
+	case sandbox.EvToolOutput:
+		r.onToolOutput(ev)
 	case sandbox.EvStats:
 		r.onStats(ev)
 	case sandbox.EvError:
@@ -72,12 +77,26 @@ func (r *run) onAgentOutput(ev sandbox.Event) {
 	if !r.claude || stream != "stdout" {
 		return
 	}
+	if p, ok := parseToolProgress([]byte(text)); ok {
+		r.onToolProgress(p)
+	}
 	entries, _ := ParseClaudeLine([]byte(text), ev.Time())
 	for _, e := range entries {
 		r.addEntry(e)
+		switch e.Kind {
+		case EntryToolUse:
+			r.liveTool(e.Tool, e.Input)
+		case EntryToolResult, EntryResult:
+			r.endLive()
+		}
 		switch {
 		case e.Kind == EntryRetry:
 			r.apiRetrying(e)
+		case e.Kind == EntryResult && r.takeInterrupt():
+			// An interrupted turn ends as an error (Claude Code's
+			// error_during_execution); the person asked for it.
+			r.setActivity(r.ctx, ActivityWaiting, ReasonInterrupted)
+			r.m.hub.publish(Event{Session: r.id, Time: e.Time, Kind: EventTurn, Turn: turnOf(e)})
 		case e.Kind == EntryResult && e.IsError:
 			r.m.hub.publish(Event{Session: r.id, Time: e.Time, Kind: EventTurn, Turn: turnOf(e)})
 			r.turnFailed(e)

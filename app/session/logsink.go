@@ -6,17 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
 	"sandbar/app/config"
 	"sandbar/app/store"
+	"sandbar/vm/caplog"
 )
 
 // logSink records one session's lines and transcript entries: each goes
 // to subscribers at once, to the agent log and transcript files, and to
-// the store in batches (every 200 ms or 500 lines) that a flusher
+// the store in batches (every 200 ms, 500 lines or 1 MiB) that a flusher
 // goroutine writes. It takes its lines already redacted.
 //
 // Lines taken before open or after Close still reach subscribers and the
@@ -39,9 +39,16 @@ type logSink struct {
 
 	mu      sync.Mutex
 	seq     int64
-	logW    *boundedLog
-	trF     *os.File
+	logW    *caplog.File
+	trF     *caplog.File
 	pending []store.LogLine
+	// pendingBytes is the text of pending; dropped counts the lines
+	// dropped from it since the last flush said so (maxPendingLog).
+	pendingBytes int
+	dropped      int
+	// heldFull: the last flush found the database's disk full and kept
+	// its batch (guarded by flushMu).
+	heldFull bool
 
 	wake chan struct{}
 	stop chan struct{}
@@ -52,14 +59,15 @@ func newLogSink(id string, st *store.Store, h *hub, log *slog.Logger, storeMu sy
 	return &logSink{id: id, st: st, hub: h, log: log, storeMu: storeMu, wake: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
-// open opens the session's agent log and transcript for appending, finds
-// the log's next sequence number, and starts the flusher. Close undoes it.
+// open opens the session's agent log and transcript for appending, each
+// capped (config.AgentLogMax, config.TranscriptMax), finds the log's next
+// sequence number, and starts the flusher. Close undoes it.
 func (l *logSink) open(ctx context.Context, dir config.SessionDir) error {
-	f, err := openBoundedLog(dir.AgentLog(), maxLogFile)
+	f, err := caplog.Open(dir.AgentLog(), config.AgentLogMax, []byte(agentLogMarker), 64<<10)
 	if err != nil {
 		return fmt.Errorf("open the agent log: %w", err)
 	}
-	t, err := os.OpenFile(dir.Transcript(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	t, err := caplog.Open(dir.Transcript(), config.TranscriptMax, []byte(transcriptMarker), 0)
 	if err != nil {
 		f.Close()
 		return fmt.Errorf("open the transcript: %w", err)
@@ -85,6 +93,12 @@ func (l *logSink) Close() error {
 	l.flush()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if n := len(l.pending); n > 0 {
+		// The disk stayed full to the end: the lines are in agent.log
+		// (when it had room), not in the database; the count is said.
+		l.log.Warn("log lines not stored: the disk holding the database stayed full until the session ended; agent.log in its folder holds them", "session", l.id, "lines", n+l.dropped)
+		l.pending, l.pendingBytes, l.dropped = nil, 0, 0
+	}
 	if l.logW == nil {
 		return nil
 	}
@@ -106,9 +120,16 @@ func (l *logSink) line(stream, text string) {
 		fmt.Fprintf(l.logW, "%s %-6s %s\n", ln.Time.UTC().Format("2006-01-02T15:04:05.000Z"), stream, ln.Text)
 	}
 	l.pending = append(l.pending, ln)
-	n := len(l.pending)
+	l.pendingBytes += len(ln.Text)
+	for l.pendingBytes > maxPendingLog && len(l.pending) > 1 {
+		l.pendingBytes -= len(l.pending[0].Text)
+		l.pending[0] = store.LogLine{}
+		l.pending = l.pending[1:]
+		l.dropped++
+	}
+	n, size := len(l.pending), l.pendingBytes
 	l.mu.Unlock()
-	if n >= 500 {
+	if n >= 500 || size >= flushPendingLog {
 		select {
 		case l.wake <- struct{}{}:
 		default:
@@ -117,8 +138,9 @@ func (l *logSink) line(stream, text string) {
 	l.hub.publish(Event{Session: l.id, Time: ln.Time, Kind: EventLog, Log: &ln})
 }
 
-// entry records one transcript entry.
+// entry records one transcript entry, its text and input bounded.
 func (l *logSink) entry(e Entry) {
+	e = boundEntry(e)
 	l.mu.Lock()
 	if l.trF != nil {
 		b, _ := json.Marshal(e)
@@ -128,7 +150,8 @@ func (l *logSink) entry(e Entry) {
 	l.hub.publish(Event{Session: l.id, Time: e.Time, Kind: EventTranscript, Entry: &e})
 }
 
-// flusher writes pending lines to the store every 200 ms or 500 lines.
+// flusher writes pending lines to the store every 200 ms, or sooner when
+// line wakes it.
 func (l *logSink) flusher() {
 	defer close(l.done)
 	t := time.NewTicker(200 * time.Millisecond)
@@ -151,18 +174,46 @@ func (l *logSink) flush() {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
-	batch := l.pending
-	l.pending = nil
+	batch, dropped := l.pending, l.dropped
+	l.pending, l.pendingBytes, l.dropped = nil, 0, 0
 	if l.logW != nil {
 		l.logW.Flush()
 	}
 	l.mu.Unlock()
+	if dropped > 0 {
+		l.log.Warn("log lines not stored: the store fell behind the agent's output", "lines", dropped)
+	}
 	if len(batch) == 0 {
 		return
 	}
 	l.storeMu.Lock()
 	defer l.storeMu.Unlock()
-	if err := l.st.AppendLogs(context.Background(), l.id, batch); err != nil {
+	err := l.st.AppendLogs(context.Background(), l.id, batch)
+	switch {
+	case errors.Is(err, store.ErrDiskFull):
+		// Kept for the next flush, once there is room, before the lines
+		// logged since; past maxPendingLog the oldest are dropped and
+		// counted, as for a flood.
+		l.mu.Lock()
+		size := l.pendingBytes
+		for _, ln := range batch {
+			size += len(ln.Text)
+		}
+		l.pending, l.pendingBytes = append(batch, l.pending...), size
+		for l.pendingBytes > maxPendingLog && len(l.pending) > 1 {
+			l.pendingBytes -= len(l.pending[0].Text)
+			l.pending[0] = store.LogLine{}
+			l.pending = l.pending[1:]
+			l.dropped++
+		}
+		l.mu.Unlock()
+		if !l.heldFull {
+			l.heldFull = true
+			l.log.Warn("log lines held: the disk holding the database is full; they are stored once there is room", "lines", len(batch))
+		}
+	case err != nil:
 		l.log.Warn("store log lines", "err", err, "lines", len(batch))
+	default:
+		l.heldFull = false
 	}
 }

@@ -30,15 +30,19 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"runtime"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sandbar/app/config"
 	"sandbar/app/net/broker"
+	"sandbar/app/net/hostproxy"
 	"sandbar/app/store"
+	"sandbar/app/workspace"
 	"sandbar/guest/image"
 	"sandbar/vm"
 )
@@ -112,12 +116,20 @@ type Config struct {
 	// (the keyring); without it, secrets bound to hosts other than the
 	// model API are refused.
 	CAStore broker.KeyStore
+	// HostTrust finds the CA certificates this machine trusts beyond the
+	// stock bundle, which sessions carry unless store.SettingHostCerts is
+	// off; nil: none are.
+	HostTrust HostTrust
 	// UpstreamRoots verify the hosts brokered HTTPS goes to; nil means
 	// the system's roots.
 	UpstreamRoots *x509.CertPool
 	// NetDial opens the network's connections on the host; nil means a
 	// net.Dialer.
 	NetDial func(ctx context.Context, network, address string) (net.Conn, error)
+	// Proxy is the host's proxy (main reads it once at start): the
+	// session networks' TCP and the model-API broker's upstream go
+	// through it. Nil connects directly.
+	Proxy *hostproxy.Config
 	// Clock is the host's clock a running guest's is kept to (clock.go);
 	// nil means the system's. ClockCheck is how often it is read; default
 	// 5 s.
@@ -144,6 +156,8 @@ type Manager struct {
 	starting map[string]struct{}
 	// mirrorLocks serialise the work in each project's own repository.
 	mirrorLocks map[int64]chan struct{}
+	// diffStats caches DiffStat by project, base and saved snapshot.
+	diffStats map[string]workspace.DiffStat
 	// storeMu lets one session's log lines be written to the store at a
 	// time: one writer per process keeps SQLite's lock contention low.
 	storeMu sync.Mutex
@@ -156,6 +170,8 @@ type Manager struct {
 	life       context.Context
 	lifeCancel context.CancelFunc
 	wg         sync.WaitGroup
+	// recoverLater: Recover found the disk full; admit runs it again.
+	recoverLater atomic.Bool
 }
 
 // New returns a Manager. It recovers nothing: only the engine, the one
@@ -206,14 +222,25 @@ func (m *Manager) Owner() store.Owner { return m.owner }
 // Recover marks live sessions whose owner process is gone interrupted,
 // and ends the VMs such an owner left running where the backend can find
 // them (vm.OrphanReaper): where the system could not kill them with
-// their owner (macOS has no parent-death signal).
+// their owner (macOS has no parent-death signal). Then it heals the
+// database from the disk (heal.go): sessions whose folder or saved work
+// is there but whose row is not are adopted back, marked recovered, and
+// half-taken saves are removed.
 //
 // Only the engine may call it (engine.Listen does, once it holds the
 // engine lock): a process that is not the engine could otherwise take a
 // session the engine has just restarted for one whose owner died. Each
 // change is made only if the session is still as it was read (the same
 // owner, still live), and its VM is ended only then.
-func (m *Manager) Recover(ctx context.Context) error {
+func (m *Manager) Recover(ctx context.Context) (err error) {
+	// On a full disk the engine starts all the same, and the next
+	// start recovers first (admit).
+	defer func() { m.recoverLater.Store(errors.Is(err, ErrDiskFull)) }()
+	defer func() {
+		if err == nil {
+			m.keepReserve(ctx)
+		}
+	}()
 	sessions, err := m.cfg.Store.Sessions(ctx, store.SessionFilter{States: store.LiveStates})
 	if err != nil {
 		return err
@@ -225,6 +252,15 @@ func (m *Manager) Recover(ctx context.Context) error {
 		if err := m.recoverSession(ctx, s); err != nil {
 			return err
 		}
+	}
+	// Then what the database lost is adopted back from the disk. Only a
+	// full disk stops the engine's start here (it starts all the same,
+	// and the next start recovers again); anything else that keeps a
+	// session from being adopted is logged and left on disk.
+	if _, err := m.heal(ctx); errors.Is(err, ErrDiskFull) {
+		return err
+	} else if err != nil {
+		m.log.Warn("heal the database from what is on disk", "err", err)
 	}
 	return nil
 }
@@ -265,6 +301,11 @@ func (m *Manager) recoverSession(ctx context.Context, was store.Session) error {
 		} else if killed {
 			m.log.Info("ended an orphan VM", "session", s.ID)
 		}
+	}
+	// A save the dead engine was taking in is of no use (the work is
+	// still in the clone); the spool may be large.
+	if err := os.Remove(m.cfg.Paths.SessionDir(s.ID).SaveSpool()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		m.log.Warn("remove a half-taken save", "session", s.ID, "err", err)
 	}
 	m.cfg.Store.AppendEvent(ctx, s.ID, store.Event{Time: time.Now(), Kind: "state", Detail: string(s.State) + ": " + reason})
 	m.publishState(s)
@@ -315,7 +356,7 @@ func (m *Manager) running(id string) *run {
 
 // liveRun finds the session and its run here, or says why there is none.
 func (m *Manager) liveRun(ctx context.Context, ref string) (store.Session, *run, error) {
-	s, err := m.cfg.Store.FindSession(ctx, ref)
+	s, err := m.findIntact(ctx, ref)
 	if err != nil {
 		return s, nil, err
 	}

@@ -251,6 +251,11 @@ func TestRecoverInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.MkdirAll(f.paths.SessionDir(s.ID).LegacyWorkspace(), 0o755)
+	// The dead engine was taking a save in.
+	spool := f.paths.SessionDir(s.ID).SaveSpool()
+	if err := os.WriteFile(spool, make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	m2, err := New(ctx, Config{Paths: f.paths, Store: f.st, Hypervisor: f.hv, Secrets: mapSecrets{}, Image: f.m.cfg.Image, HostMemory: 16 << 30, HostCPUs: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -272,6 +277,9 @@ func TestRecoverInterrupted(t *testing.T) {
 	}
 	if _, err := os.Stat(f.paths.SessionDir(s.ID).LegacyWorkspace()); err != nil {
 		t.Errorf("workspace gone: %v", err)
+	}
+	if _, err := os.Stat(spool); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the half-taken save %s is still there: %v", spool, err)
 	}
 	_ = vm.MiB
 }

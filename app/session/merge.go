@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"sandbar/app/store"
@@ -21,6 +22,17 @@ type MergeOptions struct {
 	// Force lets the session's own branch overwrite a diverged one of
 	// the same name; it does nothing with Into.
 	Force bool
+	// AcceptSteering lets Into bring steering files (.gitattributes,
+	// .lfsconfig, .envrc…, see workspace.IsSteering) into the working
+	// tree; without it such a merge is refused (workspace.ErrSteering),
+	// naming them.
+	AcceptSteering bool
+	// Stash lets Into stash the repository's uncommitted changes that the
+	// session's work does not touch, merge, and put them back
+	// (workspace.MergeIntoStashing); without it they refuse the merge
+	// (workspace.ErrDirtyTree, with workspace.ErrStashable when stashing
+	// would do).
+	Stash bool
 }
 
 // Merge brings the session's work into its project's repository, as o
@@ -31,7 +43,7 @@ type MergeOptions struct {
 // (workspace.ErrNothingToMerge), saying why. A merge is recorded on the
 // session (store.Session.Merged).
 func (m *Manager) Merge(ctx context.Context, ref string, o MergeOptions) (workspace.MergeResult, error) {
-	s, err := m.cfg.Store.FindSession(ctx, ref)
+	s, err := m.findIntact(ctx, ref)
 	if err != nil {
 		return workspace.MergeResult{}, err
 	}
@@ -45,6 +57,19 @@ func (m *Manager) Merge(ctx context.Context, ref string, o MergeOptions) (worksp
 	}
 	r := m.running(s.ID)
 	live := r != nil && r.vmUp()
+	// Accepting steering files accepts those the person was shown: the
+	// ones the refused merge named, from the work saved then. A running
+	// session's agent may have changed them since; those are refused
+	// again, named, rather than brought in unseen.
+	var reviewed string
+	if live && o.Into && o.AcceptSteering {
+		if mr, unlock, err := m.mirror(ctx, s.ProjectID); err == nil {
+			if saved, ok := mr.Saved(ctx, s.ID); ok {
+				reviewed = saved.Branch
+			}
+			unlock()
+		}
+	}
 	if live {
 		if _, err := r.save(ctx); err != nil {
 			return workspace.MergeResult{}, err
@@ -65,11 +90,23 @@ func (m *Manager) Merge(ctx context.Context, ref string, o MergeOptions) (worksp
 	if why := m.nothingToMerge(ctx, mr, s, live); why != "" {
 		return workspace.MergeResult{}, fmt.Errorf("%w: %s", workspace.ErrNothingToMerge, why)
 	}
+	if live && o.Into && o.AcceptSteering {
+		if err := m.steeringSinceReviewed(ctx, mr, s, reviewed); err != nil {
+			return workspace.MergeResult{}, err
+		}
+	}
 	var res workspace.MergeResult
-	if o.Into {
-		res, err = workspace.MergeInto(ctx, repo, mr, s.ID, s.Branch)
-	} else {
+	switch {
+	case o.Into && o.Stash:
+		res, err = workspace.MergeIntoStashing(ctx, repo, mr, s.ID, s.Branch, o.AcceptSteering)
+	case o.Into:
+		res, err = workspace.MergeInto(ctx, repo, mr, s.ID, s.Branch, o.AcceptSteering)
+	default:
 		res, err = workspace.Merge(ctx, repo, mr, s.ID, s.Branch, o.Force)
+		if err == nil {
+			// Named, not refused: the working tree is untouched.
+			res.Steering, _ = mr.SteeringBetween(ctx, m.baseCommit(s), res.Commit)
+		}
 	}
 	if err != nil {
 		return res, err
@@ -104,7 +141,7 @@ func (m *Manager) nothingToMerge(ctx context.Context, mr *workspace.Mirror, s st
 	case len(unc) == 0:
 		return "the session made no changes"
 	case live:
-		return fmt.Sprintf("the session has committed nothing yet (%s changed but not committed): ask the agent to commit, then merge", files)
+		return fmt.Sprintf("the session has committed nothing yet (%s changed but not committed): commit them with `sandbar commit %s` (Commit now in the session's window), or ask the agent to commit, then merge", files, short(s.ID))
 	}
 	return fmt.Sprintf("the session's changes (%s) were not committed when it ended, and committing them is off in Settings: turn on \"Commit the work a session leaves\" and merge again, or restart the session and ask the agent to commit", files)
 }
@@ -133,7 +170,7 @@ type MergeTarget struct {
 // MergeTarget reads what the merge actions of a session would do. It
 // reads the repository and Sandbar's, and changes nothing.
 func (m *Manager) MergeTarget(ctx context.Context, ref string) (MergeTarget, error) {
-	s, err := m.cfg.Store.FindSession(ctx, ref)
+	s, err := m.findIntact(ctx, ref)
 	if err != nil {
 		return MergeTarget{}, err
 	}
@@ -180,4 +217,36 @@ func (m *Manager) MergeTarget(ctx context.Context, ref string) (MergeTarget, err
 		t.IntoDone = fmt.Sprintf("the session's work is already in %s", t.Into)
 	}
 	return t, nil
+}
+
+// steeringSinceReviewed refuses (workspace.ErrSteering) a merge into with
+// steering files accepted when the running session's saved work changed
+// steering files after reviewed, the work the person was shown (the
+// branch as saved when the merge that named them was refused), or when
+// nothing was saved for them to see. mr is held.
+func (m *Manager) steeringSinceReviewed(ctx context.Context, mr *workspace.Mirror, s store.Session, reviewed string) error {
+	saved, ok := mr.Saved(ctx, s.ID)
+	if !ok || saved.Branch == reviewed {
+		return nil
+	}
+	from := reviewed
+	if from == "" {
+		from = m.baseCommit(s)
+	}
+	st, err := mr.SteeringBetween(ctx, from, saved.Branch)
+	if err != nil {
+		return err
+	}
+	if len(st) == 0 {
+		return nil
+	}
+	names := make([]string, len(st))
+	for i, f := range st {
+		names[i] = workspace.SteeringNote(f)
+	}
+	what := "it changed files that steer your tools after you were shown them"
+	if reviewed == "" {
+		what = "its work changes files that steer your tools, and no merge has shown them to you yet"
+	}
+	return fmt.Errorf("%w: the session is running, and %s: %s: look at them (sandbar changes %s, sandbar diff %s FILE), then merge --into --accept-steering again", workspace.ErrSteering, what, strings.Join(names, "; "), short(s.ID), short(s.ID))
 }

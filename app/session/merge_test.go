@@ -163,3 +163,41 @@ func TestMergeIntoDirtyTree(t *testing.T) {
 		t.Errorf("creating the branch touched README.md: %q", b)
 	}
 }
+
+// TestMergeIntoAcceptsOnlyReviewedSteering: a running session's merge
+// into is refused for its .envrc and names it; before the person accepts,
+// the agent adds a .gitattributes. Accepting then brings in nothing the
+// person was not shown: refused again, naming .gitattributes; accepted
+// once more (the person saw it), it merges (a hostile review's finding).
+func TestMergeIntoAcceptsOnlyReviewedSteering(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	agent := `echo 'echo hi' > .envrc && git add .envrc && git commit -qm envrc && echo up; while :; do read -r line || sleep 1; done`
+	s, err := f.m.Start(ctx, Options{Repo: f.repo, Agent: AgentSpec{Command: "sh", Args: []string{"-c", agent}}, MemoryMiB: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, f, s.ID, "up")
+	_, err = f.m.Merge(ctx, s.ID, MergeOptions{Into: true})
+	if !errors.Is(err, workspace.ErrSteering) || !strings.Contains(err.Error(), ".envrc") {
+		t.Fatalf("Merge into with a new .envrc = %v, want ErrSteering naming it", err)
+	}
+	var out strings.Builder
+	if res, err := f.m.Exec(ctx, s.ID, ExecRequest{Argv: []string{"sh", "-c", `echo '* filter=lfs' > .gitattributes && git add .gitattributes && git commit -qm attrs`}}, &out, &out); err != nil || res.Code != 0 {
+		t.Fatalf("commit .gitattributes: %v %+v %s", err, res, out.String())
+	}
+	head := git(t, f.repo, "rev-parse", "HEAD")
+	_, err = f.m.Merge(ctx, s.ID, MergeOptions{Into: true, AcceptSteering: true})
+	if !errors.Is(err, workspace.ErrSteering) || !strings.Contains(err.Error(), ".gitattributes") || !strings.Contains(err.Error(), "after you were shown them") {
+		t.Fatalf("accepting what was shown, with a .gitattributes added since = %v, want ErrSteering naming it", err)
+	}
+	if _, err := os.Stat(filepath.Join(f.repo, ".gitattributes")); !errors.Is(err, os.ErrNotExist) || git(t, f.repo, "rev-parse", "HEAD") != head {
+		t.Fatalf("the refused merge changed the repository: %v", err)
+	}
+	if _, err := f.m.Merge(ctx, s.ID, MergeOptions{Into: true, AcceptSteering: true}); err != nil {
+		t.Fatalf("accepting what was shown: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(f.repo, ".envrc")); err != nil || string(b) != "echo hi\n" {
+		t.Errorf(".envrc after the merge: %q %v", b, err)
+	}
+}

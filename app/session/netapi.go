@@ -51,7 +51,7 @@ func ParseNetScope(s string) (NetScope, error) {
 // NetAttempts returns the connections a session's guest tried, the
 // latest first, with how often each was tried and what the policy said.
 func (m *Manager) NetAttempts(ctx context.Context, ref string) ([]store.NetAttempt, error) {
-	s, err := m.cfg.Store.FindSession(ctx, ref)
+	s, err := m.findIntact(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (m *Manager) AddNetRule(ctx context.Context, ref string, scope NetScope, ac
 	}
 	switch scope {
 	case ScopeSession:
-		s, err := m.cfg.Store.FindSession(ctx, ref)
+		s, err := m.findIntact(ctx, ref)
 		if err != nil {
 			return rule, err
 		}
@@ -102,7 +102,7 @@ func (m *Manager) AddNetRule(ctx context.Context, ref string, scope NetScope, ac
 		m.reloadNet(ctx, func(r *run) bool { return r.id == s.ID })
 		return rule, nil
 	case ScopeProject:
-		s, err := m.cfg.Store.FindSession(ctx, ref)
+		s, err := m.findIntact(ctx, ref)
 		if err != nil {
 			return rule, err
 		}
@@ -142,7 +142,7 @@ func (m *Manager) NetworkRules(ctx context.Context, scope NetScope, ref string) 
 		v, _, err := m.cfg.Store.ProjectSetting(ctx, p.ID, store.ProjectNetwork)
 		return v, err
 	case ScopeSession:
-		s, err := m.cfg.Store.FindSession(ctx, ref)
+		s, err := m.findIntact(ctx, ref)
 		if err != nil {
 			return "", err
 		}
@@ -181,7 +181,7 @@ func (m *Manager) SetNetworkRules(ctx context.Context, scope NetScope, ref, text
 		}
 		m.reloadNet(ctx, func(r *run) bool { return r.s.ProjectID == projectID })
 	case ScopeSession:
-		s, err := m.cfg.Store.FindSession(ctx, ref)
+		s, err := m.findIntact(ctx, ref)
 		if err != nil {
 			return err
 		}

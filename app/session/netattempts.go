@@ -6,10 +6,49 @@ import (
 	"strings"
 	"time"
 
+	"sandbar/app/net/broker"
+	"sandbar/app/net/hostproxy"
 	"sandbar/app/net/netstack"
 	"sandbar/app/net/policy"
 	"sandbar/app/store"
 )
+
+// ProtoWrite is the Proto of a recorded attempt that was a write refused
+// inside an allowed connection: a request to a host the policy allows for
+// reads only (store.NetAttempt's Reason names its method and path). Allow
+// for it adds "allow HOST[:PORT] write".
+const ProtoWrite = "http"
+
+// ProxyRefused reports whether a recorded attempt was one Sandbar's rules
+// allowed and the host's proxy refused (its reason is the proxy's answer,
+// hostproxy.RefusedError): no rule of Sandbar's would let it through.
+func ProxyRefused(a store.NetAttempt) bool {
+	return !a.Allowed && strings.HasPrefix(a.Reason, hostproxy.RefusedPrefix)
+}
+
+// WriteRule is the rule that lets writes through to a refused write's
+// host and port (a NetAttempt of ProtoWrite): what Allow writes adds.
+func WriteRule(a store.NetAttempt) (policy.Rule, error) {
+	if a.Port <= 0 || a.Port > 65535 {
+		return policy.Rule{}, fmt.Errorf("port %d is not a port", a.Port)
+	}
+	return policy.ParseRule("allow "+writeTarget(a.Host, uint16(a.Port))+" write", policy.SourceSession)
+}
+
+// refusedWrite records a write the broker refused on a read-only
+// connection to d: the Network tab and `sandbar net` show it with Allow
+// writes for this session.
+func (sn *sessionNet) refusedWrite(d netstack.Dest, v netstack.Verdict, info broker.RequestInfo) {
+	what := info.Method + " " + info.Path
+	if info.What != "" && !strings.HasSuffix(info.What, " request") {
+		what += " (" + info.What + ")"
+	}
+	d.Proto = ProtoWrite
+	sn.attempt(netstack.Attempt{Time: time.Now(), Dest: d, Verdict: netstack.Verdict{
+		Reason: what + ": writes are not allowed to this host: allow writes for this session",
+		Rule:   v.Rule,
+	}})
+}
 
 type attemptKey struct {
 	proto, host string
@@ -102,6 +141,17 @@ func (sn *sessionNet) logOnce(k attemptKey, now time.Time) bool {
 // describeAttempt is the log line of a denied or failed attempt.
 func describeAttempt(id string, a netstack.Attempt) string {
 	dest := a.Dest.String()
+	if a.Dest.Proto == ProtoWrite {
+		host := a.Dest.Name
+		if host == "" {
+			host = a.Dest.Addr.String()
+		}
+		return fmt.Sprintf("network: refused a write to %s: %s. To allow writes for this session: sandbar net %s allow %s write",
+			dest, a.Verdict.Reason, short(id), writeTarget(host, a.Dest.Port))
+	}
+	if a.Verdict.Proxy {
+		return fmt.Sprintf("network: Sandbar's rules allow %s, but this machine's proxy did not: %s", dest, a.Verdict.Reason)
+	}
 	if !a.Verdict.Allow {
 		rule := policy.AllowRuleFor(policy.Dest{Name: a.Dest.Name, Addr: a.Dest.Addr, Port: a.Dest.Port, Proto: policy.Proto(a.Dest.Proto)}, policy.SourceSession)
 		if rule.Host == "" {

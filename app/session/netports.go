@@ -50,7 +50,7 @@ func (sn *sessionNet) guestPorts(ports []sandbox.Port) {
 			sn.r.systemLine(fmt.Sprintf("ports: guest port %d could not be published: %v", g, err))
 			continue
 		}
-		sn.r.systemLine(fmt.Sprintf("ports: guest port %d is published at http://localhost:%d", g, p.Host))
+		sn.r.systemLine(fmt.Sprintf("ports: guest port %d is published at %s (127.0.0.1:%d)", g, p.URL, p.Host))
 	}
 }
 

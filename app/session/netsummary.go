@@ -24,7 +24,7 @@ type NetSummary struct {
 // says what it is. It reads and changes nothing else: the session
 // window shows it above the attempts.
 func (m *Manager) NetSummary(ctx context.Context, ref string) (NetSummary, error) {
-	s, err := m.cfg.Store.FindSession(ctx, ref)
+	s, err := m.findIntact(ctx, ref)
 	if err != nil {
 		return NetSummary{}, err
 	}

@@ -160,8 +160,10 @@ func (r *run) startNet(ctx context.Context) (*sessionNet, *vm.NIC, string, error
 		OnAttempt: sn.attempt,
 		Resolve:   sn.resolve,
 		Dial:      r.m.cfg.NetDial,
+		Proxy:     r.m.cfg.Proxy,
 		Intercept: sn.intercept,
 		GuestMAC:  mac,
+		Origin:    netstack.OriginLabel(r.id),
 		Logger:    sn.log,
 	})
 	if err != nil {
@@ -188,6 +190,9 @@ func (r *run) startNet(ctx context.Context) (*sessionNet, *vm.NIC, string, error
 	sn.done.Go(sn.flusher)
 	g := n.Guest()
 	r.systemLine(fmt.Sprintf("network: %s; %s", describeMode(p.Mode()), sn.summary(p)))
+	if r.m.cfg.Proxy.Set() {
+		r.systemLine("network: allowed TCP connections go through this machine's " + r.m.cfg.Proxy.Describe() + "; UDP goes directly")
+	}
 	return sn, &vm.NIC{File: guest, MAC: mac, MTU: g.MTU}, g.KernelArg(), nil
 }
 
@@ -216,7 +221,7 @@ func (sn *sessionNet) summary(p *policy.Policy) string {
 // decide is the policy's word, as the network asks for it.
 func (sn *sessionNet) decide(d netstack.Dest) netstack.Verdict {
 	dec := sn.pol.Load().Decide(policy.Dest{Name: d.Name, Addr: d.Addr, Port: d.Port, Proto: policy.Proto(d.Proto)})
-	v := netstack.Verdict{Allow: dec.Allow, Reason: dec.Reason}
+	v := netstack.Verdict{Allow: dec.Allow, Reason: dec.Reason, ReadOnly: dec.ReadOnly}
 	if dec.Rule != nil {
 		v.Rule = dec.Rule.String()
 	}
@@ -232,27 +237,53 @@ func (sn *sessionNet) resolve(ctx context.Context, name string) ([]netip.Addr, e
 	return net.DefaultResolver.LookupNetIP(ctx, "ip4", name)
 }
 
-// intercept hands HTTPS connections to a host a brokered secret is bound
-// to to the broker.
-func (sn *sessionNet) intercept(d netstack.Dest) netstack.Interceptor {
+// intercept hands the broker the HTTPS connections to a host a brokered
+// secret is bound to (which get writes: the person gave the token for
+// that), and the connections the policy allows for reads only (the
+// default allowlist's registries and code hosts), whose writes it refuses.
+func (sn *sessionNet) intercept(d netstack.Dest, v netstack.Verdict) netstack.Interceptor {
 	r := sn.r
-	if r.setup.interceptor == nil || d.Proto != netstack.TCP || d.Name == "" {
+	if r.setup.interceptor == nil || d.Proto != netstack.TCP {
 		return nil
 	}
+	host := d.Name
 	bound := false
 	for i, c := range r.setup.creds.intercept {
-		if strings.EqualFold(c.Host, d.Name) && r.setup.creds.ports[i] == d.Port {
+		if host != "" && strings.EqualFold(c.Host, host) && r.setup.creds.ports[i] == d.Port {
 			bound = true
 		}
 	}
-	if !bound {
+	switch {
+	case bound:
+	case !v.ReadOnly:
 		return nil
+	case host == "":
+		host = d.Addr.String()
+	}
+	t := broker.Target{Host: host, Port: d.Port, ReadOnly: !bound}
+	if t.ReadOnly {
+		target := writeTarget(host, d.Port)
+		t.HowToAllow = fmt.Sprintf("run `sandbar net %s allow %s write` on your machine, or press Allow writes for this session in the session's Network tab.", short(r.id), target)
+		t.OnRefused = func(info broker.RequestInfo) { sn.refusedWrite(d, v, info) }
 	}
 	return func(ctx context.Context, guest net.Conn, dial func(context.Context) (net.Conn, error)) {
-		if err := r.setup.interceptor.Serve(ctx, guest, broker.Target{Host: d.Name, Port: d.Port, Dial: dial}); err != nil {
-			sn.log.Debug("brokered HTTPS connection", "host", d.Name, "err", err)
+		t.Dial = dial
+		if err := r.setup.interceptor.Serve(ctx, guest, t); err != nil {
+			sn.log.Debug("intercepted connection", "host", host, "read_only", t.ReadOnly, "err", err)
 		}
 	}
+}
+
+// writeTarget is what follows allow for the rule that lets writes reach
+// host:port: the port is left out when it is 443.
+func writeTarget(host string, port uint16) string {
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port == 443 {
+		return host
+	}
+	return fmt.Sprintf("%s:%d", host, port)
 }
 
 // reload composes the policy again (rules changed); it takes effect with

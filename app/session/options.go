@@ -46,6 +46,14 @@ type Options struct {
 	// IdleStop stops the session at the idle timeout instead of marking it
 	// waiting.
 	IdleStop bool
+	// Env is the environment to run in: EnvProject ("" too: the
+	// repository's trusted devcontainer.json when it has one) or
+	// EnvDefault (Sandbar's own image).
+	Env string
+	// Root runs the agent on an image's root file system (a project's
+	// environment) instead of Sandbar's own Debian image; nil: Sandbar's.
+	// Every boot of the session (restarts too) uses it.
+	Root *RootImage `json:",omitempty"`
 }
 
 // limits fills opts' zero limits from the settings, then the defaults.
@@ -97,6 +105,9 @@ func (m *Manager) validate(o Options) error {
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%s: %w", strings.Join(problems, "; "), ErrBadOptions)
+	}
+	if o.Root != nil {
+		return o.Root.check()
 	}
 	return nil
 }

@@ -137,7 +137,13 @@ func (m *Manager) refreshBase(ctx context.Context, p store.Project) {
 	commit, err := mr.Fetch(ctx, repo, "", nil)
 	if err == nil {
 		var info workspace.BaseInfo
-		info, err = mr.BuildBase(ctx, workspace.BaseOptions{Source: repo, Commit: commit, Dir: m.cfg.Paths.ProjectBases(p.ID)})
+		// The disk a session will use: with the include lists the
+		// person trusted, and none else.
+		var lists []byte
+		if rev, rerr := m.repoReview(ctx, p, repo.Root); rerr == nil {
+			lists = rev.IncludeLists()
+		}
+		info, err = mr.BuildBase(ctx, workspace.BaseOptions{Source: repo, Commit: commit, Dir: m.cfg.Paths.ProjectBases(p.ID), IncludeLists: lists})
 		if err == nil && !info.Reused {
 			m.log.Info("base disk ready", "project", p.Name, "commit", short(commit), "took", time.Since(start).Round(time.Millisecond))
 			m.pruneBases(ctx, p.ID)

@@ -19,10 +19,27 @@ import (
 // Restore brings them back until the trash is emptied (trash.go). It
 // refuses while the workspace has uncommitted changes or commits not in
 // the project's repository, unless force: the trash is emptied in a week.
+// A session whose record is damaged is removed without that check (its
+// project cannot be told for sure): see removeDamaged.
 func (m *Manager) Remove(ctx context.Context, ref string, force bool) error {
 	s, err := m.cfg.Store.FindSession(ctx, ref)
 	if err != nil {
 		return err
+	}
+	if s.Damaged != "" {
+		if r := m.running(s.ID); r != nil {
+			r.requestStop(ReasonRemoved)
+			select {
+			case <-r.done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if err := m.removeDamaged(ctx, s); err != nil {
+			return err
+		}
+		m.hub.publish(Event{Session: s.ID, Time: time.Now(), Kind: EventRemoved})
+		return nil
 	}
 	if Live(s.State) && m.running(s.ID) == nil && ownerAlive(s.Owner) && !sameOwner(s.Owner, m.owner) {
 		return fmt.Errorf("session %s runs in Sandbar process %d: %w", s.ID, s.Owner.PID, ErrOwnedElsewhere)

@@ -16,7 +16,7 @@ func (m *Manager) Rename(ctx context.Context, ref, title string) (store.Session,
 	if err != nil {
 		return store.Session{}, err
 	}
-	s, err := m.cfg.Store.FindSession(ctx, ref)
+	s, err := m.findIntact(ctx, ref)
 	if err != nil {
 		return store.Session{}, err
 	}
@@ -30,6 +30,7 @@ func (m *Manager) Rename(ctx context.Context, ref, title string) (store.Session,
 	if err != nil {
 		return s, err
 	}
+	m.refreshMeta(ctx, s)
 	m.cfg.Store.AppendEvent(ctx, s.ID, store.Event{Time: time.Now(), Kind: "title", Detail: t})
 	m.hub.publish(Event{Session: s.ID, Time: time.Now(), Kind: EventTitle, Title: t})
 	return s, nil

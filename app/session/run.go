@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"sandbar/app/config"
+	"sandbar/app/env/devcontainer"
 	"sandbar/app/sandbox"
 	"sandbar/app/secrets"
 	"sandbar/app/store"
@@ -28,9 +30,17 @@ type run struct {
 	claude   bool
 	idleStop bool
 	restart  bool
-	dir      config.SessionDir
-	log      *slog.Logger
-	red      *secrets.Redactor
+	// fromSaved says, in words, which saved commit a restart whose disk
+	// was gone continues from (RestartFromSaved); "" otherwise.
+	fromSaved string
+	dir       config.SessionDir
+	log       *slog.Logger
+	red       *secrets.Redactor
+	// includeLists is the text of the include lists the person trusted
+	// (nil: none), and trustNotes what the log says of the repository's
+	// settings left out; both for a new session's provisioning.
+	includeLists []byte
+	trustNotes   []string
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -48,12 +58,35 @@ type run struct {
 	stopReason string
 	stopFailed bool // the agent's turn failed (turnFailed): the run ends failed
 
-	agentStarted chan sandbox.Event
-	agentExit    chan sandbox.Event
-	startErr     chan string
+	agentStarted  chan sandbox.Event
+	agentPrepared chan sandbox.Event
+	// setupSteps run before the agent starts (runSetup): stages in
+	// order, the steps of a stage together.
+	setupSteps [][]SetupStep
+	// envNotes is what the log says of the environment, first thing.
+	envNotes []string
+	// envImage is the image the environment asks for ("": Sandbar's
+	// own), from envFile, with the user its programs run as; a new
+	// session pulls it (pullImage).
+	envImage, envFile, envUser string
+	// envCfg and envFeatures are the environment's file and its
+	// features' variables; stepEnv the variables its setup steps share,
+	// and sandbarEnv the agent's own before the file's joined them
+	// (applyEnvVars).
+	envCfg      *devcontainer.Config
+	envFeatures []devcontainer.EnvVar
+	stepEnv     map[string]string
+	sandbarEnv  map[string]string
+	// root is the image the agent's root is, when not Sandbar's own
+	// (under mu).
+	root      *RootImage
+	agentExit chan sandbox.Event
+	startErr  chan string
 
 	// sink records the session's log lines and transcript.
 	sink *logSink
+	// live is the running tools' live output (live.go).
+	live liveTools
 
 	mu         sync.Mutex
 	started    bool // the agent started
@@ -62,6 +95,13 @@ type run struct {
 	joiner     sandbox.LineJoiner
 	lastActive time.Time
 	activity   string
+	reason     string // the reason said with activity
+	// pause is set while the VM is paused on a full disk (diskfull.go).
+	pause *diskPause
+	// interruptAt is when an interrupt was asked of Claude Code and its
+	// turn has not ended since; interrupts counts them, for request ids.
+	interruptAt time.Time
+	interrupts  int
 }
 
 func (m *Manager) newRun(s store.Session, repo workspace.Repo, setup *agentSetup, idleStop bool) *run {
@@ -74,11 +114,12 @@ func (m *Manager) newRun(s store.Session, repo workspace.Repo, setup *agentSetup
 		log: log, red: secrets.NewRedactor(setup.values),
 		sink: newLogSink(s.ID, m.cfg.Store, m.hub, log, &m.storeMu),
 		ctx:  ctx, cancel: cancel, done: make(chan struct{}),
-		stopReq:      make(chan struct{}),
-		agentStarted: make(chan sandbox.Event, 1),
-		agentExit:    make(chan sandbox.Event, 1),
-		startErr:     make(chan string, 1),
-		lastActive:   time.Now(),
+		stopReq:       make(chan struct{}),
+		agentStarted:  make(chan sandbox.Event, 1),
+		agentPrepared: make(chan sandbox.Event, 1),
+		agentExit:     make(chan sandbox.Event, 1),
+		startErr:      make(chan string, 1),
+		lastActive:    time.Now(),
 	}
 }
 
@@ -140,7 +181,16 @@ func (r *run) life(ctx context.Context, provision bool) error {
 		return r.fail(ctx, err.Error())
 	}
 	undo.add(r.sink.Close)
+	for _, n := range r.envNotes {
+		r.systemLine(n)
+	}
 	if provision {
+		for _, n := range r.trustNotes {
+			r.systemLine(n)
+		}
+		if err := r.pullImage(ctx); err != nil {
+			return r.fail(ctx, err.Error())
+		}
 		if err := r.provision(ctx); err != nil {
 			return r.fail(ctx, err.Error())
 		}
@@ -159,6 +209,9 @@ func (r *run) boot(ctx context.Context, undo *cleanups) error {
 	if reason, stop := r.stopRequested(); stop {
 		return r.finish(ctx, r.stoppedAs(), reason, nil)
 	}
+	if r.fromSaved != "" {
+		r.systemLine("its disk was gone: continuing from its last saved work, " + r.fromSaved + " (a new clone; not from the commit it started from)")
+	}
 	if _, err := r.m.setState(ctx, r.id, StateBooting, "", "booting the VM", nil); err != nil {
 		return err
 	}
@@ -170,17 +223,28 @@ func (r *run) boot(ctx context.Context, undo *cleanups) error {
 	if err != nil {
 		return r.fail(ctx, err.Error())
 	}
+	root, err := readRootImage(r.dir.RootImage())
+	if err != nil {
+		return r.fail(ctx, err.Error())
+	}
 	for _, n := range r.setup.notes {
 		r.systemLine(n)
 	}
 	opts := sandbox.Options{
-		Name: "sandbar-" + r.id, Dir: r.dir.VMDir(), Scratch: r.dir.Scratch(), Console: r.dir.Console(),
+		Name: "sandbar-" + r.id, Dir: r.dir.VMDir(), Scratch: r.dir.Scratch(), Console: r.dir.Console(), ConsoleMax: config.ConsoleLogMax,
 		CPUs: r.s.Limits.CPUs, Memory: uint64(r.s.Limits.MemoryMiB) << 20,
 		ScratchSize:  int64(r.s.Limits.DiskGiB) << 30,
 		Workspace:    base,
 		ReadyTimeout: r.m.cfg.ReadyTimeout,
 		OnEvent:      r.onEvent,
 		Logger:       r.log,
+	}
+	if root != nil {
+		opts.Root = root.Path
+		r.mu.Lock()
+		r.root = root
+		r.mu.Unlock()
+		r.systemLine("environment: the agent's root is the image " + root.label() + "; Sandbar's own tools save its work")
 	}
 	if r.s.Limits.Network {
 		sn, nic, arg, err := r.startNet(ctx)
@@ -224,11 +288,15 @@ func (r *run) boot(ctx context.Context, undo *cleanups) error {
 	vmDone := make(chan error, 1)
 	go func() { vmDone <- sb.Wait(context.Background()) }()
 
+	if r.restart && r.fromSaved == "" {
+		r.adoptAutoCommit(ctx)
+	}
+	clock := newClockKeeper(r.m.cfg.Clock)
 	if err := r.startAgent(ctx, vmDone); err != nil {
-		r.saveBeforeStop()
+		saveErr := r.saveBeforeStop()
 		r.shutdown()
 		if reason, stop := r.stopRequested(); stop {
-			return r.finish(ctx, r.stoppedAs(), reason, nil)
+			return r.finish(ctx, r.stoppedAs(), unsavedReason(reason, saveErr), nil)
 		}
 		return r.fail(ctx, err.Error())
 	}
@@ -236,7 +304,8 @@ func (r *run) boot(ctx context.Context, undo *cleanups) error {
 	stopWatch := make(chan struct{})
 	var watching sync.WaitGroup
 	watching.Go(func() { r.watchChanges(stopWatch) })
-	watching.Go(func() { r.keepClock(stopWatch) })
+	watching.Go(func() { r.keepClock(stopWatch, clock) })
+	watching.Go(func() { r.watchDisk(stopWatch) })
 	undo.add(func() error { close(stopWatch); watching.Wait(); return nil })
 	r.notifyChanged() // the view starts with the clone as it boots
 	return r.supervise(ctx, vmDone)
@@ -253,15 +322,26 @@ func (r *run) now() time.Time {
 func (r *run) startAgent(ctx context.Context, vmDone <-chan error) error {
 	name, email := workspace.GitIdentity(ctx, r.repo.Root)
 	args := r.s.Agent.Args
-	if r.claude && r.restart {
+	if r.claude && r.restart && r.fromSaved == "" { // a new clone has no conversation to continue
 		args = append(append([]string{}, args...), "--continue")
 	}
-	agentStart := time.Now()
-	if err := r.sb.StartAgent(sandbox.AgentStart{
+	sudo, err := r.m.ProjectSudo(ctx, r.s.ProjectID)
+	if err != nil {
+		return err
+	}
+	start := sandbox.AgentStart{
 		Branch: r.s.Branch, Command: r.s.Agent.Command, Args: args,
 		Env: r.env, Now: r.now(), CACert: r.setup.caPEM,
-		GitName: name, GitEmail: email,
-	}); err != nil {
+		GitName: name, GitEmail: email, NoSudo: !sudo, Image: r.image(),
+	}
+	if err := r.runSetup(ctx, start, vmDone); errors.Is(err, errSetupStopped) {
+		return nil // supervise sees the stop
+	} else if err != nil {
+		return err
+	}
+	agentStart := time.Now()
+	start.Now = r.now()
+	if err := r.sb.StartAgent(start); err != nil {
 		return err
 	}
 	timer := time.NewTimer(time.Minute)
@@ -273,6 +353,9 @@ func (r *run) startAgent(ctx context.Context, vmDone <-chan error) error {
 		r.mu.Unlock()
 		r.timing(ctx, "agent", time.Since(agentStart))
 		r.systemLine(fmt.Sprintf("agent started: %s %s (pid %d)", r.s.Agent.Command, strings.Join(args, " "), ev.PID))
+		for _, n := range sandbox.StartNotes(ev) {
+			r.systemLine("environment: " + r.red.Redact(n))
+		}
 	case msg := <-r.startErr:
 		return fmt.Errorf("start the agent: %s", msg)
 	case ev := <-r.agentExit:
@@ -363,6 +446,18 @@ func (r *run) supervise(ctx context.Context, vmDone <-chan error) error {
 // the VM.
 func (r *run) stopAgent(ctx context.Context, vmDone <-chan error) error {
 	reason, _ := r.stopRequested()
+	if err := r.pausedErr(); err != nil {
+		// The VM waits for room it does not have: nothing in it can
+		// answer, so nothing can be saved. Its work stays on the
+		// session's disk for a restart once there is room.
+		why, _ := r.paused()
+		why = strings.TrimPrefix(why, "paused: ")
+		r.m.setState(ctx, r.id, StateStopping, "", reason, nil)
+		os.WriteFile(r.dir.SaveError(), []byte(why+"\n"), 0o600)
+		r.systemLine("the VM is paused on a full disk, so its work cannot be saved now: it stays on the session's disk; free some space and restart the session")
+		r.shutdown()
+		return r.finish(ctx, r.stoppedAs(), unsavedReason(reason, errors.New(why)), nil)
+	}
 	r.m.setState(ctx, r.id, StateStopping, "", reason, nil)
 	grace := r.m.cfg.StopGrace
 	var exit *int
@@ -387,9 +482,9 @@ func (r *run) stopAgent(ctx context.Context, vmDone <-chan error) error {
 		case <-vmDone:
 		}
 	}
-	r.saveBeforeStop()
+	saveErr := r.saveBeforeStop()
 	r.shutdown()
-	return r.finish(ctx, r.stoppedAs(), reason, exit)
+	return r.finish(ctx, r.stoppedAs(), unsavedReason(reason, saveErr), exit)
 }
 
 // agentExited ends the session after the agent exited on its own.
@@ -397,13 +492,16 @@ func (r *run) agentExited(ctx context.Context, ev sandbox.Event) error {
 	code := ev.Code
 	r.systemLine(fmt.Sprintf("agent exited: %s", describeExit(ev)))
 	r.m.setState(ctx, r.id, StateStopping, "", "agent exited; saving its work and shutting the VM down", &code)
-	r.saveBeforeStop()
+	saveErr := r.saveBeforeStop()
 	r.shutdown()
 	if reason, stop := r.stopRequested(); stop {
-		return r.finish(ctx, r.stoppedAs(), reason, &code)
+		return r.finish(ctx, r.stoppedAs(), unsavedReason(reason, saveErr), &code)
 	}
 	if code == 0 {
-		return r.finish(ctx, StateStopped, "agent finished", &code)
+		return r.finish(ctx, StateStopped, unsavedReason("agent finished", saveErr), &code)
+	}
+	if saveErr != nil {
+		return r.finish(ctx, StateFailed, unsavedReason("", saveErr), &code)
 	}
 	return r.finish(ctx, StateFailed, "agent "+describeExit(ev), &code)
 }
@@ -421,6 +519,11 @@ func (r *run) shutdown() {
 	sb := r.sb
 	r.mu.Unlock()
 	if sb == nil {
+		return
+	}
+	if _, paused := r.paused(); paused {
+		sb.Kill() // a paused VM answers nothing: a shutdown would wait its whole deadline
+		sb.Wait(context.Background())
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -465,8 +568,15 @@ func (r *run) timing(ctx context.Context, name string, d time.Duration) {
 
 func (r *run) setActivity(ctx context.Context, activity, reason string) {
 	r.mu.Lock()
+	if r.pause != nil {
+		// Paused on a full disk: what comes meanwhile is what the
+		// session goes back to on resume.
+		r.pause.activity, r.pause.reason = activity, reason
+		r.mu.Unlock()
+		return
+	}
 	same := r.activity == activity
-	r.activity = activity
+	r.activity, r.reason = activity, reason
 	r.mu.Unlock()
 	if same && activity == ActivityWorking {
 		return
@@ -482,3 +592,14 @@ func (r *run) addLine(stream, text string) { r.sink.line(stream, text) }
 
 // addEntry records one transcript entry.
 func (r *run) addEntry(e Entry) { r.sink.entry(e) }
+
+// image is the configuration of the image the agent's root is, for the
+// guest's start; nil on Sandbar's own root.
+func (r *run) image() *sandbox.ImageConfig {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.root == nil {
+		return nil
+	}
+	return r.root.image()
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -29,6 +30,9 @@ func (r *run) save(ctx context.Context) (workspace.SaveInfo, error) {
 	if sb == nil {
 		return workspace.SaveInfo{}, fmt.Errorf("session %s is not running: %w", r.id, ErrState)
 	}
+	if err := r.pausedErr(); err != nil {
+		return workspace.SaveInfo{}, err
+	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, saveTimeout)
 	defer cancel()
@@ -43,16 +47,18 @@ func (r *run) save(ctx context.Context) (workspace.SaveInfo, error) {
 	}
 	defer func() { f.Close(); os.Remove(spool) }()
 	out := &spoolWriter{f: f, max: MaxSavedWork + 1<<20, over: cancel}
-	errb := &boundedBuffer{max: 4096}
 	// A save that sends nothing for saveIdle is stalled (the agent owns
 	// the VM: a FIFO where git reads, a git replaced by sleep): it ends,
-	// and the stop goes on.
+	// and the stop goes on. The script reports its progress on stderr,
+	// so a save of many files that is busy is never taken for stuck.
 	var stalled atomic.Bool
 	idle := time.AfterFunc(saveIdle, func() { stalled.Store(true); cancel() })
 	out.progress = func() { idle.Reset(saveIdle) }
+	errb := &saveStderr{kept: boundedBuffer{max: 4096}, progress: out.progress}
 	res, err := sb.Client.Exec(ctx, sandbox.ExecRequest{
 		Argv:    []string{"sh", "-c", workspace.SaveScript, "sandbar-save", r.s.Branch, r.m.baseCommit(r.s)},
 		Timeout: saveTimeout, // in the workspace
+		Tools:   true,        // Sandbar's git, whatever the image has
 	}, out, errb)
 	idle.Stop() // the idle bound is the VM's; the import has its own
 	switch {
@@ -61,7 +67,7 @@ func (r *run) save(ctx context.Context) (workspace.SaveInfo, error) {
 	case err != nil && !stalled.Load():
 		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: %w", err)
 	case err != nil:
-		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: the VM sent nothing for %s: ended (did the agent break git in its clone?)", saveIdle)
+		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: %w: the save in the VM made no progress for %s (last step: %s)", ErrSaveStalled, saveIdle, errb.lastStep())
 	case res.Code != 0:
 		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: git in the VM exited %d: %s", res.Code, strings.TrimSpace(lastLine(errb.String())))
 	}
@@ -119,8 +125,8 @@ func (w *spoolWriter) Write(p []byte) (int, error) {
 }
 
 // saveBeforeStop saves the session's work before its VM stops, and says
-// so in the session's log either way.
-func (r *run) saveBeforeStop() {
+// so in the session's log either way. It returns why the save failed.
+func (r *run) saveBeforeStop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
 	defer cancel()
 	info, err := r.save(ctx)
@@ -132,7 +138,7 @@ func (r *run) saveBeforeStop() {
 		}
 		os.WriteFile(failed, []byte(msg+"\n"), 0o600)
 		r.systemLine("the session's work could not be saved: " + msg + ": its clone is kept on the session's disk; restart the session to try again")
-		return
+		return err
 	}
 	os.Remove(failed)
 	what := "no changes"
@@ -141,6 +147,31 @@ func (r *run) saveBeforeStop() {
 	}
 	r.systemLine(fmt.Sprintf("work saved: branch %s at %s, %s (%s)", r.s.Branch, short(info.Branch), what, humanSize(info.Bytes)))
 	r.autoCommit(ctx, info)
+	return nil
+}
+
+// ReasonNotSaved begins the reason of a session that stopped without its
+// work saved: "work not saved: <why>".
+const ReasonNotSaved = "work not saved: "
+
+// NotSaved reports whether a stopped session's reason says its work
+// could not be saved, and why.
+func NotSaved(reason string) (why string, ok bool) {
+	return strings.CutPrefix(reason, ReasonNotSaved)
+}
+
+// unsavedReason is the reason a session ends with: reason, or, when its
+// save failed, that the work was not saved and why. The cause is said
+// as it was found (a timeout, a full disk, git's own error in the VM).
+func unsavedReason(reason string, saveErr error) string {
+	if saveErr == nil {
+		return reason
+	}
+	why := strings.TrimPrefix(saveErr.Error(), "save the session's work: ")
+	if len(why) > 500 {
+		why = why[:500] + "…"
+	}
+	return ReasonNotSaved + why
 }
 
 func (b *boundedBuffer) Write(p []byte) (int, error) {
@@ -202,3 +233,63 @@ type boundedBuffer struct {
 	max  int
 	over bool
 }
+
+// ErrSaveStalled: the save in the VM stopped making progress.
+var ErrSaveStalled = errors.New("the save stopped making progress")
+
+// saveStderr takes the save script's stderr: every write is progress;
+// the script's progress lines ("sandbar-save: progress …") and git's own
+// (ended by \r, or "… objects: …, done.") are kept apart, as the last
+// step, from the text kept for a person (what was left out, git's
+// errors), which is bounded.
+type saveStderr struct {
+	kept     boundedBuffer
+	progress func()
+	partial  []byte
+	step     string
+}
+
+// maxStderrLine bounds a line saveStderr holds while it is incomplete.
+const maxStderrLine = 4096
+
+func (w *saveStderr) Write(p []byte) (int, error) {
+	w.progress()
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexAny(p, "\r\n")
+		if i < 0 {
+			room := maxStderrLine - len(w.partial)
+			w.partial = append(w.partial, p[:min(room, len(p))]...)
+			break
+		}
+		line := append(w.partial, p[:i]...)
+		w.partial = w.partial[:0]
+		w.line(string(line), p[i] == '\r')
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+func (w *saveStderr) line(l string, cr bool) {
+	switch {
+	case strings.HasPrefix(l, "sandbar-save: progress "):
+		w.step = strings.TrimPrefix(l, "sandbar-save: progress ")
+	case cr || strings.HasSuffix(l, ", done.") || strings.HasPrefix(l, "Total "):
+		if l != "" {
+			w.step = "git: " + l
+		}
+	case l != "":
+		w.kept.Write([]byte(l + "\n"))
+	}
+}
+
+// lastStep is the step the save last reported, escaped for a message.
+func (w *saveStderr) lastStep() string {
+	if w.step == "" {
+		return "none reported"
+	}
+	return strconv.Quote(w.step)
+}
+
+// String is the text kept for a person.
+func (w *saveStderr) String() string { return w.kept.String() + string(w.partial) }

@@ -42,6 +42,14 @@ type Service interface {
 	Start(ctx context.Context, o Options) (store.Session, error)
 	Stop(ctx context.Context, id string) (store.Session, error)
 	Restart(ctx context.Context, id string) (store.Session, error)
+	// RestartFromSaved restarts a session whose disk is gone from its
+	// last saved work (a new clone), never from where it first started;
+	// Restart refuses such a session with ErrScratchGone.
+	RestartFromSaved(ctx context.Context, id string) (store.Session, error)
+	// Resume runs a session whose VM paused on a full disk again at once
+	// (it also resumes by itself once there is room); one not paused is
+	// refused with ErrState.
+	Resume(ctx context.Context, id string) (store.Session, error)
 	// Wait blocks until the session has ended (or ctx is done).
 	Wait(ctx context.Context, id string) (store.Session, error)
 	// Remove moves a session to the trash (its VM stopped first).
@@ -65,6 +73,18 @@ type Service interface {
 	Restore(ctx context.Context, id string) (store.Session, error)
 	EmptyTrash(ctx context.Context, ids []string) (int, error)
 	Chat(ctx context.Context, id, text string) error
+	// Interrupt ends the agent's current turn; the session runs on and
+	// waits for a message (ReasonInterrupted).
+	Interrupt(ctx context.Context, id string) error
+	// Sync brings the person's current branch into the session's clone
+	// as origin/<branch>, then merges, rebases or asks the agent as mode
+	// says; a merge or rebase that stops on conflicts is a result
+	// naming them (SyncResult.Conflicted), not an error.
+	Sync(ctx context.Context, id string, mode SyncMode) (SyncResult, error)
+	// Commit saves a running session's work and commits what it has not
+	// committed on its branch (Commit now), the clone in the VM taking
+	// the commit too; message "" makes one. See Manager.Commit.
+	Commit(ctx context.Context, id, message string) (CommitResult, error)
 	Exec(ctx context.Context, id string, req ExecRequest, stdout, stderr io.Writer) (ExecResult, error)
 	// Shell starts an interactive command in a running session's VM (by
 	// default ShellCommand), on a pseudo-terminal when req.PTY; the
@@ -77,6 +97,9 @@ type Service interface {
 	// log (the store keeps the newest), for a person to open.
 	AgentLog(ctx context.Context, id string) (string, error)
 	Changes(ctx context.Context, id string) (workspace.Changes, error)
+	// DiffStat sums the session's last saved work against its base
+	// (ErrNothingSaved when it saved none), counted once per save.
+	DiffStat(ctx context.Context, id string) (workspace.DiffStat, error)
 	// FileDiff is one changed file's diff, made by git inside the
 	// session's VM while it runs (else from its saved work): text from
 	// the agent's sandbox, to show and nothing more.
@@ -110,6 +133,22 @@ type Service interface {
 	// SetProjectSecrets refuses a name that is not a recorded secret,
 	// and changes nothing then.
 	SetProjectSecrets(ctx context.Context, projectRef string, names []string) error
+
+	// RepoTrust reads a project's repository settings files (network
+	// file, include lists, environment) and says whether the person
+	// trusted each kind's content; DecideRepoTrust trusts or ignores
+	// the content of the kinds whose hash the person was shown. Both
+	// read and write the store: a session reads them when it starts.
+	RepoTrust(ctx context.Context, projectRef string) (RepoReview, error)
+	DecideRepoTrust(ctx context.Context, projectRef, decision string, hashes map[string]string) error
+	// ProjectSudo says whether a project's agent user may use sudo
+	// inside its VM (the default); SetProjectSudo changes it for the
+	// project's sessions' next start.
+	ProjectSudo(ctx context.Context, projectID int64) (bool, error)
+	// Environment reads a project's environment: its devcontainer.json,
+	// trust, image, features and commands (sandbar env).
+	Environment(ctx context.Context, projectRef string) (EnvironmentView, error)
+	SetProjectSudo(ctx context.Context, projectRef string, on bool) error
 }
 
 // ExecRequest and ExecResult are a command run in a session's VM, and its

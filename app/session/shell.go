@@ -47,6 +47,9 @@ func (r *run) shell(req sandbox.ExecRequest, stdout, stderr io.Writer) (Terminal
 	if sb == nil {
 		return nil, fmt.Errorf("session %s is not running yet: %w", r.id, ErrState)
 	}
+	if err := r.pausedErr(); err != nil {
+		return nil, err
+	}
 	if len(req.Argv) == 0 {
 		req.Argv = ShellCommand
 	}

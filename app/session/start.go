@@ -6,10 +6,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
-	"sandbar/app/net/policy"
+	"sandbar/app/env/devcontainer"
 	"sandbar/app/store"
 	"sandbar/app/workspace"
 )
@@ -36,19 +35,47 @@ func (m *Manager) Start(ctx context.Context, o Options) (_ store.Session, err er
 	if err != nil {
 		return store.Session{}, fmt.Errorf("project %s: %w", proj.Name, err)
 	}
+	// The repository's settings files are used only as far as the
+	// person trusted them; the session's log says what was left out.
+	review, err := m.repoReview(ctx, proj, repo.Root)
+	if err != nil {
+		return store.Session{}, fmt.Errorf("project %s: %w", proj.Name, err)
+	}
+	var envRec *envRecord
+	var envCfg *devcontainer.Config
+	switch o.Env {
+	case "", EnvProject:
+		if envRec, envCfg, err = repoEnvironment(review); err != nil {
+			return store.Session{}, fmt.Errorf("project %s: %w: %w", proj.Name, err, ErrBadOptions)
+		}
+	case EnvDefault:
+	default:
+		return store.Session{}, fmt.Errorf("environment %q: give %q (the project's) or %q (Sandbar's own): %w", o.Env, EnvProject, EnvDefault, ErrBadOptions)
+	}
+	// Features are fetched before anything is made for the session: one
+	// that cannot be fetched fails the start, naming it and what to do.
+	var feats *featureSet
+	if fetched, err := fetchFeatures(ctx, review, envCfg); err != nil {
+		return store.Session{}, fmt.Errorf("project %s: %w", proj.Name, err)
+	} else if feats, err = newFeatureSet(fetched); err != nil {
+		return store.Session{}, err
+	} else if envRec != nil && len(fetched) > 0 {
+		envRec.Features = feats
+	}
+	if envCfg != nil {
+		// The file's hostRequirements are the session's default limits.
+		if hr := envCfg.HostRequirements; o.CPUs == 0 && hr.CPUs > 0 {
+			o.CPUs = min(hr.CPUs, m.cfg.HostCPUs)
+		}
+		if hr := envCfg.HostRequirements; o.MemoryMiB == 0 && hr.MemoryBytes > 0 {
+			o.MemoryMiB = int((hr.MemoryBytes + 1<<20 - 1) >> 20)
+		}
+	}
 	m.limits(ctx, &o)
 	if err := m.validate(o); err != nil {
 		return store.Session{}, err
 	}
-	repoRules, err := workspace.ReadNetworkFile(repo.Root)
-	if err != nil {
-		return store.Session{}, fmt.Errorf("project %s: %w: %w", proj.Name, err, ErrNetworkRules)
-	}
-	if len(repoRules) > 0 {
-		if _, err := parseRules(string(repoRules), policy.SourceRepository, filepath.Join(repo.Root, workspace.NetworkFile)); err != nil {
-			return store.Session{}, err
-		}
-	}
+	repoRules := review.NetworkRules()
 	title, err := CleanTitle(o.Title)
 	if err != nil {
 		return store.Session{}, err
@@ -80,14 +107,34 @@ func (m *Manager) Start(ctx context.Context, o Options) (_ store.Session, err er
 			}
 		}
 	}()
+	// Until it is recorded, its folder is no lost session's for the
+	// engine's healing (heal.go) to adopt.
+	release, err := m.reserveStart(id)
+	if err != nil {
+		return store.Session{}, err
+	}
+	defer release()
 	dir := m.cfg.Paths.SessionDir(id)
 	if err := os.MkdirAll(dir.Path(), 0o700); err != nil {
 		return store.Session{}, fmt.Errorf("create the session directory: %w", err)
 	}
 	undo.add(func() error { return os.RemoveAll(dir.Path()) })
+	if err := writeMeta(dir, s, proj.Path); err != nil {
+		return store.Session{}, err
+	}
+	if o.Root != nil {
+		if err := writeRootImage(dir.RootImage(), o.Root); err != nil {
+			return store.Session{}, err
+		}
+	}
 	if len(repoRules) > 0 {
 		if err := os.WriteFile(dir.NetworkRepo(), repoRules, 0o600); err != nil {
 			return store.Session{}, fmt.Errorf("keep the session's copy of %s: %w", workspace.NetworkFile, err)
+		}
+	}
+	if envRec != nil {
+		if err := keepEnvironment(dir.Environment(), envRec); err != nil {
+			return store.Session{}, err
 		}
 	}
 	setup, err := m.admit(ctx, s, o.Agent, false)
@@ -102,6 +149,8 @@ func (m *Manager) Start(ctx context.Context, o Options) (_ store.Session, err er
 	m.watchSource(proj)
 	m.publishState(s)
 	r := m.newRun(s, repo, setup, o.IdleStop)
+	r.includeLists, r.trustNotes = review.IncludeLists(), review.Notes()
+	r.useEnvironment(envCfg, feats)
 	m.launch(r, func(ctx context.Context) error { return r.provisionAndRun(ctx) })
 	return s, nil
 }

@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
+
+	"sandbar/vm/caplog"
 )
 
 // EntryKind says what a transcript entry is.
@@ -24,7 +27,14 @@ const (
 	EntryResult     EntryKind = "result"      // end of a turn: cost, duration
 	EntrySystem     EntryKind = "system"      // agent start-up facts (model, tools)
 	EntryRetry      EntryKind = "api_retry"   // a request to the model API failed and is retried
+	// EntryTrimmed begins a transcript read whose older entries are not
+	// there: dropped by the transcript's cap (config.TranscriptMax), or
+	// before the newest maxTranscriptRead bytes a read takes.
+	EntryTrimmed EntryKind = "trimmed"
 )
+
+// TrimmedText is what an EntryTrimmed says.
+const TrimmedText = "earlier output trimmed"
 
 // Entry is one item of a Claude Code session's transcript.
 type Entry struct {
@@ -225,24 +235,120 @@ func firstLine(s string) string {
 	return s
 }
 
-// readTranscript reads a transcript file.
+// Bounds of a read of the transcript: the newest maxTranscriptRead
+// bytes of it (transcript.jsonl.1 and transcript.jsonl), and a line at
+// most maxTranscriptLine long (longer ones, which Sandbar no longer
+// writes, are skipped).
+const (
+	maxTranscriptRead = 8 << 20
+	maxTranscriptLine = 1 << 20
+)
+
+// readTranscript reads the newest entries of a transcript file and its
+// older copy, in a stream, never more than maxTranscriptRead bytes of
+// them. When older entries were dropped or not read, the first entry is
+// an EntryTrimmed.
 func readTranscript(p string) ([]Entry, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, err
+	return readTranscriptTail(p, maxTranscriptRead, maxTranscriptLine)
+}
+
+// readTranscriptTail is readTranscript reading at most window bytes,
+// and lines at most maxLine long.
+func readTranscriptTail(p string, window int64, maxLine int) ([]Entry, error) {
+	type part struct {
+		f    *os.File
+		size int64
 	}
-	defer f.Close()
+	var parts []part
+	defer func() {
+		for _, pt := range parts {
+			pt.f.Close()
+		}
+	}()
+	var total int64
+	for _, name := range []string{caplog.Older(p), p} {
+		f, err := os.Open(name)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		parts = append(parts, part{f, fi.Size()})
+		total += fi.Size()
+	}
+	skip := max(0, total-window)
+	trimmed := skip > 0
 	var out []Entry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var e Entry
-		if json.Unmarshal(sc.Bytes(), &e) == nil {
+	for _, pt := range parts {
+		if skip >= pt.size {
+			skip -= pt.size
+			continue
+		}
+		// Start at the line after skip: read from the byte before it, so
+		// a line that begins exactly at skip is kept.
+		from := max(0, skip-1)
+		if _, err := pt.f.Seek(from, io.SeekStart); err != nil {
+			return nil, err
+		}
+		r := bufio.NewReaderSize(io.LimitReader(pt.f, pt.size-from), 64<<10)
+		if skip > 0 {
+			if _, _, err := readLine(r, 0); err != nil {
+				skip = 0
+				continue
+			}
+		}
+		skip = 0
+		for {
+			line, ok, err := readLine(r, maxLine)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			var e Entry
+			if !ok || json.Unmarshal(line, &e) != nil {
+				continue
+			}
+			if e.Kind == EntryTrimmed {
+				trimmed = true
+				continue
+			}
 			out = append(out, e)
 		}
 	}
-	return out, sc.Err()
+	if trimmed {
+		out = append([]Entry{{Kind: EntryTrimmed, Text: TrimmedText}}, out...)
+	}
+	return out, nil
+}
+
+// readLine reads one line of r without its newline, keeping at most max
+// bytes of it: ok is false when the line was longer (and dropped). A last
+// line without a newline counts; io.EOF comes only when nothing is left.
+func readLine(r *bufio.Reader, max int) (line []byte, ok bool, err error) {
+	ok = true
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if ok && len(line)+len(chunk) <= max {
+			line = append(line, chunk...)
+		} else {
+			ok, line = false, nil
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF && (len(chunk) > 0 || len(line) > 0 || !ok):
+			return bytes.TrimSuffix(line, []byte("\n")), ok, nil
+		case err != nil:
+			return nil, false, err
+		}
+		return bytes.TrimSuffix(line, []byte("\n")), ok, nil
+	}
 }

@@ -167,6 +167,7 @@ func (m *Manager) purge(ctx context.Context, ts []store.TrashedSession) (int, er
 		m.log.Info("session deleted from the trash", "session", t.ID)
 		m.hub.publish(Event{Session: t.ID, Time: time.Now(), Kind: EventPurged})
 	}
+	m.pruneEnvImages(ctx, m.cfg.Now())
 	for p := range projects {
 		if _, unlock, err := m.mirror(ctx, p); err == nil {
 			m.pruneBases(ctx, p)

@@ -39,7 +39,7 @@ func (m *Manager) Transcript(ctx context.Context, ref string) ([]Entry, error) {
 // VM while it runs (the agent's own view), else read from the work it
 // last saved.
 func (m *Manager) Changes(ctx context.Context, ref string) (workspace.Changes, error) {
-	s, err := m.cfg.Store.FindSession(ctx, ref)
+	s, err := m.findIntact(ctx, ref)
 	if err != nil {
 		return workspace.Changes{}, err
 	}
@@ -60,7 +60,7 @@ const maxDiff = 4 << 20
 // FileDiff returns the unified diff of one changed file against the
 // session's base, from its VM while it runs, else from its saved work.
 func (m *Manager) FileDiff(ctx context.Context, ref string, f workspace.FileChange) (string, error) {
-	s, err := m.cfg.Store.FindSession(ctx, ref)
+	s, err := m.findIntact(ctx, ref)
 	if err != nil {
 		return "", err
 	}

@@ -104,6 +104,7 @@ func (r *run) provision(ctx context.Context) error {
 	}
 	info, err := mr.BuildBase(ctx, workspace.BaseOptions{
 		Source: r.repo, Commit: commit, Dir: r.m.cfg.Paths.ProjectBases(r.s.ProjectID), Progress: progress,
+		IncludeLists: r.includeLists,
 	})
 	if err != nil {
 		return err
@@ -122,7 +123,7 @@ func (r *run) provision(ctx context.Context) error {
 	}
 	r.systemLine(fmt.Sprintf("cloned %s at %s on branch %s: %s in %s; the clone lives inside the VM", r.repo.Root, short(commit), r.s.Branch, how, took.Round(time.Millisecond)))
 	if len(info.Copied) > 0 {
-		r.systemLine(fmt.Sprintf("copied %d ignored files listed in .sandbarinclude/.worktreeinclude", len(info.Copied)))
+		r.systemLine(fmt.Sprintf("copied %d ignored files listed in .sandbarinclude/.worktreeinclude (trusted)", len(info.Copied)))
 	}
 	for _, s := range info.Skipped {
 		r.systemLine("include list: left out " + s)
@@ -169,6 +170,9 @@ func (r *run) guestGit(ctx context.Context, args ...string) (string, error) {
 	if sb == nil {
 		return "", fmt.Errorf("session %s is not running: %w", r.id, ErrState)
 	}
+	if err := r.pausedErr(); err != nil {
+		return "", err
+	}
 	ctx, cancel := context.WithTimeout(ctx, guestGitTimeout)
 	defer cancel()
 	out := &boundedBuffer{max: maxGitOutput}
@@ -176,6 +180,7 @@ func (r *run) guestGit(ctx context.Context, args ...string) (string, error) {
 	res, err := sb.Client.Exec(ctx, sandbox.ExecRequest{
 		Argv:    append([]string{"sh", "-c", workspace.GuestGitScript, "git"}, args...),
 		Timeout: guestGitTimeout, // in the workspace
+		Tools:   true,            // Sandbar's git, whatever the image has
 
 	}, out, errb)
 	switch {

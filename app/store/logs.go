@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -38,9 +39,13 @@ const DefaultLogWindow = 100000
 // Seq is 0 is numbered after the highest stored or given so far (lines is
 // not changed: a caller that needs the numbers gives them); a line whose
 // Seq is already stored is left as stored, so retrying a batch that gives
-// its numbers never doubles it. Then the session is trimmed to its newest
-// lines: those with a Seq above the highest minus the setting "log_window"
-// (DefaultLogWindow when unset).
+// its numbers never doubles it. The session keeps its newest lines only:
+// those with a Seq above the highest minus the setting "log_window"
+// (DefaultLogWindow when unset), and no more text than the byte cap
+// (config.StoredLogMax). Room for the batch is made first, the oldest
+// lines going in batches of a quarter of the cap, so the session's text
+// never passes the cap on disk; a batch larger than the cap keeps its
+// newest lines. FirstLogSeq above 1 says older lines were dropped.
 func (s *Store) AppendLogs(ctx context.Context, sessionID string, lines []LogLine) error {
 	if len(lines) == 0 {
 		return nil
@@ -50,8 +55,13 @@ func (s *Store) AppendLogs(ctx context.Context, sessionID string, lines []LogLin
 			return fmt.Errorf("store log lines of session %s: line number %d is below 0: leave Seq 0 and the store numbers it", sessionID, l.Seq)
 		}
 	}
+	// One append at a time in this process, so the byte count it keeps
+	// per session follows the commits in order.
+	s.logs.mu.Lock()
+	defer s.logs.mu.Unlock()
 	op := "store log lines of session " + sessionID
-	return s.tx(ctx, op, func(tx *sql.Tx) error {
+	var used int64
+	err := s.tx(ctx, op, func(tx *sql.Tx) error {
 		var exists, last sql.NullInt64
 		err := tx.QueryRowContext(ctx, "SELECT (SELECT 1 FROM sessions WHERE id = ?1), (SELECT max(seq) FROM log_lines WHERE session_id = ?1)", sessionID).Scan(&exists, &last)
 		if err != nil {
@@ -73,27 +83,119 @@ func (s *Store) AppendLogs(ctx context.Context, sessionID string, lines []LogLin
 			}
 			high = max(high, seqs[i])
 		}
+		// The batch's newest lines that fit the cap.
+		first, size := len(lines), int64(0)
+		for first > 0 && size+int64(len(lines[first-1].Text)) <= s.logs.max {
+			first--
+			size += int64(len(lines[first].Text))
+		}
+		used, err = s.logs.usedIn(ctx, tx, sessionID)
+		if err != nil {
+			return s.fail(op, err)
+		}
+		if used+size > s.logs.max {
+			freed, err := trimLogBytes(ctx, tx, sessionID, used+size-s.logs.max*3/4)
+			if err != nil {
+				return s.fail(op, err)
+			}
+			used -= freed
+		}
 		ins, err := tx.PrepareContext(ctx, "INSERT INTO log_lines (session_id, seq, stream, time, text) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")
 		if err != nil {
 			return s.fail(op, err)
 		}
 		defer ins.Close()
-		for i, l := range lines {
-			_, err := ins.ExecContext(ctx, sessionID, seqs[i], l.Stream, nanos(l.Time), l.Text)
+		for i, l := range lines[first:] {
+			res, err := ins.ExecContext(ctx, sessionID, seqs[first+i], l.Stream, nanos(l.Time), l.Text)
 			if constraint(err, sqlite3.ErrConstraintForeignKey) {
 				return noSession(sessionID)
 			}
 			if err != nil {
 				return s.fail(op, err)
 			}
+			if n, _ := res.RowsAffected(); n > 0 {
+				used += int64(len(l.Text))
+			}
 		}
 		if cut := high - window; cut > 0 {
+			var gone int64
+			if err := tx.QueryRowContext(ctx, "SELECT coalesce(sum(octet_length(text)), 0) FROM log_lines WHERE session_id = ? AND seq <= ?", sessionID, cut).Scan(&gone); err != nil {
+				return s.fail(op, err)
+			}
 			if _, err := tx.ExecContext(ctx, "DELETE FROM log_lines WHERE session_id = ? AND seq <= ?", sessionID, cut); err != nil {
 				return s.fail(op, err)
 			}
+			used -= gone
 		}
 		return nil
 	})
+	if err != nil {
+		delete(s.logs.used, sessionID) // counted again next time
+		return err
+	}
+	s.logs.used[sessionID] = used
+	return nil
+}
+
+// logBytes keeps, per session, how many bytes of text its stored log
+// holds, so an append need not sum them each time. The count is this
+// process's: the engine alone appends a session's lines; one another
+// process deleted (the trash) only makes it trim early, once.
+type logBytes struct {
+	mu   sync.Mutex
+	max  int64
+	used map[string]int64
+}
+
+func newLogBytes(max int64) *logBytes { return &logBytes{max: max, used: map[string]int64{}} }
+
+// usedIn is the session's stored text in bytes: the count kept, else
+// summed in tx. octet_length reads a text's length without its content.
+func (b *logBytes) usedIn(ctx context.Context, tx *sql.Tx, sessionID string) (int64, error) {
+	if n, ok := b.used[sessionID]; ok {
+		return n, nil
+	}
+	var n int64
+	err := tx.QueryRowContext(ctx, "SELECT coalesce(sum(octet_length(text)), 0) FROM log_lines WHERE session_id = ?", sessionID).Scan(&n)
+	return n, err
+}
+
+// trimLogBytes deletes the session's oldest lines, at least need bytes of
+// text of them, and says how many bytes it freed.
+func trimLogBytes(ctx context.Context, tx *sql.Tx, sessionID string, need int64) (int64, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT seq, octet_length(text) FROM log_lines WHERE session_id = ? ORDER BY seq", sessionID)
+	if err != nil {
+		return 0, err
+	}
+	var cut, freed int64
+	for freed < need && rows.Next() {
+		var n int64
+		if err := rows.Scan(&cut, &n); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		freed += n
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return 0, err
+	}
+	if cut == 0 {
+		return 0, nil
+	}
+	_, err = tx.ExecContext(ctx, "DELETE FROM log_lines WHERE session_id = ? AND seq <= ?", sessionID, cut)
+	return freed, err
+}
+
+// FirstLogSeq is the number of the session's oldest stored line (0 when
+// it has none). Above 1, older lines were dropped: the window and
+// `sandbar logs` say "earlier output trimmed".
+func (s *Store) FirstLogSeq(ctx context.Context, sessionID string) (int64, error) {
+	var first sql.NullInt64
+	err := s.db.QueryRowContext(ctx, "SELECT min(seq) FROM log_lines WHERE session_id = ?", sessionID).Scan(&first)
+	if err != nil {
+		return 0, s.fail("read the log of session "+sessionID, err)
+	}
+	return first.Int64, nil
 }
 
 // logWindow reads the setting "log_window" in tx.

@@ -18,6 +18,9 @@ const (
 	// ProjectSecrets is the names of the secrets a project's sessions
 	// get, one a line.
 	ProjectSecrets = "secrets"
+	// ProjectSudo is "off" to take sudo (inside the VM) away from the
+	// project's agent user; unset or "on", the agent may use sudo.
+	ProjectSudo = "sudo"
 )
 
 // ProjectSetting returns a project's setting and whether it is set.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -127,6 +128,11 @@ UPDATE sessions SET title = '' WHERE id = '0ld5e55i0n';
 		// v4's rows; the session has v5's merged column, never merged.
 		return oldRows(4) + `
 UPDATE sessions SET merged = '' WHERE id = '0ld5e55i0n';
+`
+	case 6:
+		// v5's rows; the session is not in the trash.
+		return oldRows(5) + `
+UPDATE sessions SET deleted = 0 WHERE id = '0ld5e55i0n';
 `
 	}
 	return ""
@@ -450,6 +456,9 @@ func TestFailedSaysWhatToDo(t *testing.T) {
 		{sqlite3.Error{Code: sqlite3.ErrNotADB}, ErrCorrupt, "move it aside and Sandbar starts a fresh one"},
 		{sqlite3.Error{Code: sqlite3.ErrBusy}, sqlite3.ErrBusy, "list sessions: another Sandbar process held the database for over 5 s: try again"},
 		{sqlite3.Error{Code: sqlite3.ErrFull}, sqlite3.ErrFull, "the disk holding /d/sandbar.db is full: free some space"},
+		{sqlite3.Error{Code: sqlite3.ErrFull}, ErrDiskFull, "disk full"},
+		// A WAL or -shm SQLite could not grow: "disk I/O error".
+		{sqlite3.Error{Code: sqlite3.ErrIoErr, SystemErrno: syscall.ENOSPC}, ErrDiskFull, "list sessions: disk full: the disk holding /d/sandbar.db is full"},
 		{sqlite3.Error{Code: sqlite3.ErrReadonly}, sqlite3.ErrReadonly, "cannot write /d/sandbar.db: check its permissions"},
 		{context.Canceled, context.Canceled, "list sessions: context canceled"},
 	} {

@@ -125,6 +125,22 @@ ALTER TABLE sessions ADD COLUMN merged TEXT NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN deleted INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX sessions_deleted ON sessions(deleted) WHERE deleted != 0;
 `},
+		// v7: what the person decided about a repository's settings
+		// files (its .sandbar/network, include lists, environment):
+		// per project and kind, the hash of the content last trusted
+		// (with that content, for the diff of the next change) and of
+		// the content last ignored.
+		{7, `
+CREATE TABLE repo_trust (
+	project_id INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+	kind       TEXT NOT NULL,
+	decision   TEXT NOT NULL,
+	hash       TEXT NOT NULL,
+	content    BLOB NOT NULL,
+	decided    INTEGER NOT NULL,
+	PRIMARY KEY (project_id, kind, decision)
+) WITHOUT ROWID;
+`},
 	}
 }
 

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/mattn/go-sqlite3"
@@ -80,6 +82,10 @@ type Session struct {
 	// Merged is the last time the session's work was brought into its
 	// repository; zero when never.
 	Merged Merge
+	// Damaged names the columns of the session's row that did not parse
+	// ("" when it reads whole): State is then StateDamaged, and Reason
+	// says to remove it. Such a row cannot be updated (ErrDamaged).
+	Damaged string
 }
 
 // Merge records one merge of a session's work into its repository.
@@ -109,19 +115,89 @@ type SessionFilter struct {
 
 const sessionCols = "id, project_id, title, branch, base, prompt, agent, limits, state, activity, reason, exit_code, error, owner, timings, created, updated, started, ended, merged"
 
+// scanSession reads one row of sessionCols. A row whose content does not
+// parse (a JSON column that is not JSON, a state Sandbar never writes, a
+// number that is text) is no error: it comes back with Damaged saying
+// which columns, its State StateDamaged and what could be read kept, so
+// that one damaged row neither hides the others nor shows its raw bytes.
+// Only a failure to read the row at all is an error.
 func scanSession(sc scanner) (Session, error) {
-	var x Session
-	var agent, limits, owner, timings, merged string
-	var exit sql.NullInt64
-	var created, updated, started, ended int64
-	err := sc.Scan(&x.ID, &x.ProjectID, &x.Title, &x.Branch, &x.Base, &x.Prompt, &agent, &limits, &x.State, &x.Activity, &x.Reason,
-		&exit, &x.Error, &owner, &timings, &created, &updated, &started, &ended, &merged)
-	if err != nil {
+	var raw [20]any
+	dest := make([]any, len(raw))
+	for i := range raw {
+		dest[i] = &raw[i]
+	}
+	if err := sc.Scan(dest...); err != nil {
 		return Session{}, err
 	}
-	if merged != "" {
+	var x Session
+	var bad []string
+	text := func(name string, v any) string {
+		switch v := v.(type) {
+		case string:
+			if utf8.ValidString(v) {
+				return v
+			}
+		case []byte:
+			if utf8.Valid(v) {
+				return string(v)
+			}
+		case nil:
+			return ""
+		}
+		bad = append(bad, name)
+		return ""
+	}
+	integer := func(name string, v any) int64 {
+		switch v := v.(type) {
+		case int64:
+			return v
+		case nil:
+			return 0
+		}
+		bad = append(bad, name)
+		return 0
+	}
+	// The id is kept as it is on disk, whatever its bytes: it is how the
+	// row is found again (and removed).
+	switch v := raw[0].(type) {
+	case string:
+		x.ID = v
+	case []byte:
+		x.ID = string(v)
+	default:
+		x.ID = fmt.Sprint(v)
+		bad = append(bad, "id")
+	}
+	if x.ID == "" || !utf8.ValidString(x.ID) || strings.ContainsFunc(x.ID, unicode.IsControl) {
+		bad = append(bad, "id")
+	}
+	x.ProjectID = integer("project_id", raw[1])
+	x.Title = text("title", raw[2])
+	x.Branch = text("branch", raw[3])
+	x.Base = text("base", raw[4])
+	x.Prompt = text("prompt", raw[5])
+	agent, limits := text("agent", raw[6]), text("limits", raw[7])
+	x.State = State(text("state", raw[8]))
+	if !x.State.known() && !slices.Contains(bad, "state") {
+		bad = append(bad, "state")
+	}
+	x.Activity = text("activity", raw[9])
+	x.Reason = text("reason", raw[10])
+	if raw[11] != nil {
+		c := int(integer("exit_code", raw[11]))
+		x.ExitCode = &c
+	}
+	x.Error = text("error", raw[12])
+	owner, timings := text("owner", raw[13]), text("timings", raw[14])
+	x.Created = fromNanos(integer("created", raw[15]))
+	x.Updated = fromNanos(integer("updated", raw[16]))
+	x.Started = fromNanos(integer("started", raw[17]))
+	x.Ended = fromNanos(integer("ended", raw[18]))
+	if merged := text("merged", raw[19]); merged != "" {
 		if err := json.Unmarshal([]byte(merged), &x.Merged); err != nil {
-			return Session{}, fmt.Errorf("session %s: its merged column is unreadable (%v): delete it with `sandbar rm %s`", x.ID, err, x.ID)
+			x.Merged = Merge{}
+			bad = append(bad, "merged")
 		}
 	}
 	ns := map[string]int64{}
@@ -129,20 +205,50 @@ func scanSession(sc scanner) (Session, error) {
 		name, raw string
 		into      any
 	}{{"agent", agent, &x.Agent}, {"limits", limits, &x.Limits}, {"owner", owner, &x.Owner}, {"timings", timings, &ns}} {
+		if slices.Contains(bad, c.name) {
+			continue
+		}
 		if err := json.Unmarshal([]byte(c.raw), c.into); err != nil {
-			return Session{}, fmt.Errorf("session %s: its %s column is unreadable (%v): delete it with `sandbar rm %s`", x.ID, c.name, err, x.ID)
+			bad = append(bad, c.name)
 		}
 	}
 	x.Timings = make(map[string]time.Duration, len(ns))
 	for k, v := range ns {
 		x.Timings[k] = time.Duration(v)
 	}
-	if exit.Valid {
-		c := int(exit.Int64)
-		x.ExitCode = &c
+	if len(bad) > 0 {
+		x.markDamaged(bad)
 	}
-	x.Created, x.Updated, x.Started, x.Ended = fromNanos(created), fromNanos(updated), fromNanos(started), fromNanos(ended)
 	return x, nil
+}
+
+// markDamaged makes x, read from a row whose columns bad did not parse,
+// what every reader shows of such a row: state damaged, activity none, a
+// reason saying what to do, and nothing of the unreadable content.
+func (x *Session) markDamaged(bad []string) {
+	slices.Sort(bad)
+	bad = slices.Compact(bad)
+	x.Damaged = strings.Join(bad, ", ")
+	x.State, x.Activity = StateDamaged, ""
+	x.Reason = DamagedReason(x.ID, x.Damaged)
+	if slices.Contains(bad, "title") || slices.Contains(bad, "id") {
+		x.Title = ""
+	}
+}
+
+// DamagedReason is what a session whose record has the unreadable columns
+// cols reads as its reason.
+func DamagedReason(id, cols string) string {
+	return fmt.Sprintf("its record in Sandbar's database is damaged (unreadable: %s): its saved work, if any, is still in Sandbar's repository; remove the record with `sandbar rm %s`", cols, id)
+}
+
+// ErrDamaged: the session's record does not parse; the only change it
+// takes is its removal.
+var ErrDamaged = errors.New("record damaged")
+
+// damaged is the error for a change to a session whose record is damaged.
+func damaged(x Session) error {
+	return errorf(ErrDamaged, "session %s: its record in Sandbar's database is damaged (unreadable: %s), so it cannot be changed: remove it with `sandbar rm %s`", x.ID, x.Damaged, x.ID)
 }
 
 // sessionArgs are x's values in sessionCols order.
@@ -333,6 +439,9 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*Session) 
 		}
 		if err != nil {
 			return s.fail(op, err)
+		}
+		if x.Damaged != "" {
+			return damaged(x)
 		}
 		if err := fn(&x); err != nil {
 			return err

@@ -295,19 +295,76 @@ func TestUpdateSessionPanicReleasesTheLock(t *testing.T) {
 	}
 }
 
+// TestUnreadableSessionRow: a row whose content does not parse reads as
+// damaged, named by its id as on disk, without its raw content, in every
+// read (one, a prefix, the list), beside the rows that read whole; it
+// cannot be updated, and it can be trashed and deleted.
 func TestUnreadableSessionRow(t *testing.T) {
-	s := openStore(t, dbPath(t))
 	ctx := context.Background()
-	_, x := seed(t, s)
-	if _, err := s.db.Exec("UPDATE sessions SET limits = '{not json' WHERE id = ?", x.ID); err != nil {
-		t.Fatal(err)
-	}
-	_, err := s.Session(ctx, x.ID)
-	if err == nil || !strings.Contains(err.Error(), "limits column is unreadable") || !strings.Contains(err.Error(), "sandbar rm "+x.ID) {
-		t.Errorf("Session with bad limits: %v", err)
-	}
-	// It can still be deleted, as the message says.
-	if err := s.DeleteSession(ctx, x.ID); err != nil {
-		t.Errorf("delete it: %v", err)
+	for _, tc := range []struct {
+		name, set string
+		want      string // Damaged
+	}{
+		{"limits not JSON", "limits = '{not json'", "limits"},
+		{"a state never written", "state = 'stXpped'", "state"},
+		{"a number that is text", "created = 'yesterday'", "created"},
+		{"several columns", "agent = x'00ff', owner = 'nul', merged = '['", "agent, merged, owner"},
+		{"bytes that are not text", "title = x'c328', reason = x'ff'", "reason, title"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openStore(t, dbPath(t))
+			p, x := seed(t, s)
+			whole := x
+			whole.ID, whole.Branch = "0123456789", "sandbar/0123456789"
+			if err := s.CreateSession(ctx, whole); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.db.Exec("UPDATE sessions SET "+tc.set+" WHERE id = ?", x.ID); err != nil {
+				t.Fatal(err)
+			}
+			check := func(how string, y Session, err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatalf("%s: %v", how, err)
+				}
+				if y.ID != x.ID || y.Damaged != tc.want || y.State != StateDamaged || y.Activity != "" {
+					t.Errorf("%s: id %q damaged %q state %q activity %q; want %s, %q, damaged", how, y.ID, y.Damaged, y.State, y.Activity, x.ID, tc.want)
+				}
+				if !strings.Contains(y.Reason, "sandbar rm "+x.ID) || strings.Contains(y.Reason, "stXpped") || strings.Contains(y.Reason, "not json") {
+					t.Errorf("%s: reason %q; want the way out (sandbar rm %s) and none of the raw content", how, y.Reason, x.ID)
+				}
+				if y.ProjectID != p.ID {
+					t.Errorf("%s: project %d; want what still reads (%d)", how, y.ProjectID, p.ID)
+				}
+			}
+			y, err := s.Session(ctx, x.ID)
+			check("Session", y, err)
+			y, err = s.FindSession(ctx, x.ID[:4])
+			check("FindSession by prefix", y, err)
+			all, err := s.Sessions(ctx, SessionFilter{})
+			if err != nil || len(all) != 2 {
+				t.Fatalf("Sessions: %d, %v; want both rows", len(all), err)
+			}
+			for _, y := range all {
+				if y.ID == x.ID {
+					check("Sessions", y, nil)
+				} else if y.Damaged != "" || y.State != "running" {
+					t.Errorf("the whole row reads damaged %q state %q", y.Damaged, y.State)
+				}
+			}
+			_, err = s.UpdateSession(ctx, x.ID, func(v *Session) error { v.State = StateStopped; return nil })
+			if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "sandbar rm "+x.ID) {
+				t.Errorf("update of a damaged row: %v; want ErrDamaged saying to remove it", err)
+			}
+			if err := s.TrashSession(ctx, x.ID, time.Time{}); err != nil {
+				t.Fatalf("trash it: %v", err)
+			}
+			if tr, err := s.FindTrashed(ctx, x.ID); err != nil || tr.Damaged != tc.want {
+				t.Errorf("in the trash: %+v, %v", tr.Session, err)
+			}
+			if err := s.DeleteSession(ctx, x.ID); err != nil {
+				t.Errorf("delete it: %v", err)
+			}
+		})
 	}
 }

@@ -33,4 +33,13 @@ const (
 	// uncommitted when it ends; otherwise Sandbar commits it on the
 	// session's branch, with the prompt as the message.
 	SettingAutoCommit SettingKey = "auto_commit"
+	// SettingHostCerts is "off" to keep the CA certificates this machine
+	// trusts beyond the stock bundle (app/net/hosttrust) out of new
+	// sessions; otherwise each session's VM trusts them too.
+	SettingHostCerts SettingKey = "host_certs"
+	// SettingDiskFloorMiB is the free space, in MiB, the disk holding
+	// Sandbar's data must have for a session to start, and at which a
+	// session paused on a full disk resumes by itself (whole number;
+	// default session.DefaultDiskFloorMiB).
+	SettingDiskFloorMiB SettingKey = "disk_floor_mib"
 )

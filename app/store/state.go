@@ -14,7 +14,19 @@ const (
 	StateStopped      State = "stopped"
 	StateFailed       State = "failed"
 	StateInterrupted  State = "interrupted" // Sandbar went away while it ran; restartable
+	// StateDamaged is never written: it is what a row whose content does
+	// not parse reads as (Session.Damaged says which columns).
+	StateDamaged State = "damaged"
 )
+
+// known reports whether s is a state Sandbar writes.
+func (s State) known() bool {
+	switch s {
+	case StateProvisioning, StateBooting, StateRunning, StateStopping, StateStopped, StateFailed, StateInterrupted:
+		return true
+	}
+	return false
+}
 
 // LiveStates are the states of a session that has, or is getting, a VM.
 var LiveStates = []State{StateProvisioning, StateBooting, StateRunning, StateStopping}

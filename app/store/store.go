@@ -27,9 +27,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
+
+	"sandbar/app/config"
 )
 
 // Errors returned (wrapped) by the store; check them with errors.Is.
@@ -47,6 +50,8 @@ var (
 	ErrTooNew = errors.New("written by a newer Sandbar")
 	// ErrCorrupt: the file is not a readable Sandbar database.
 	ErrCorrupt = errors.New("not a readable Sandbar database")
+	// ErrDiskFull: the disk holding the database has no room for a write.
+	ErrDiskFull = errors.New("disk full")
 )
 
 // storeError is an error whose message reads as a whole sentence while
@@ -89,6 +94,7 @@ const busyTimeout = 5000
 type Store struct {
 	db   *sql.DB
 	path string
+	logs *logBytes
 }
 
 // Open opens the database at path, creating the file and its directory if
@@ -125,7 +131,7 @@ func openAt(path string, version int) (*Store, error) {
 		db.Close()
 		return nil, openErr(abs, err)
 	}
-	s := &Store{db: db, path: abs}
+	s := &Store{db: db, path: abs, logs: newLogBytes(config.StoredLogMax)}
 	if err := s.migrate(ctx, version); err != nil {
 		db.Close()
 		return nil, err
@@ -260,13 +266,18 @@ func (s *Store) fail(op string, err error) error { return failed(op, s.path, err
 func failed(op, path string, err error) error {
 	var se sqlite3.Error
 	if errors.As(err, &se) {
+		if se.SystemErrno == syscall.ENOSPC {
+			// SQLite says "disk I/O error" when the file it could not
+			// grow is the -shm or the WAL: the cause is the full disk.
+			se.Code = sqlite3.ErrFull
+		}
 		switch se.Code {
 		case sqlite3.ErrCorrupt, sqlite3.ErrNotADB:
 			return corrupt(path, op+": "+se.Error(), err)
 		case sqlite3.ErrBusy, sqlite3.ErrLocked:
 			return fmt.Errorf("%s: another Sandbar process held the database for over %d s: try again: %w", op, busyTimeout/1000, err)
 		case sqlite3.ErrFull:
-			return fmt.Errorf("%s: the disk holding %s is full: free some space and try again: %w", op, path, err)
+			return &storeError{msg: fmt.Sprintf("%s: disk full: the disk holding %s is full: free some space and try again", op, path), kind: ErrDiskFull, cause: err}
 		case sqlite3.ErrReadonly, sqlite3.ErrPerm, sqlite3.ErrCantOpen:
 			return fmt.Errorf("%s: cannot write %s: check its permissions: %w", op, path, err)
 		}

@@ -114,7 +114,8 @@ func (u *UI) openSession(id string) {
 func (u *UI) ShowMain() {
 	if u.mainWin == nil {
 		u.mainWin = newMainWindow(u)
-		u.frameWindow(u.mainWin.win, winMain, fyne.NewSize(760, 560))
+		u.mainWin.stop = u.goUntil(u.mainWin.follow)
+		u.frameWindow(u.mainWin.win, winMain, mainWindowSize())
 		u.mainWin.banner.hideSuccessAfter(u.bannerLife, u.post)
 		if u.Notice != "" {
 			u.mainWin.banner.show(bannerInfo, u.Notice)

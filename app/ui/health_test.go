@@ -52,8 +52,12 @@ func TestSessionWindowAgentHealth(t *testing.T) {
 		os.Chmod(d, 0o755) // the agent may run as another user
 	}
 	os.WriteFile(filepath.Join(bin, "lines"), lines, 0o644)
-	// A line a second, so the header's retry can be seen.
-	script := "#!/bin/sh\nwhile read msg; do while IFS= read -r l; do echo \"$l\"; sleep 1; done < " + filepath.Join(bin, "lines") + "; done\n"
+	// The first line (retry 1/2) holds until the test has seen it in the
+	// header: a header that showed it for a moment only could be missed.
+	gate := filepath.Join(bin, "seen-retry-1")
+	script := "#!/bin/sh\nwhile read msg; do n=0; while IFS= read -r l; do echo \"$l\"; n=$((n+1))\n" +
+		"  while [ $n = 1 ] && [ ! -e " + gate + " ]; do sleep 0.1; done\n" +
+		"done < " + filepath.Join(bin, "lines") + "; done\n"
 	if err := os.WriteFile(filepath.Join(bin, "claude"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -68,6 +72,9 @@ func TestSessionWindowAgentHealth(t *testing.T) {
 	h.q.WaitFor(t, 30*time.Second, "the header saying the key was refused, retry 1/2", func() bool {
 		return w.state.Text == "The API key was refused — retry 1/2"
 	})
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	h.q.WaitFor(t, 30*time.Second, "the header saying the session failed", func() bool {
 		return w.state.Text == "Failed — The API key was refused — set it in Settings"
 	})

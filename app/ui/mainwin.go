@@ -26,6 +26,10 @@ type mainWindow struct {
 	win    fyne.Window
 	stop   context.CancelFunc
 	banner *banner
+	// trustBanner says which projects' repository settings wait for the
+	// person's trust (see showTrust).
+	trustBanner *banner
+	trustShown  string // the trust banner's last message
 
 	projects    []store.Project
 	counts      map[int64]int // sessions per project
@@ -37,6 +41,7 @@ type mainWindow struct {
 	sessions    []*sessionRow // newest first
 	byID        map[string]*sessionRow
 	sessionList *widget.List
+	sessItems   []*sessionItem // every row widget the list made (rowsReport)
 	noSessions  fyne.CanvasObject
 
 	body  fyne.CanvasObject // the lists
@@ -50,7 +55,7 @@ type mainWindow struct {
 }
 
 func newMainWindow(u *UI) *mainWindow {
-	mw := &mainWindow{u: u, win: u.App.NewWindow("Sandbar"), banner: newBanner(),
+	mw := &mainWindow{u: u, win: u.App.NewWindow("Sandbar"), banner: newBanner(), trustBanner: newBanner(),
 		counts: map[int64]int{}, reloadC: make(chan struct{}, 1), byID: map[string]*sessionRow{}, rowUpdates: map[string]int{}}
 
 	mw.projectList = widget.NewList(
@@ -66,7 +71,16 @@ func newMainWindow(u *UI) *mainWindow {
 
 	mw.sessionList = widget.NewList(
 		func() int { return len(mw.sessions) },
-		func() fyne.CanvasObject { return newSessionItem(mw) },
+		func() fyne.CanvasObject {
+			it := newSessionItem(mw)
+			if len(mw.sessItems) > 64 {
+				// Rows the list let go of are in no tree: forget them.
+				d := mw.u.App.Driver()
+				mw.sessItems = slices.DeleteFunc(mw.sessItems, func(x *sessionItem) bool { return d.AbsolutePositionForObject(x).IsZero() })
+			}
+			mw.sessItems = append(mw.sessItems, it)
+			return it
+		},
 		func(i widget.ListItemID, o fyne.CanvasObject) {
 			if i < len(mw.sessions) {
 				r := mw.sessions[i]
@@ -98,18 +112,18 @@ func newMainWindow(u *UI) *mainWindow {
 		container.NewStack(mw.sessionList, mw.noSessions))
 
 	split := container.NewVSplit(projects, sessions)
-	split.Offset = 0.38
+	split.Offset = 0.3
 	mw.body = split
 	mw.empty = dropZone("Drop a repository folder here",
 		"Sandbar runs a coding agent on its own clone of the repository, in its own VM. Or press Add Repository… above.")
 	mw.empty.Hide()
 	mw.body.Hide()
 
-	mw.win.SetContent(container.NewBorder(container.NewVBox(toolbar, mw.banner.box), nil, nil, nil,
+	mw.win.SetContent(container.NewBorder(container.NewVBox(toolbar, mw.trustBanner.box, mw.banner.box), nil, nil, nil,
 		container.NewStack(mw.body, mw.empty)))
-	mw.win.Resize(fyne.NewSize(760, 560))
+	mw.win.Resize(mainWindowSize())
 	mw.win.SetOnDropped(mw.dropped)
-	mw.stop = u.goUntil(mw.follow)
+	mw.stop = func() {} // ShowMain starts following the backend
 	mw.win.SetOnClosed(func() {
 		mw.stop()
 		if u.mainWin == mw {
@@ -118,6 +132,11 @@ func newMainWindow(u *UI) *mainWindow {
 	})
 	return mw
 }
+
+// mainWindowSize is the Sandbar window's first size (clamped to the
+// screen's work area): at 1280×800 it shows at least five sessions, each
+// with its state, changes and age whole (TestMainWindowRowsFitAt1280).
+func mainWindowSize() fyne.Size { return fyne.NewSize(1240, 740) }
 
 // heading is a section's title.
 func heading(text string) *widget.Label {

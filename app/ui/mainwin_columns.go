@@ -17,14 +17,17 @@ type tableColumn struct {
 	sample string  // the widest text the column shows; "" for a weighted column
 }
 
-// sessionColumns are the session list's: project · branch, state,
-// uptime, CPU and memory.
+// sessionColumns are the session list's: title (project · branch
+// beneath), state, changes (where they went beneath), age (uptime
+// beneath), CPU and memory. State is as wide as the longest state in words, so that a
+// state is never cut (sessionStatus's; a longer one truncates).
 var sessionColumns = tableColumns{
-	{weight: 3.2},
-	{weight: 1.9},
-	{sample: "99d 23h"},
+	{weight: 1},
+	{sample: "stopped when Sandbar quit"},
+	{sample: "+99999 −99999, 999 files"},
+	{sample: "999 days ago"},
 	{sample: "1600%"},
-	{sample: "1023.9 MiB / 64.0 GiB"},
+	{sample: "1023.9 MiB / 1023.9 MiB"},
 }
 
 // width is what column i takes: its sample's width in a label, or 0 for

@@ -15,7 +15,7 @@ func TestMemoryColumnHoldsItsText(t *testing.T) {
 	h := newAppHarness(t)
 	h.addProject(t, "demo")
 	mw := h.mainWindow(t)
-	const mem = "1023.9 MiB / 64.0 GiB"
+	const mem = "1023.9 MiB / 1023.9 MiB"
 	for _, width := range []float32{760, 600} {
 		mw.win.Resize(fyne.NewSize(width, 560))
 		listW := mw.sessionList.Size().Width
@@ -32,7 +32,7 @@ func TestMemoryColumnHoldsItsText(t *testing.T) {
 		hdr.Resize(fyne.NewSize(listW, hdr.MinSize().Height))
 		// Both are the columns beside the row's actions (withRowActions).
 		columns := func(o fyne.CanvasObject) *fyne.Container { return o.(*fyne.Container).Objects[0].(*fyne.Container) }
-		if hx, rx := columns(hdr).Objects[4].Position().X, columns(it.content).Objects[4].Position().X; hx != rx {
+		if hx, rx := columns(hdr).Objects[5].Position().X, columns(it.content).Objects[5].Position().X; hx != rx {
 			t.Errorf("the Memory header is at %.0f, its column at %.0f", hx, rx)
 		}
 		row.Close()

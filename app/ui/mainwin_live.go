@@ -16,6 +16,7 @@ import (
 	"sandbar/app/doctor"
 	"sandbar/app/session"
 	"sandbar/app/store"
+	"sandbar/app/workspace"
 )
 
 const (
@@ -27,6 +28,11 @@ const (
 	// from the store, for what no event reports (a project added by the
 	// CLI, a session another Sandbar runs).
 	resyncEvery = 5 * time.Second
+	// trustEvery is how often the window rereads the projects'
+	// repository settings files, to say which wait for the person's
+	// trust (they change with the person's checkouts and merges, which
+	// no event reports).
+	trustEvery = 30 * time.Second
 )
 
 // sessionRow is one session as the window shows it.
@@ -34,6 +40,12 @@ type sessionRow struct {
 	s     store.Session
 	stats *session.Stats
 	cells sessionCells // what its row shows now
+	// diff is its changes as the row shows them (mainwin_changes.go);
+	// diffAsked is the record (diffKey) the saved stat was last asked
+	// for, and diffBusy is set while an ask runs.
+	diff      diffView
+	diffAsked string
+	diffBusy  bool
 }
 
 // sessionCells are the texts of a session's row; a row is redrawn only
@@ -43,6 +55,8 @@ type sessionCells struct {
 	project, branch, detail string
 	state                   string
 	stateImp                widget.Importance
+	changes, merged         string // the diff stat; where the work went
+	age                     string // since it was created
 	uptime, cpu, mem        string
 	canStop, canMerge       bool // the row's actions (rowactions.go)
 }
@@ -53,12 +67,14 @@ func sessionHeader() fyne.CanvasObject {
 		l.SizeName = theme.SizeNameCaptionText
 		return l
 	}
-	return withRowActions(container.New(sessionColumns, h("Session"), h("State"), h("Uptime"), h("CPU"), h("Memory")), nil)
+	return withRowActions(container.New(sessionColumns, h("Session"), h("State"), h("Changes"), h("Age"), h("CPU"), h("Memory")), nil)
 }
 
 // cellsFor renders a session's row at now.
-func cellsFor(s store.Session, st *session.Stats, project string, now time.Time) sessionCells {
-	c := sessionCells{title: session.Title(s), project: project, branch: s.Branch, uptime: "—", cpu: "—", mem: "—"}
+func cellsFor(s store.Session, st *session.Stats, d diffView, project string, now time.Time) sessionCells {
+	c := sessionCells{title: session.Title(s), project: project, branch: s.Branch, cpu: "—", mem: "—"}
+	c.changes, c.merged = changesWords(s, d)
+	c.age = ageWords(now, s.Created)
 	c.state, c.detail = sessionStatus(s)
 	c.canStop, c.canMerge = rowActionsFor(s)
 	if c.project == "" {
@@ -82,9 +98,9 @@ func cellsFor(s store.Session, st *session.Stats, project string, now time.Time)
 	if !s.Started.IsZero() {
 		switch {
 		case session.Live(s.State):
-			c.uptime = humanDuration(now.Sub(s.Started))
+			c.uptime = "up " + humanDuration(now.Sub(s.Started))
 		case !s.Ended.IsZero():
-			c.uptime = humanDuration(s.Ended.Sub(s.Started))
+			c.uptime = "ran " + humanDuration(s.Ended.Sub(s.Started))
 		}
 	}
 	if st != nil && session.Live(s.State) {
@@ -104,6 +120,7 @@ func cellsFor(s store.Session, st *session.Stats, project string, now time.Time)
 type sessionItem struct {
 	widget.BaseWidget
 	title, detail, state, uptime, cpu, mem *widget.Label
+	changes, merged, age                   *widget.Label
 	actions                                *rowActions
 	content                                fyne.CanvasObject
 	shown                                  sessionCells
@@ -112,13 +129,16 @@ type sessionItem struct {
 
 func newSessionItem(mw *mainWindow) *sessionItem {
 	it := &sessionItem{title: widget.NewLabel(""), detail: widget.NewLabel(""), state: widget.NewLabel(""),
-		uptime: widget.NewLabel(""), cpu: widget.NewLabel(""), mem: widget.NewLabel("")}
-	for _, l := range []*widget.Label{it.title, it.detail, it.state, it.uptime, it.cpu, it.mem} {
+		uptime: widget.NewLabel(""), cpu: widget.NewLabel(""), mem: widget.NewLabel(""),
+		changes: widget.NewLabel(""), merged: widget.NewLabel(""), age: widget.NewLabel("")}
+	for _, l := range it.labels() {
 		l.Truncation = fyne.TextTruncateEllipsis
 	}
 	it.title.TextStyle.Bold = true
-	it.detail.SizeName = theme.SizeNameCaptionText
-	it.detail.Importance = widget.LowImportance
+	for _, l := range []*widget.Label{it.detail, it.merged, it.uptime} {
+		l.SizeName = theme.SizeNameCaptionText
+		l.Importance = widget.LowImportance
+	}
 	it.actions = newRowActions(mw, func() string { return it.id })
 	it.actions.showHints(func(hint string) {
 		if hint == "" {
@@ -127,9 +147,14 @@ func newSessionItem(mw *mainWindow) *sessionItem {
 		it.detail.SetText(hint)
 	})
 	it.content = withRowActions(container.New(sessionColumns, container.NewVBox(it.title, it.detail),
-		vcenter(it.state), vcenter(it.uptime), vcenter(it.cpu), vcenter(it.mem)), it.actions)
+		vcenter(it.state), container.NewVBox(it.changes, it.merged), container.NewVBox(it.age, it.uptime), vcenter(it.cpu), vcenter(it.mem)), it.actions)
 	it.ExtendBaseWidget(it)
 	return it
+}
+
+// labels are the row's texts.
+func (it *sessionItem) labels() []*widget.Label {
+	return []*widget.Label{it.title, it.detail, it.state, it.changes, it.merged, it.age, it.uptime, it.cpu, it.mem}
 }
 
 // set shows c for session id; it reports false, and touches nothing,
@@ -145,6 +170,9 @@ func (it *sessionItem) set(id string, c sessionCells) bool {
 	it.actions.set(c)
 	it.state.Importance = c.stateImp
 	it.state.SetText(c.state)
+	it.changes.SetText(c.changes)
+	it.merged.SetText(c.merged)
+	it.age.SetText(c.age)
 	it.uptime.SetText(c.uptime)
 	it.cpu.SetText(c.cpu)
 	it.mem.SetText(c.mem)
@@ -165,25 +193,38 @@ type mainUpdate struct {
 	sessions []store.Session
 	changed  []store.Session // sessions whose record changed
 	stats    map[string]session.Stats
+	changes  map[string]workspace.Changes // live changes reported
 	removed  []string
 	tick     bool // uptimes moved on
+	// trust, when trusted is set, is each project's repository settings
+	// that wait for the person or were refused (RepoReview.Attention).
+	trusted bool
+	trust   []projectTrust
+}
+
+// projectTrust is what the window's trust banner says of one project.
+type projectTrust struct {
+	id    int64
+	notes []string
 }
 
 // pending gathers events between two window updates.
 type pending struct {
 	states  map[string]bool
 	stats   map[string]session.Stats
+	changes map[string]workspace.Changes // the live changes last reported
 	removed map[string]bool
 	tick    bool
 	resync  bool
+	trust   bool // reread the projects' repository settings
 }
 
 func newPending() *pending {
-	return &pending{states: map[string]bool{}, stats: map[string]session.Stats{}, removed: map[string]bool{}}
+	return &pending{states: map[string]bool{}, stats: map[string]session.Stats{}, changes: map[string]workspace.Changes{}, removed: map[string]bool{}}
 }
 
 func (p *pending) empty() bool {
-	return len(p.states) == 0 && len(p.stats) == 0 && len(p.removed) == 0 && !p.tick && !p.resync
+	return len(p.states) == 0 && len(p.stats) == 0 && len(p.changes) == 0 && len(p.removed) == 0 && !p.tick && !p.resync && !p.trust
 }
 
 // add notes ev; it reports whether the window needs an update for it
@@ -196,10 +237,15 @@ func (p *pending) add(ev session.Event) bool {
 		if ev.Stats != nil {
 			p.stats[ev.Session] = *ev.Stats
 		}
+	case session.EventChanges:
+		if ev.Changes != nil {
+			p.changes[ev.Session] = *ev.Changes
+		}
 	case session.EventRemoved:
 		p.removed[ev.Session] = true
 		delete(p.states, ev.Session)
 		delete(p.stats, ev.Session)
+		delete(p.changes, ev.Session)
 	default:
 		return false
 	}
@@ -209,12 +255,22 @@ func (p *pending) add(ev session.Event) bool {
 // take turns what was gathered into an update, reading the records of
 // sessions whose state changed, and starts gathering anew.
 func (p *pending) take(ctx context.Context, b session.Service) mainUpdate {
-	up := mainUpdate{tick: p.tick, stats: p.stats}
+	up := mainUpdate{tick: p.tick, stats: p.stats, changes: p.changes}
 	if p.resync {
 		ps, perr := b.Projects(ctx)
 		ss, serr := b.List(ctx)
 		if perr == nil && serr == nil {
 			up.all, up.projects, up.sessions = true, ps, ss
+		}
+		if perr == nil && p.trust {
+			up.trusted = true
+			for _, pr := range ps {
+				if rev, err := b.RepoTrust(ctx, pr.Path); err == nil {
+					if notes := rev.Attention(); len(notes) > 0 {
+						up.trust = append(up.trust, projectTrust{id: pr.ID, notes: notes})
+					}
+				}
+			}
 		}
 	}
 	for id := range p.states {
@@ -240,7 +296,7 @@ func (mw *mainWindow) follow(ctx context.Context) {
 	u := mw.u
 	events := u.Backend.Subscribe(ctx, "")
 	p := newPending()
-	p.resync = true
+	p.resync, p.trust = true, true
 	flush := time.NewTimer(0)
 	armed := true
 	arm := func() {
@@ -251,7 +307,7 @@ func (mw *mainWindow) follow(ctx context.Context) {
 	}
 	second := time.NewTicker(time.Second)
 	defer second.Stop()
-	lastSync := time.Now()
+	lastSync, lastTrust := time.Now(), time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -269,9 +325,12 @@ func (mw *mainWindow) follow(ctx context.Context) {
 			if now.Sub(lastSync) >= resyncEvery {
 				p.resync, lastSync = true, now
 			}
+			if now.Sub(lastTrust) >= trustEvery {
+				p.resync, p.trust, lastTrust = true, true, now
+			}
 			arm()
 		case <-mw.reloadC:
-			p.resync = true
+			p.resync, p.trust = true, true
 			arm()
 		case <-flush.C:
 			armed = false
@@ -320,6 +379,7 @@ func (mw *mainWindow) apply(up mainUpdate, now time.Time) {
 		}
 	}
 	dirty := map[*sessionRow]bool{}
+	var asked []*sessionRow // rows whose record came: their saved stat may be new
 	for _, s := range up.changed {
 		r, ok := mw.byID[s.ID]
 		if !ok {
@@ -330,9 +390,21 @@ func (mw *mainWindow) apply(up mainUpdate, now time.Time) {
 		}
 		if !session.Live(s.State) {
 			r.stats = nil
+			if r.diff.live {
+				r.diff = diffView{}
+			}
 		}
 		r.s = s
 		dirty[r] = true
+		asked = append(asked, r)
+	}
+	for id, ch := range up.changes {
+		if r, ok := mw.byID[id]; ok && session.Live(r.s.State) {
+			if d, ok := liveDiff(ch); ok {
+				r.diff = d
+				dirty[r] = true
+			}
+		}
 	}
 	for id, st := range up.stats {
 		if r, ok := mw.byID[id]; ok && session.Live(r.s.State) {
@@ -360,7 +432,7 @@ func (mw *mainWindow) apply(up mainUpdate, now time.Time) {
 		if !dirty[r] && !reshaped {
 			continue
 		}
-		if c := cellsFor(r.s, r.stats, names[r.s.ProjectID], now); c != r.cells {
+		if c := cellsFor(r.s, r.stats, r.diff, names[r.s.ProjectID], now); c != r.cells {
 			r.cells, redraw = c, true
 		}
 	}
@@ -370,9 +442,28 @@ func (mw *mainWindow) apply(up mainUpdate, now time.Time) {
 	if redraw {
 		mw.sessionList.Refresh()
 	}
+	mw.fetchDiffs(asked)
+	if up.trusted {
+		mw.showTrust(up.trust)
+	}
 	mw.updateCounts()
 	mw.loaded = true
 	mw.showState()
+}
+
+// redrawRow renders one row again, refreshing the list when its texts
+// changed.
+func (mw *mainWindow) redrawRow(r *sessionRow, now time.Time) {
+	project := ""
+	for _, p := range mw.projects {
+		if p.ID == r.s.ProjectID {
+			project = p.Name
+		}
+	}
+	if c := cellsFor(r.s, r.stats, r.diff, project, now); c != r.cells {
+		r.cells = c
+		mw.sessionList.Refresh()
+	}
 }
 
 // setProjects replaces the projects; rows that did not change ignore

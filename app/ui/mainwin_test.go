@@ -282,18 +282,23 @@ func TestCellsFor(t *testing.T) {
 	}{
 		{"waiting", store.Session{ID: "a", State: "running", Activity: "waiting", Branch: "sandbar/a", Started: now.Add(-90 * time.Second)},
 			&session.Stats{CPU: 12.4, MemUsed: 512 << 20, MemTotal: 2 << 30},
-			sessionCells{title: "Session a", project: "p", branch: "sandbar/a", state: "waiting for you", uptime: "1m 30s", cpu: "12%", mem: "512.0 MiB / 2.0 GiB",
-				canStop: true, canMerge: true}},
+			sessionCells{title: "Session a", project: "p", branch: "sandbar/a", state: "waiting for you", uptime: "up 1m 30s", cpu: "12%", mem: "512.0 MiB / 2.0 GiB",
+				changes: "…", merged: "not merged", age: "—", canStop: true, canMerge: true}},
 		{"failed", store.Session{Title: "Break it", State: "failed", Reason: "agent exited with code 3", ExitCode: &code, Started: now.Add(-2 * time.Hour), Ended: now.Add(-time.Hour)},
-			&session.Stats{CPU: 50}, sessionCells{title: "Break it", project: "p", detail: "the agent quit with error code 3", canMerge: true, state: "failed", uptime: "1h 00m", cpu: "—", mem: "—"}},
-		{"finished", store.Session{Prompt: "Tidy up", State: "stopped", Reason: "agent finished", ExitCode: new(int)}, nil,
-			sessionCells{title: "Tidy up", project: "p", canMerge: true, state: "finished", uptime: "—", cpu: "—", mem: "—"}},
-		{"stopped by the person", store.Session{Prompt: "Tidy up", State: "stopped", Reason: session.ReasonStoppedByUser, ExitCode: &sigterm}, nil,
-			sessionCells{title: "Tidy up", project: "p", canMerge: true, state: "stopped by you", uptime: "—", cpu: "—", mem: "—"}},
+			&session.Stats{CPU: 50}, sessionCells{title: "Break it", project: "p", detail: "the agent quit with error code 3", canMerge: true, state: "failed", uptime: "ran 1h 00m", cpu: "—", mem: "—",
+				changes: "…", merged: "not merged", age: "—"}},
+		{"finished", store.Session{Prompt: "Tidy up", State: "stopped", Reason: "agent finished", ExitCode: new(int), Created: now.Add(-3 * time.Hour),
+			Merged: store.Merge{Into: "main", Commit: "1a2b3c4d5e"}}, nil,
+			sessionCells{title: "Tidy up", project: "p", canMerge: true, state: "finished", cpu: "—", mem: "—",
+				changes: "…", merged: "merged into main", age: "3 h ago"}},
+		{"stopped by the person", store.Session{Prompt: "Tidy up", State: "stopped", Reason: session.ReasonStoppedByUser, ExitCode: &sigterm, Created: now.Add(-5 * time.Minute),
+			Merged: store.Merge{Into: "sandbar/tidy", Branch: true, Commit: "1a2b3c4d5e"}}, nil,
+			sessionCells{title: "Tidy up", project: "p", canMerge: true, state: "stopped by you", cpu: "—", mem: "—",
+				changes: "…", merged: "branch sandbar/tidy created", age: "5 min ago"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := cellsFor(tt.s, tt.stats, "p", now)
+			got := cellsFor(tt.s, tt.stats, diffView{}, "p", now)
 			got.stateImp = 0
 			if got != tt.want {
 				t.Errorf("cellsFor = %+v\nwant       %+v", got, tt.want)

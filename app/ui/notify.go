@@ -17,6 +17,8 @@ const (
 	noticeWaiting         // the agent finished a turn and waits for input
 	noticeFinished        // the agent exited 0 on its own
 	noticeFailed
+	noticeNotSaved // stopped, and its work could not be saved
+	noticePaused   // its VM paused: the disk holding Sandbar's data is full
 )
 
 // noticeFor says what a state event asks of the person.
@@ -26,10 +28,16 @@ func noticeFor(ev session.Event) notice {
 	}
 	switch ev.State {
 	case session.StateRunning:
-		if ev.Activity == session.ActivityWaiting {
+		switch ev.Activity {
+		case session.ActivityWaiting:
 			return noticeWaiting
+		case session.ActivityPaused:
+			return noticePaused
 		}
 	case session.StateStopped:
+		if _, ok := session.NotSaved(ev.Reason); ok {
+			return noticeNotSaved // also after a stop the person asked for
+		}
 		if session.StoppedByPerson(ev.Reason) {
 			return noticeNone // nobody needs to be told what they just did
 		}
@@ -103,6 +111,14 @@ func notification(n notice, id, title, where, reason string) *sessionNote {
 		if first = strings.TrimSpace(first); first != "" {
 			note.Title += ": " + clipTitle(first, noteReason)
 		}
+	case noticePaused:
+		// "paused: the disk holding Sandbar's data is full (12 MB free)":
+		// told once, however the free space it says changes.
+		note.Title = title + " — " + clipTitle(reason, noteReason)
+	case noticeNotSaved:
+		why, _ := session.NotSaved(reason)
+		first, _, _ := strings.Cut(strings.TrimSpace(why), "\n")
+		note.Title = title + " — stopped, work not saved: " + clipTitle(first, noteReason)
 	default:
 		return nil
 	}

@@ -55,6 +55,17 @@ func TestTransitions(t *testing.T) {
 			{state(session.StateStopping, "", "stopped by the user", nil), noticeNone, false},
 			{state(session.StateStopped, "", "stopped by the user", trayExitCode(0)), noticeNone, false},
 		}},
+		{"a stop that could not save is news, even one the person asked for", []step{
+			{state(session.StateRunning, session.ActivityWorking, "working", nil), noticeNone, true},
+			{state(session.StateStopping, "", "stopped by the user", nil), noticeNone, false},
+			{state(session.StateStopped, "", session.ReasonNotSaved+"git in the VM exited 128", trayExitCode(143)), noticeNotSaved, true},
+		}},
+		{"a pause on a full disk is news once, however its free space changes", []step{
+			{state(session.StateRunning, session.ActivityWorking, "working", nil), noticeNone, true},
+			{state(session.StateRunning, session.ActivityPaused, "paused: the disk holding Sandbar's data is full (16 MB free)", nil), noticePaused, true},
+			{state(session.StateRunning, session.ActivityPaused, "paused: the disk holding Sandbar's data is full (9 MB free)", nil), noticePaused, false},
+			{state(session.StateRunning, session.ActivityWorking, "working", nil), noticeNone, true},
+		}},
 		{"quit is no news", []step{
 			{state(session.StateStopped, "", "Sandbar quit", trayExitCode(0)), noticeNone, true},
 		}},
@@ -94,6 +105,8 @@ func TestNotificationText(t *testing.T) {
 		{noticeFailed, "the API key was refused", "Fix the login bug — failed: the API key was refused", "app · sandbar/1"},
 		{noticeFailed, "the VM stopped unexpectedly\nlast console lines:\npanic", "Fix the login bug — failed: the VM stopped unexpectedly", "app · sandbar/1"},
 		{noticeFailed, "", "Fix the login bug — failed", "app · sandbar/1"},
+		{noticeNotSaved, "the save in the VM made no progress for 1m30s", "Fix the login bug — stopped, work not saved: the save in the VM made no progress for 1m30s", "app · sandbar/1"},
+		{noticePaused, "paused: the disk holding Sandbar's data is full (16 MB free)", "Fix the login bug — paused: the disk holding Sandbar's data is full (16 MB free)", "app · sandbar/1"},
 		{noticeFailed, strings.Repeat("x", 300), "Fix the login bug — failed: " + strings.Repeat("x", 99) + "…", "app · sandbar/1"},
 	}
 	for _, tc := range tests {

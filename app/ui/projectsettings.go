@@ -45,6 +45,9 @@ type projectSettingsWindow struct {
 	loaded        bool
 
 	rules *rulesEditor
+	trust *trustPane
+	// wantTrust opens the Trust tab once it is there.
+	wantTrust bool
 }
 
 // ShowProjectSettings shows the settings of the project whose id is id.
@@ -118,6 +121,14 @@ func (w *projectSettingsWindow) load() {
 					nil, nil, nil, w.rules.content)))
 				w.rules.load()
 			}
+			if w.trust == nil {
+				w.trust = newTrustPane(u, p.Path, p.Name)
+				w.tabs.Append(container.NewTabItemWithIcon(tabTrust, theme.ConfirmIcon(), w.trust.box))
+				if w.wantTrust {
+					w.tabs.SelectIndex(len(w.tabs.Items) - 1)
+				}
+			}
+			w.trust.load()
 			w.setSecrets(names, brokers, listed)
 		})
 	})

@@ -21,9 +21,11 @@ import (
 // rowActions are the buttons at the end of a session's row in the
 // Sandbar window: Open, Stop, Merge and Delete, for the session the row
 // shows now (id: a list reuses its rows for other sessions). They are
-// icons: words would leave the title no room in a window of 760 points.
-// Each says what it does in the row's second line while the pointer is
-// over it (hintButton).
+// icons: words beside state, changes, age, uptime, CPU and memory would
+// leave the title no room at 1280 points. Fyne 2.8 has no tooltips, so
+// each says what it does in the row's second line while the pointer is
+// over it (hintButton). They are always there, enabled or not, so that
+// none moves when the state changes (TestSessionRowButtonsStayPut).
 type rowActions struct {
 	mw                     *mainWindow
 	id                     func() string
@@ -151,7 +153,11 @@ func (mw *mainWindow) stopSession(id string) {
 	mw.u.background(func(ctx context.Context) {
 		_, err := mw.u.Backend.Stop(ctx, id)
 		mw.u.post(func() {
-			if err != nil {
+			switch {
+			case errors.Is(err, session.ErrNotSaved):
+				mw.banner.show(bannerError, fmt.Sprintf("Stopped “%s”, but %s", title, sentence(err.Error())))
+				return
+			case err != nil:
 				mw.banner.show(bannerError, fmt.Sprintf("Could not stop “%s”: %s", title, sentence(err.Error())))
 				return
 			}

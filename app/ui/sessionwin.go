@@ -16,6 +16,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"sandbar/app/readable"
 	"sandbar/app/session"
 	"sandbar/app/store"
 	sbwidget "sandbar/app/ui/widget"
@@ -70,7 +71,7 @@ func (u *UI) showSession(id string) *sessionWindow {
 		return nil
 	}
 	w := buildSessionWindow(u, s, p, agentLog)
-	u.frameWindow(w.win, winSession, fyne.NewSize(980, 720))
+	u.frameWindow(w.win, winSession, fyne.NewSize(1100, 740))
 	if u.sessionWins == nil {
 		u.sessionWins = map[string]*sessionWindow{}
 	}
@@ -107,6 +108,8 @@ type sessionWindow struct {
 	uptime  *widget.Label
 	stop    *widget.Button
 	restart *widget.Button
+	// resume shows while the session's VM is paused on a full disk.
+	resume  *widget.Button
 	merge   *widget.Button
 	del     *widget.Button
 	openers []*openerButton
@@ -135,7 +138,8 @@ type sessionWindow struct {
 	notice        *noticeBar
 
 	tabs       *container.AppTabs
-	logs       *sbwidget.LogView
+	logs       *sbwidget.LogView // the raw log; logTab holds it and, for Claude Code, a readable one
+	logTab     *logTab
 	transcript *sbwidget.TranscriptView
 	changes    *changesPanel
 	exec       *execConsole
@@ -147,6 +151,14 @@ type sessionWindow struct {
 	chatNote *widget.Label
 	chatBusy bool
 	stopping bool // a Stop is in flight
+
+	interrupt    *widget.Button
+	interrupting bool // an Interrupt is in flight
+
+	sync       *syncAction    // Sync with the person's branch (sessionwin_sync.go)
+	commitNow  *widget.Button // see sessionwin_commit.go
+	committing bool           // a Commit now is in flight
+	mergeStash bool           // the merge in flight stashes (Stash, merge, unstash)
 }
 
 func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string) *sessionWindow {
@@ -174,9 +186,15 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 	w.state.Truncation = fyne.TextTruncateEllipsis
 	w.uptime = widget.NewLabel("")
 	w.uptime.Importance = widget.LowImportance
+	w.interrupt = widget.NewButtonWithIcon("Interrupt", theme.MediaPauseIcon(), w.doInterrupt)
 	w.stop = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), w.doStop)
 	w.restart = widget.NewButtonWithIcon("Restart", theme.MediaReplayIcon(), w.doRestart)
+	w.resume = widget.NewButtonWithIcon("Resume", theme.MediaPlayIcon(), w.doResume)
+	w.resume.Importance = widget.HighImportance
+	w.resume.Hide()
 	w.buildMergeActions()
+	w.buildSyncAction()
+	w.buildCommitAction()
 	w.del = widget.NewButtonWithIcon("Delete", theme.DeleteIcon(), func() { w.doDelete(false) })
 	w.del.Importance = widget.DangerImportance
 	w.notice = newNoticeBar()
@@ -186,11 +204,16 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 	// The state's reason can be long: it truncates, in the room the
 	// dot and the uptime leave it.
 	stateLine := container.NewBorder(nil, nil, container.NewCenter(dotBox), w.uptime, w.state)
-	actions := container.NewHBox(w.stop, w.restart, w.branch, w.merge, w.del)
+	// Every action is always there, enabled or not, so none moves when
+	// the state changes.
+	// They have a row of their own, the VM's on the left and the work's
+	// on the right: beside the state they left it a third of the width.
+	actions := container.NewBorder(nil, nil,
+		container.NewHBox(w.interrupt, w.resume, w.stop, w.restart),
+		container.NewHBox(w.commitNow, w.sync.btn, w.branch, w.merge, w.del))
 	// The title has the window's width: beside the actions it was cut
 	// to a few letters.
-	head := container.NewVBox(w.title.content,
-		container.NewBorder(nil, nil, nil, container.NewCenter(actions), container.NewVBox(w.where, stateLine, w.mergeNote)))
+	head := container.NewVBox(w.title.content, w.where, stateLine, w.mergeNote, actions)
 
 	w.openMsg = widget.NewLabel("")
 	w.openMsg.Importance = widget.LowImportance
@@ -230,6 +253,7 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 			w.logs.OnOpenOlder = func() { w.launch(o) }
 		}
 	}
+	w.logTab = newLogTab(w.logs, readable.Claude(s.Agent), hint)
 	w.transcript = sbwidget.NewTranscriptView()
 	if s.Agent.Kind != "claude" {
 		w.transcript.SetEmptyText("This session runs a custom agent (" + s.Agent.Command + "), which keeps no transcript: its output is in the Log tab.")
@@ -243,7 +267,7 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 	w.net = newNetPanel(w)
 	w.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon(tabTranscript, theme.DocumentIcon(), sbwidget.Fit(w.transcript)),
-		container.NewTabItemWithIcon(tabLog, theme.ListIcon(), sbwidget.Fit(w.logs)),
+		container.NewTabItemWithIcon(tabLog, theme.ListIcon(), sbwidget.Fit(w.logTab.content)),
 		container.NewTabItemWithIcon(tabChanges, theme.DocumentCreateIcon(), sbwidget.Fit(w.changes.content)),
 		container.NewTabItemWithIcon(tabExec, theme.ComputerIcon(), sbwidget.Fit(w.exec.content)),
 		container.NewTabItemWithIcon(tabNetwork, theme.UploadIcon(), sbwidget.Fit(w.net.content)),
@@ -295,7 +319,7 @@ func (w *sessionWindow) close() {
 		delete(w.u.sessionWins, w.id)
 	}
 	w.cancel()
-	w.logs.Close()
+	w.logTab.close()
 	w.exec.close()
 }
 
@@ -346,9 +370,15 @@ func (w *sessionWindow) applySession(s store.Session) {
 
 	live := session.Live(s.State)
 	setEnabled(w.stop, live && s.State != session.StateStopping)
+	setEnabled(w.interrupt, canInterrupt(s) && !w.interrupting && !w.gone)
 	// A stop is done when Stop returns, a moment after the state says
 	// stopped: restarting before would be refused.
 	setEnabled(w.restart, !live && !w.stopping)
+	if s.State == session.StateRunning && s.Activity == session.ActivityPaused {
+		w.resume.Show()
+	} else {
+		w.resume.Hide()
+	}
 	w.showMergeTarget()
 	w.res.setSession(s)
 	w.exec.setRunning(s.State == session.StateRunning)
@@ -403,10 +433,11 @@ func (w *sessionWindow) showUptime() {
 func (w *sessionWindow) removed() {
 	w.gone = true
 	w.trashedNotice()
-	for _, b := range []*widget.Button{w.stop, w.restart, w.branch, w.merge, w.del, w.chatSend, w.title.rename} {
+	for _, b := range []*widget.Button{w.interrupt, w.resume, w.stop, w.restart, w.branch, w.merge, w.del, w.chatSend, w.title.rename} {
 		b.Disable()
 	}
 	w.chat.Disable()
+	w.showSync()
 	for _, o := range w.openers {
 		o.btn.Disable()
 	}

@@ -9,6 +9,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"sandbar/app/session"
+	"sandbar/app/store"
 	"sandbar/app/workspace"
 )
 
@@ -22,23 +23,85 @@ func (w *sessionWindow) doStop() {
 		s, err := w.u.Backend.Stop(ctx, w.id)
 		w.ui(func() {
 			w.stopping = false
-			if err != nil {
+			switch {
+			case errors.Is(err, session.ErrNotSaved):
+				// Stopped, but the work is still only in its clone.
+				w.notice.show(widget.DangerImportance, "Stopped, but "+err.Error())
+				if s.ID == "" {
+					s = w.sess
+				}
+			case err != nil:
 				w.notice.show(widget.DangerImportance, "Could not stop the session: "+err.Error())
 				w.applySession(w.sess)
 				return
+			default:
+				w.notice.hideIf(n)
 			}
-			w.notice.hideIf(n)
 			w.applySession(s)
 		})
 	})
 }
 
-func (w *sessionWindow) doRestart() {
+// doResume runs a VM paused on a full disk again, at once: where the
+// disk is still full it pauses again, and the header says so.
+func (w *sessionWindow) doResume() {
+	w.resume.Disable()
+	w.spawn(func(ctx context.Context) {
+		_, err := w.u.Backend.Resume(ctx, w.id)
+		w.ui(func() {
+			w.resume.Enable()
+			if err != nil {
+				w.notice.show(widget.DangerImportance, "Could not resume the session: "+err.Error())
+			}
+		})
+	})
+}
+
+// canInterrupt says whether the session's agent has a turn to end: it
+// runs and is not waiting for a message already.
+func canInterrupt(s store.Session) bool {
+	return s.State == session.StateRunning && s.Activity != session.ActivityWaiting
+}
+
+// doInterrupt ends the agent's turn; the VM and the agent run on, and
+// the session waits for a message.
+func (w *sessionWindow) doInterrupt() {
+	w.interrupting = true
+	w.interrupt.Disable()
+	w.spawn(func(ctx context.Context) {
+		err := w.u.Backend.Interrupt(ctx, w.id)
+		w.ui(func() {
+			w.interrupting = false
+			if err != nil {
+				w.notice.show(widget.DangerImportance, "Could not interrupt the agent: "+err.Error())
+			}
+			w.applySession(w.sess)
+		})
+	})
+}
+
+func (w *sessionWindow) doRestart() { w.restartFrom(false) }
+
+// restartFrom restarts the session; fromSaved continues from its saved
+// work in a new clone, the choice offered when its disk is gone.
+func (w *sessionWindow) restartFrom(fromSaved bool) {
 	w.restart.Disable()
 	n := w.notice.show(widget.MediumImportance, "Restarting…")
 	w.spawn(func(ctx context.Context) {
-		s, err := w.u.Backend.Restart(ctx, w.id)
+		restart := w.u.Backend.Restart
+		if fromSaved {
+			restart = w.u.Backend.RestartFromSaved
+		}
+		s, err := restart(ctx, w.id)
 		w.ui(func() {
+			if errors.Is(err, session.ErrScratchGone) {
+				w.notice.show(widget.WarningImportance, "This session's disk is gone, so it cannot go on where it was. Continue from its last saved work in a new clone, or delete the session.",
+					noticeAction{"Continue from saved work", widget.HighImportance, func() { w.restartFrom(true) }},
+					noticeAction{"Delete", widget.DangerImportance, func() { w.doDelete(false) }},
+					noticeAction{"Cancel", widget.MediumImportance, w.notice.hide})
+				w.applySession(w.sess)
+				return
+			}
 			if err != nil {
 				w.notice.show(widget.DangerImportance, "Could not restart the session: "+err.Error())
 				w.applySession(w.sess)

@@ -79,6 +79,11 @@ func (w *sessionWindow) events(ctx context.Context) {
 				}
 			case session.EventNet, session.EventPorts, session.EventDropped:
 				w.net.event(ev)
+			case session.EventLive:
+				if ev.Live != nil {
+					l := *ev.Live
+					w.ui(func() { w.logTab.setLive(l) })
+				}
 			case session.EventRemoved:
 				w.ui(w.removed)
 			}
@@ -101,7 +106,14 @@ func (w *sessionWindow) clock(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			w.ui(w.showUptime)
+			w.ui(func() {
+				w.showUptime()
+				if w.sess.State == session.StateRunning {
+					w.transcript.Tick(time.Now())
+				} else {
+					w.transcript.EndTools()
+				}
+			})
 			// The repository moves on its own (a commit, a branch made
 			// or deleted there): what the merge actions would do is
 			// read again now and then, as no event says so.

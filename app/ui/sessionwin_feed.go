@@ -37,7 +37,11 @@ func (f *logFeed) load(ctx context.Context) {
 		if err != nil || len(lines) == 0 {
 			return
 		}
-		f.w.logs.Append(logLines(lines...)...)
+		if f.last == 0 && lines[0].Seq > 1 {
+			// The store dropped the oldest lines (its caps).
+			f.w.logTab.setTrimmed()
+		}
+		f.w.logTab.append(lines...)
 		f.last = lines[len(lines)-1].Seq
 		if len(lines) < page {
 			return
@@ -49,7 +53,7 @@ func (f *logFeed) live(l store.LogLine) {
 	switch {
 	case l.Seq <= f.last:
 	case f.joined || l.Seq == f.last+1 && len(f.held) == 0:
-		f.w.logs.Append(logLines(l)...)
+		f.w.logTab.append(l)
 		f.last = l.Seq
 	default:
 		f.held = append(f.held, l)
@@ -85,7 +89,7 @@ func (f *logFeed) release() {
 	if len(f.held) == 0 {
 		return
 	}
-	f.w.logs.Append(logLines(f.held...)...)
+	f.w.logTab.append(f.held...)
 	f.last = f.held[len(f.held)-1].Seq
 	f.held = nil
 }

@@ -67,11 +67,13 @@ func (w *sessionWindow) refreshMerge(ctx context.Context) {
 func (w *sessionWindow) showMergeTarget() {
 	t, s := w.target, w.sess
 	w.merge.SetText(mergeIntoLabel(t.Into))
+	w.showSync()
 	can := !w.gone && !w.merging && s.State != session.StateProvisioning && t.Nothing == ""
 	setEnabled(w.branch, can && t.BranchDone == "")
 	// Until MergeTarget answers (Branch is ""), Merge into is on: it
 	// merges into whatever branch is checked out, or says why not.
 	setEnabled(w.merge, can && t.IntoDone == "" && (t.Into != "" || t.Branch == ""))
+	w.showCommit()
 	note := w.tildeRepo(mergeNote(t, s))
 	w.mergeNote.SetText(note)
 	if note == "" {
@@ -116,7 +118,7 @@ func mergeNote(t session.MergeTarget, s store.Session) string {
 // says, and says what it did; a diverged branch is offered a forced
 // merge, a conflict the branch instead.
 func (w *sessionWindow) doMerge(o session.MergeOptions) {
-	w.merging = true
+	w.merging, w.mergeStash = true, o.Stash
 	w.showMergeTarget()
 	repo := tildePath(w.project.Path, w.u.Home)
 	what := "Creating branch " + w.sess.Branch + " in " + repo + "…"
@@ -141,6 +143,13 @@ func (w *sessionWindow) doMerge(o session.MergeOptions) {
 				w.notice.show(widget.WarningImportance, "Not merged: "+w.tildeRepo(err.Error())+".",
 					noticeAction{"Create branch " + w.sess.Branch, widget.HighImportance, func() { w.doMerge(session.MergeOptions{}) }},
 					noticeAction{"Cancel", widget.MediumImportance, w.notice.hide})
+			case errors.Is(err, workspace.ErrNothingToMerge) && live && w.canCommit():
+				w.offerCommit(err)
+			case errors.Is(err, workspace.ErrStashable):
+				w.offerStash(o, err)
+			case errors.Is(err, workspace.ErrSteering):
+				w.notice.hide()
+				w.confirmSteering(err)
 			case errors.Is(err, workspace.ErrNothingToMerge), errors.Is(err, workspace.ErrDirtyTree), errors.Is(err, workspace.ErrNoBranch):
 				w.notice.show(widget.WarningImportance, "Not merged: "+w.tildeRepo(err.Error())+".")
 			case err != nil:
@@ -162,7 +171,7 @@ func (w *sessionWindow) tildeRepo(text string) string {
 }
 
 func mergeImportance(r workspace.MergeResult) widget.Importance {
-	if len(r.Uncommitted) > 0 {
+	if len(r.Uncommitted) > 0 || r.StashKept != "" {
 		return widget.WarningImportance
 	}
 	return widget.SuccessImportance
@@ -192,13 +201,25 @@ func mergeMessage(branch, repo string, r workspace.MergeResult, live bool) strin
 		fmt.Fprintf(&b, "\nNot brought into the repository's copies (the session's commits there stay in the session): %s.",
 			listSome(r.SkippedSubmodules, 4))
 	}
+	if n := len(r.Steering); n > 0 {
+		names := make([]string, n)
+		for i, f := range r.Steering {
+			names[i] = displayLine(f.Path)
+			if f.NeedsTrust {
+				names[i] += " (will need your trust again before Sandbar uses it)"
+			}
+		}
+		fmt.Fprintf(&b, "\nIt changes %d %s that steer tools on your machine: %s. The Changes tab shows their diffs.",
+			n, pluralWord(n, "file", "files"), listSome(names, 8))
+	}
 	if n := len(r.Uncommitted); n > 0 {
-		then := "Ask the agent to commit, then merge again."
+		then := "Press Commit now (or ask the agent to commit), then merge again."
 		if !live {
 			then = "Committing the work a session leaves is off in Settings: restart the session and ask the agent to commit them."
 		}
 		fmt.Fprintf(&b, "\n%d %s not committed in the session, so not merged: %s. %s",
 			n, pluralWord(n, "file was", "files were"), listSome(r.Uncommitted, 8), then)
 	}
+	b.WriteString(stashNote(r))
 	return b.String()
 }

@@ -35,7 +35,7 @@ func TestMergeMessage(t *testing.T) {
 		{"skipped submodule", workspace.MergeResult{Created: true, Commit: "0123456789abcdef", SkippedSubmodules: []string{"out/vendor: not a submodule of /r"}},
 			[]string{"Not brought into the repository's copies", "out/vendor: not a submodule of /r"}, widget.SuccessImportance},
 		{"uncommitted", workspace.MergeResult{Commit: "0123456789abcdef", Uncommitted: []string{"a.go"}},
-			[]string{"already at 0123456", "1 file was not committed in the session, so not merged: a.go. Ask the agent to commit"}, widget.WarningImportance},
+			[]string{"already at 0123456", "1 file was not committed in the session, so not merged: a.go. Press Commit now (or ask the agent to commit)"}, widget.WarningImportance},
 	} {
 		got := mergeMessage("sandbar/x", "/r", c.res, true)
 		for _, w := range c.want {

@@ -347,7 +347,11 @@ func (p *netPanel) refreshList() {
 // showDetail shows one denial in full below the list.
 func (p *netPanel) showDetail(r *deniedRow) {
 	a := r.a
-	text := fmt.Sprintf("%s (%s): denied %s, first at %s. Why: %s", destText(a), a.Proto, strings.TrimPrefix(timesText(a), "once · "),
+	verb := "denied"
+	if a.Proto == session.ProtoWrite {
+		verb = "a write refused"
+	}
+	text := fmt.Sprintf("%s (%s): %s %s, first at %s. Why: %s", destText(a), a.Proto, verb, strings.TrimPrefix(timesText(a), "once · "),
 		a.First.Local().Format("15:04:05"), sbwidget.ClipRunes(displayLine(a.Reason), 600))
 	if !strings.HasSuffix(text, ".") {
 		text += "."
@@ -355,7 +359,9 @@ func (p *netPanel) showDetail(r *deniedRow) {
 	if a.Addr != "" && a.Addr != a.Host {
 		text += " It resolved to " + a.Addr + "."
 	}
-	if rule := allowRule(a, policy.SourceSession); rule.Action != "" {
+	if session.ProxyRefused(a) {
+		text += " Sandbar's rules allow it; this machine's proxy refused it, so Allow changes nothing."
+	} else if rule := allowRule(a, policy.SourceSession); rule.Action != "" {
 		text += " Allow adds “" + rule.String() + "” to the session's rules, or to the project's."
 	}
 	p.detail.SetText(text)
@@ -370,6 +376,11 @@ func (p *netPanel) allow(r *deniedRow, scope session.NetScope) {
 	where := "this session"
 	if scope == session.ScopeProject {
 		where = "this project"
+	}
+	if session.ProxyRefused(r.a) {
+		r.note, r.noteImp = "Sandbar's rules already allow "+destText(r.a)+": this machine's proxy refused it, and no rule of Sandbar's changes that. Ask whoever runs the proxy.", widget.WarningImportance
+		p.list.Refresh()
+		return
 	}
 	rule := allowRule(r.a, policy.SourceSession)
 	if rule.Action == "" {

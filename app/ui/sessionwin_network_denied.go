@@ -26,8 +26,11 @@ func destText(a store.NetAttempt) string {
 		host = "[" + host + "]"
 	}
 	d := host + ":" + strconv.Itoa(a.Port)
-	if a.Proto == string(policy.UDP) {
+	switch a.Proto {
+	case string(policy.UDP):
 		d += "/udp"
+	case session.ProtoWrite:
+		d += " (write)"
 	}
 	return d
 }
@@ -35,6 +38,14 @@ func destText(a store.NetAttempt) string {
 // allowRule is the rule an Allow adds for a: the exact name (else the
 // address) with its port and protocol; Action "" when there is none.
 func allowRule(a store.NetAttempt, src policy.Source) policy.Rule {
+	if a.Proto == session.ProtoWrite {
+		// A write refused on a read-only connection: Allow writes.
+		r, err := session.WriteRule(a)
+		if err != nil {
+			return policy.Rule{}
+		}
+		return r
+	}
 	d := policy.Dest{Name: a.Host, Port: uint16(a.Port), Proto: policy.Proto(a.Proto)}
 	if a.Port <= 0 || a.Port > 65535 {
 		return policy.Rule{}
@@ -136,6 +147,13 @@ func (it *deniedItem) set(r *deniedRow) {
 	default:
 		it.reason.Importance = widget.MediumImportance
 		it.reason.SetText(sbwidget.ClipRunes(displayLine(a.Reason), 400))
+	}
+	if a.Proto == session.ProtoWrite {
+		it.forSession.SetText("Allow writes for this session")
+		it.forProject.SetText("Allow writes for this project")
+	} else {
+		it.forSession.SetText("Allow for this session")
+		it.forProject.SetText("Allow for this project")
 	}
 	done := !r.allowedAt.IsZero() || ok && reached.After(a.Last)
 	can := allowRule(a, policy.SourceSession).Action != ""

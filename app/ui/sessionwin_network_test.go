@@ -167,13 +167,18 @@ func TestSessionWindowPorts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line := fmt.Sprintf("localhost:%d ⟶ guest port 5173", p.Host)
+	// The session's own origin, not the person's localhost (issue 21).
+	url := fmt.Sprintf("http://%s.localhost:%d/", s.ID, p.Host)
+	if p.URL != url {
+		t.Errorf("the port's address is %q, want %q", p.URL, url)
+	}
+	line := url + " ⟶ guest port 5173"
 	h.q.WaitFor(t, 5*time.Second, "the published port listed", func() bool { return shows(w.win, line) })
 	if w.net.portsNote.Visible() {
 		t.Errorf("with a port the note still says %q", w.net.portsNote.Text)
 	}
 	test.Tap(buttonIn(t, w.net.portList, "Open"))
-	if want := fmt.Sprintf("xdg-open http://localhost:%d/", p.Host); len(launched) != 1 || !strings.HasSuffix(launched[0], want) {
+	if want := "xdg-open " + url; len(launched) != 1 || !strings.HasSuffix(launched[0], want) {
 		t.Errorf("Open launched %q, want %q", launched, want)
 	}
 	test.Tap(buttonIn(t, w.net.portList, "Unpublish"))

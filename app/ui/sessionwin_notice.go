@@ -30,7 +30,7 @@ func setEnabled(b *widget.Button, on bool) {
 func stateDotColor(state store.State, activity string) color.Color {
 	switch state {
 	case session.StateRunning:
-		if activity == session.ActivityWaiting || activity == session.ActivityRetrying {
+		if activity == session.ActivityWaiting || activity == session.ActivityRetrying || activity == session.ActivityPaused {
 			return theme.Color(theme.ColorNameWarning)
 		}
 		return theme.Color(theme.ColorNameSuccess)

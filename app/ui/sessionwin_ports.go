@@ -58,10 +58,21 @@ func (p *netPanel) portsPane() fyne.CanvasObject {
 		p.portsStatus, nil, nil, container.NewStack(p.portList, container.NewVBox(p.portsNote)))
 }
 
-// portText is a published port as the tab lists it. The arrow is U+27F6:
-// Fyne 2.8 draws U+2192 followed by a space as a replacement character.
+// portText is a published port as the tab lists it: the address Open
+// opens (an origin of the session's own, see netstack.Port.URL). The
+// arrow is U+27F6: Fyne 2.8 draws U+2192 followed by a space as a
+// replacement character.
 func portText(p netstack.Port) string {
-	return fmt.Sprintf("localhost:%d ⟶ guest port %d", p.Host, p.Guest)
+	return fmt.Sprintf("%s ⟶ guest port %d", portURL(p), p.Guest)
+}
+
+// portURL is where Open goes: the port's own origin, or (a port from an
+// engine older than origins) the loopback's address.
+func portURL(p netstack.Port) string {
+	if p.URL != "" {
+		return p.URL
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d/", p.Host)
 }
 
 // setSession follows the session's state: ports exist while it runs.
@@ -116,7 +127,7 @@ func (p *netPanel) setPortsNote() {
 
 // open opens a published port in the browser with the desktop's opener.
 func (p *netPanel) open(port netstack.Port) {
-	url := fmt.Sprintf("http://localhost:%d/", port.Host)
+	url := portURL(port)
 	o := urlOpener(url, p.look)
 	if o.missing != "" {
 		setStatus(p.portsStatus, widget.WarningImportance, "Cannot open "+url+": "+o.missing+". Open it in a browser.")

@@ -411,3 +411,61 @@ func TestSessionWindowChatErrorShowsInline(t *testing.T) {
 		t.Error("Send stays disabled after a failed send")
 	}
 }
+
+// TestSessionWindowInterrupt: Interrupt sends SIGINT to a custom agent's
+// process group; the tool it ran dies, the agent reads on, and the
+// header says it waits for a message. The header's buttons keep their
+// places through it.
+func TestSessionWindowInterrupt(t *testing.T) {
+	h := newSWHarness(t)
+	agent := `trap 'intr=1' INT; echo ready
+while :; do
+	if read -r l; then sh -c "$l"; echo "done: $?"
+	elif [ -n "$intr" ]; then intr= # dash's read ends on a trapped signal
+	else break; fi
+done`
+	s, _ := h.start(t, agent)
+	w := h.open(t, s.ID)
+	h.q.WaitFor(t, 30*time.Second, "the agent to run and Interrupt to be offered", func() bool {
+		return logHas(w.logs, "ready") && !w.interrupt.Disabled()
+	})
+	test.Type(w.chat, "echo tool-running; sleep 4243")
+	pressEnter(w.chat)
+	// The thin machine runs the real supervisor here: the sleep is a
+	// process of this machine. A shell defers SIGINT while it forks, so
+	// the interrupt waits for the sleep to run, as a person's would.
+	h.q.WaitFor(t, 30*time.Second, "the tool to run", func() bool {
+		return logHas(w.logs, "tool-running") && procRuns("sleep\x004243\x00")
+	})
+	before := w.stop.Position()
+	test.Tap(w.interrupt)
+	h.q.WaitFor(t, time.Minute, "the tool to die of SIGINT and the header to say interrupted", func() bool {
+		return logHas(w.logs, "done: 130") && strings.Contains(strings.ToLower(w.state.Text), "interrupted")
+	})
+	if !w.interrupt.Disabled() {
+		t.Error("waiting after the interrupt: Interrupt still enabled")
+	}
+	if w.stop.Disabled() || w.chat.Disabled() {
+		t.Error("after the interrupt the session should run on: Stop and chat enabled")
+	}
+	if after := w.stop.Position(); after != before {
+		t.Errorf("Stop moved from %v to %v", before, after)
+	}
+	test.Type(w.chat, "echo after-interrupt")
+	pressEnter(w.chat)
+	h.q.WaitFor(t, 30*time.Second, "the agent to take the next message", func() bool {
+		return logHas(w.logs, "after-interrupt") && !w.interrupt.Disabled()
+	})
+}
+
+// procRuns reports whether a process of this machine has the command
+// line cmdline (NUL-separated, as /proc shows it).
+func procRuns(cmdline string) bool {
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil && string(b) == cmdline {
+			return true
+		}
+	}
+	return false
+}

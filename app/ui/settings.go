@@ -8,6 +8,8 @@ import (
 
 	"sandbar/app/doctor"
 	"sandbar/app/imagebuild"
+	"sandbar/app/net/hosttrust"
+	"sandbar/app/session"
 	"sandbar/app/store"
 )
 
@@ -49,6 +51,10 @@ type SettingsBackend interface {
 	RebuildImage(ctx context.Context, progress func(stage string, frac float64)) error
 
 	DoctorChecks(ctx context.Context) []doctor.Check
+
+	// HostCerts are the certificates this machine trusts beyond the stock
+	// bundle, which sessions carry unless KeyHostCerts is off.
+	HostCerts(ctx context.Context) (hosttrust.Result, error)
 
 	// LaunchAtLogin says whether Sandbar starts at login, and whether
 	// Sandbar can change that itself (macOS: no, System Settings does).
@@ -99,6 +105,9 @@ type Prefs struct {
 	// login (~/.config/autostart); Executable is what they start.
 	AutostartDir string
 	Executable   string
+	// HostTrust finds the certificates this machine trusts beyond the
+	// stock bundle; nil: none.
+	HostTrust session.HostTrust
 }
 
 // NewPrefs returns Prefs of these parts, with the platform's places
@@ -181,6 +190,14 @@ func (p *Prefs) DoctorChecks(ctx context.Context) []doctor.Check {
 		return nil
 	}
 	return p.Doctor.Run(ctx)
+}
+
+// HostCerts implements SettingsBackend.
+func (p *Prefs) HostCerts(ctx context.Context) (hosttrust.Result, error) {
+	if p.HostTrust == nil {
+		return hosttrust.Result{}, nil
+	}
+	return p.HostTrust.Collect(ctx)
 }
 
 // LaunchAtLogin implements SettingsBackend.

@@ -12,8 +12,9 @@ import (
 )
 
 // networkTab is Settings → Network: the mode and rules of every session
-// (each project adds its own, in Project Settings) and whether the ports
-// a guest listens on are published on their own.
+// (each project adds its own, in Project Settings), whether the ports a
+// guest listens on are published on their own, and whether sessions trust
+// the certificates this machine trusts (settings_certs.go).
 func (w *settingsWindow) networkTab() fyne.CanvasObject {
 	w.netRules = newRulesEditor(w.u, session.ScopeSandbar, "", 0)
 	w.publish = widget.NewCheck("Publish the ports a session listens on at this machine's 127.0.0.1", func(on bool) {
@@ -26,13 +27,15 @@ func (w *settingsWindow) networkTab() fyne.CanvasObject {
 	top := note("Every session starts with no network but what these rules allow. A project's settings add to them (Project Settings, from its row in the Sandbar window), " +
 		"and so does a repository's .sandbar/network; Allow in a session's window adds for that session. Changes reach running sessions at once.")
 	bottom := container.NewVBox(widget.NewSeparator(), w.publish,
-		note("Off: only the ports you publish in a session's window are reachable from this machine."), w.publishStatus)
+		note("Off: only the ports you publish in a session's window are reachable from this machine."), w.publishStatus,
+		w.certsBox())
 	return container.NewBorder(top, bottom, nil, nil, w.netRules.content)
 }
 
-// loadNetwork reads the rules and the ports setting.
+// loadNetwork reads the rules, the ports setting and the certificates.
 func (w *settingsWindow) loadNetwork() {
 	w.netRules.load()
+	w.loadCerts()
 	s := w.u.Settings
 	if s == nil {
 		return

@@ -45,6 +45,7 @@ type settingsWindow struct {
 	netRules      *rulesEditor
 	publish       *widget.Check
 	publishStatus *widget.Label
+	certs         *certsSection
 
 	// Defaults. memory offers New Session's steps (newsession_memory.go)
 	// as memorySteps, in MiB.

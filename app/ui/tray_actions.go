@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -79,7 +80,12 @@ func (t *Tray) stop(id string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if _, err := t.u.Backend.Stop(ctx, id); err != nil {
+		_, err := t.u.Backend.Stop(ctx, id)
+		switch {
+		case errors.Is(err, session.ErrNotSaved):
+			// It stopped; the notification of its state says the work
+			// was not saved, and why.
+		case err != nil:
 			t.tell("Could not stop the session", err.Error())
 		}
 	}()

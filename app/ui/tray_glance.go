@@ -10,7 +10,7 @@ import (
 
 // trayGlance counts what the tray's tooltip says of the sessions.
 type trayGlance struct {
-	running, waiting, finished, failed int
+	running, waiting, paused, finished, failed int
 }
 
 // add counts s, whose notice (until the person looks) is n.
@@ -18,11 +18,13 @@ func (g *trayGlance) add(s store.Session, n notice) {
 	switch {
 	case session.Live(s.State) && s.State == session.StateRunning && s.Activity == session.ActivityWaiting:
 		g.waiting++
+	case s.State == session.StateRunning && s.Activity == session.ActivityPaused:
+		g.paused++
 	case session.Live(s.State):
 		g.running++
 	case n == noticeFinished:
 		g.finished++
-	case n == noticeFailed:
+	case n == noticeFailed, n == noticeNotSaved:
 		g.failed++
 	}
 }
@@ -36,6 +38,9 @@ func (g trayGlance) String() string {
 	}
 	if g.waiting > 0 {
 		parts = append(parts, fmt.Sprintf("%d waiting for you", g.waiting))
+	}
+	if g.paused > 0 {
+		parts = append(parts, fmt.Sprintf("%d paused (disk full)", g.paused))
 	}
 	if g.finished > 0 {
 		parts = append(parts, fmt.Sprintf("%d finished", g.finished))

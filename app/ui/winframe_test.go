@@ -53,8 +53,8 @@ func TestMainWindowRemembersItsSize(t *testing.T) {
 	h.u.sizeSaveDelay = 10 * time.Millisecond
 	h.addProject(t, "demo")
 	mw := h.mainWindow(t)
-	if got := mw.win.Canvas().Size(); got != fyne.NewSize(760, 560) {
-		t.Errorf("the Sandbar window opens at %v the first time, want 760×560", got)
+	if got := mw.win.Canvas().Size(); got != mainWindowSize() {
+		t.Errorf("the Sandbar window opens at %v the first time, want %v", got, mainWindowSize())
 	}
 	mw.win.Resize(fyne.NewSize(900, 640))
 	h.q.WaitFor(t, 5*time.Second, "the new size to be remembered", func() bool {

@@ -37,6 +37,9 @@ func sessionStatus(s store.Session) (state, detail string) {
 		case session.ActivityRetrying:
 			// "Can't reach the Anthropic API — retry 3/10"
 			return "retrying", detail
+		case session.ActivityPaused:
+			// "the disk holding Sandbar's data is full (12 MB free)"
+			return "paused", strings.TrimPrefix(detail, "paused: ")
 		case session.ActivityWorking:
 			if detail == session.ActivityWorking {
 				detail = ""
@@ -47,6 +50,9 @@ func sessionStatus(s store.Session) (state, detail string) {
 	case session.StateStopping:
 		return "stopping", plainReason(detail)
 	case session.StateStopped:
+		if why, ok := session.NotSaved(s.Reason); ok {
+			return "stopped — work not saved", why
+		}
 		switch s.Reason {
 		case session.ReasonStoppedByUser:
 			return "stopped by you", ""
@@ -116,7 +122,11 @@ func stateSentence(s store.Session) string {
 		return detail // it says it all: "Can't reach the Anthropic API — retry 3/10"
 	}
 	text := capitalize(state)
-	if detail != "" {
+	switch {
+	case detail == "":
+	case strings.Contains(state, " — "): // "Stopped — work not saved: why"
+		text += ": " + detail
+	default:
 		text += " — " + detail
 	}
 	return text

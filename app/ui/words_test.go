@@ -25,6 +25,7 @@ func TestSessionStatusPlainWords(t *testing.T) {
 		{"booting", store.Session{State: session.StateBooting}, "starting", "", "Starting"},
 		{"working", store.Session{State: session.StateRunning, Activity: session.ActivityWorking, Reason: "working"}, "working", "", "Working"},
 		{"waiting", store.Session{State: session.StateRunning, Activity: session.ActivityWaiting, Reason: "waiting for your message"}, "waiting for you", "", "Waiting for you"},
+		{"paused on a full disk", store.Session{State: session.StateRunning, Activity: session.ActivityPaused, Reason: "paused: the disk holding Sandbar's data is full (16 MB free)"}, "paused", "the disk holding Sandbar's data is full (16 MB free)", "Paused — the disk holding Sandbar's data is full (16 MB free)"},
 		{"waiting and idle", store.Session{State: session.StateRunning, Activity: session.ActivityWaiting, Reason: "idle for 5m0s"}, "waiting for you", "idle for 5m0s", "Waiting for you — idle for 5m0s"},
 		{"stopping on its own", store.Session{State: session.StateStopping, Reason: "agent exited; saving its work and shutting the VM down"}, "stopping", "the agent ended; saving its work and shutting the VM down", "Stopping — the agent ended; saving its work and shutting the VM down"},
 		{"stopped by the person (SIGTERM)", store.Session{State: session.StateStopped, Reason: session.ReasonStoppedByUser, ExitCode: code(143)}, "stopped by you", "", "Stopped by you"},
@@ -35,6 +36,7 @@ func TestSessionStatusPlainWords(t *testing.T) {
 		{"killed", store.Session{State: session.StateFailed, Reason: "agent killed by SIGKILL (exit 137)", ExitCode: code(137)}, "failed", "the agent was killed (it may have run out of memory)", "Failed — the agent was killed (it may have run out of memory)"},
 		{"command not found", store.Session{State: session.StateFailed, ExitCode: code(127)}, "failed", "the agent's command could not be run (not found or not executable; code 127)", "Failed — the agent's command could not be run (not found or not executable; code 127)"},
 		{"failed to start", store.Session{State: session.StateFailed, Reason: "the VM did not start: KVM is busy"}, "failed", "the VM did not start: KVM is busy", "Failed — the VM did not start: KVM is busy"},
+		{"stopped, work not saved", store.Session{State: session.StateStopped, Reason: session.ReasonNotSaved + "git in the VM failed: not a git repository", ExitCode: code(143)}, "stopped — work not saved", "git in the VM failed: not a git repository", "Stopped — work not saved: git in the VM failed: not a git repository"},
 		{"interrupted", store.Session{State: session.StateInterrupted, Reason: "Sandbar went away while it ran"}, "interrupted", "Sandbar went away while it ran", "Interrupted — Sandbar went away while it ran"},
 	}
 	for _, tc := range tests {

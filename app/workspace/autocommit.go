@@ -62,3 +62,46 @@ func (m *Mirror) CommitSnapshot(ctx context.Context, id, message string) (commit
 	}
 	return c, true, nil
 }
+
+// AutoCommitFor is the commit Sandbar made of session id's uncommitted
+// work (CommitSnapshot) while it is still the tip of the session's saved
+// branch, with the commit object's raw bytes: what the session's clone
+// in the VM needs to take it as its own history when it boots again (see
+// AdoptScript). ok is false when there is none, or later work has been
+// saved on top of it.
+func (m *Mirror) AutoCommitFor(ctx context.Context, id string) (commit string, raw []byte, ok bool, err error) {
+	s, saved := m.Saved(ctx, id)
+	if !saved {
+		return "", nil, false, nil
+	}
+	c, err := gitLine(ctx, m.Dir, "for-each-ref", "--format=%(objectname)", sessionRef(id, "autocommit"))
+	if err != nil || c == "" || c != s.Branch {
+		return "", nil, false, err
+	}
+	out, err := git(ctx, m.Dir, "cat-file", "commit", c)
+	if err != nil {
+		return "", nil, false, fmt.Errorf("read the commit of the session's work %s: %w", short(c), err)
+	}
+	return c, []byte(out), true, nil
+}
+
+// AdoptScript makes the clone in a session's VM take the commit Sandbar
+// made of its uncommitted work on the host as its branch's tip, so that
+// the two histories never diverge: it writes the commit object from its
+// raw bytes on stdin (the tree is the VM's own, from the save), checks
+// that it hashes to the commit ($2) and that its parent is the branch's
+// tip ($1), moves the branch there, and sets the index to it; the files
+// stay as they are. Run with Sandbar's git in the workspace; it exits 0
+// at once when the branch is there already.
+const AdoptScript = `set -eu
+branch=$1 want=$2
+cur=$(git rev-parse --verify -q "refs/heads/$branch^{commit}") || { echo "no branch $branch in the clone" >&2; exit 3; }
+[ "$cur" = "$want" ] && exit 0
+new=$(git hash-object -t commit -w --stdin)
+[ "$new" = "$want" ] || { echo "the commit came out as $new, not $want" >&2; exit 3; }
+git cat-file -e "$want^{tree}" || { echo "the commit's tree is not in the clone" >&2; exit 3; }
+[ "$(git rev-parse "$want^")" = "$cur" ] || { echo "the branch has moved since the work was saved" >&2; exit 4; }
+git update-ref -m "sandbar: the commit of the uncommitted work" "refs/heads/$branch" "$want" "$cur"
+[ "$(git symbolic-ref -q HEAD)" = "refs/heads/$branch" ] && git reset -q
+exit 0
+`

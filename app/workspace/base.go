@@ -28,9 +28,15 @@ const BaseRoot = "repo"
 
 // BaseOptions say which base disk to build.
 type BaseOptions struct {
-	// Source is the person's repository; its include lists and the
-	// files they select are read from its working tree.
+	// Source is the person's repository; the files IncludeLists
+	// select are read from its working tree.
 	Source Repo
+	// IncludeLists is the text of the include lists (.sandbarinclude,
+	// .worktreeinclude) the person trusted (RepoSettings.IncludeText);
+	// nil includes nothing. The lists in the working tree are never read
+	// here: they come with the repository, and an agent's merged commit
+	// may have written them.
+	IncludeLists []byte
 	// Commit is the commit to check out, already in the mirror (see
 	// Mirror.Fetch).
 	Commit string
@@ -68,8 +74,8 @@ const PhaseBuilding = "Building the workspace disk"
 
 // BuildBase writes (or reuses) a read-only ext4 disk that holds a clone
 // of the mirror at o.Commit: the working tree checked out, .git with the
-// commit's whole history in one pack, an index, and the files the
-// source's .sandbarinclude/.worktreeinclude select. Every session of the
+// commit's whole history in one pack, an index, and the files of the
+// source's working tree that o.IncludeLists select. Every session of the
 // project at that commit boots on the same disk and writes only to its
 // own copy-on-write layer inside its VM, so a new session costs neither
 // time nor space that grows with the repository.
@@ -90,7 +96,7 @@ func (m *Mirror) BuildBase(ctx context.Context, o BaseOptions) (BaseInfo, error)
 	if !isHex(o.Commit) || !m.hasCommit(ctx, o.Commit) {
 		return BaseInfo{}, fmt.Errorf("build the workspace disk: %q is not a commit in Sandbar's repository %s", o.Commit, m.Dir)
 	}
-	inc, err := readIncluded(ctx, o.Source.Root)
+	inc, err := readIncluded(ctx, o.Source.Root, o.IncludeLists)
 	if err != nil {
 		return BaseInfo{}, err
 	}

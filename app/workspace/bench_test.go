@@ -156,3 +156,66 @@ func benchRepo(b *testing.B, name string, n, size int) string {
 	b.Logf("made %s (%d × %d bytes) in %v", root, n, size, time.Since(start).Round(time.Millisecond))
 	return root
 }
+
+// BenchmarkMergeInto measures merge --into (MergeInto) of a session that
+// changed 20 files of a repository of 2,000, with the checks of issue 21
+// (steering files, blanked filters, the guard taken before the checkout)
+// against the same merge without them (mergeInto's unguarded baseline),
+// alternating in one run; the person's branch is put back between
+// merges, untimed. The figure to keep is guarded/unguarded (≤ 1.1).
+//
+//	go test -run '^$' -bench BenchmarkMergeInto -benchtime 20x ./app/workspace
+func BenchmarkMergeInto(b *testing.B) {
+	ctx := context.Background()
+	root := newRepo(b, "")
+	for i := range 2000 {
+		p := filepath.Join(root, "pkg", fmt.Sprintf("d%02d", i%40), fmt.Sprintf("f%04d.go", i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(fmt.Sprintf("package d\n\n// file %d\nvar X%d = %d\n", i, i, i)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	gitT(b, root, "add", "-A")
+	gitT(b, root, "-c", "user.name=Bench", "-c", "user.email=bench@example.com", "commit", "-q", "-m", "2000 files")
+	start := gitT(b, root, "rev-parse", "HEAD")
+	c := sessionT(b, root, "bench1")
+	for i := range 20 {
+		writeFile(b, filepath.Join(c.dir, "pkg", fmt.Sprintf("d%02d", i%40), fmt.Sprintf("f%04d.go", i*97%2000)), fmt.Sprintf("package d\n\n// changed %d\n", i))
+	}
+	writeFile(b, filepath.Join(c.dir, "cmd", "new", "main.go"), "package main\n\nfunc main() {}\n")
+	gitT(b, c.dir, "add", "-A")
+	gitT(b, c.dir, "-c", "user.name=Agent", "-c", "user.email=agent@example.com", "commit", "-q", "-m", "session: 21 files")
+	c.save(b)
+	src := resolveT(b, root)
+	var guarded, plain []time.Duration
+	once := func(unguarded bool) time.Duration {
+		gitT(b, root, "reset", "-q", "--hard", start)
+		t0 := time.Now()
+		if _, err := mergeInto(ctx, src, c.m, c.id, c.branch, true, unguarded, false); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	once(false) // warm both
+	once(true)
+	b.ResetTimer()
+	// make bench runs each benchmark once (-benchtime 1x): a ratio of
+	// medians needs a few pairs all the same.
+	for i := range max(b.N, 8) {
+		if i%2 == 0 {
+			guarded = append(guarded, once(false))
+			plain = append(plain, once(true))
+		} else {
+			plain = append(plain, once(true))
+			guarded = append(guarded, once(false))
+		}
+	}
+	b.StopTimer()
+	ratio := ms(median(guarded)) / ms(median(plain))
+	b.ReportMetric(ms(median(guarded)), "guarded-ms")
+	b.ReportMetric(ms(median(plain)), "unguarded-ms")
+	b.ReportMetric(ratio, "guarded/unguarded")
+	b.Logf("merge --into, median of %d: with the checks %.1f ms, without %.1f ms, ratio %.2f", len(guarded), ms(median(guarded)), ms(median(plain)), ratio)
+}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 )
 
 // A session's files, for a person to look at with their own tools, are a
@@ -19,7 +20,9 @@ import (
 // configuration. It has no .git (nothing of the agent's configuration
 // comes along, and no git-aware tool finds a repository there), every
 // file is 0444 and every folder 0555, and a symlink is written only when
-// it resolves inside the export. The agent's own files stay in its VM.
+// it resolves inside the export, judged on the export's own tree as this
+// system's filesystem resolves it (exportTree). The agent's own files
+// stay in its VM.
 
 // MaxExport bounds the bytes of files one export writes: blobs come from
 // the agent, and a pack of a few MiB can hold gigabytes of zeros.
@@ -93,7 +96,7 @@ func (m *Mirror) Export(ctx context.Context, id, dest string) (ExportInfo, error
 		return ExportInfo{}, fmt.Errorf("export the session's files into %s: %w", parent, err)
 	}
 	defer RemoveExport(tmp) // gone once renamed
-	w, err := newExportWriter(tmp, es)
+	w, err := newExportWriter(tmp, exportFoldsNames)
 	if err != nil {
 		return ExportInfo{}, err
 	}
@@ -187,36 +190,56 @@ func RemoveExport(dir string) error {
 // exportWriter writes a tree into a folder through an os.Root, so no
 // name, whatever it holds, reaches outside it. Symlinks are written
 // last, when every file and folder is there, so that nothing is ever
-// written through one.
+// written through one, and only those that resolve inside the export as
+// the host's filesystem will resolve them (exportTree).
 type exportWriter struct {
-	root *os.Root
-	// links is every symlink of the tree, name to target, with names
-	// folded to lower case (a case-insensitive filesystem resolves them
-	// so), to judge where each one leads.
-	links   map[string]string
-	pending [][2]string // symlinks to write: name, target
-	dirs    []string    // made, to close at the end
+	root   *os.Root
+	names  exportNames
+	claims *exportClaims
+	tree   *exportTree
+	// pending: symlinks to write, in the tree's order.
+	pending []pendingLink
+	dirs    []string // made, to close at the end
 	made    map[string]bool
 	files   int
 	bytes   int64
 	skipped []string
 }
 
-func newExportWriter(dir string, es []treeEntry) (*exportWriter, error) {
+// newExportWriter writes into dir, comparing names as a filesystem that
+// folds case and Unicode form does when fold is set (see exportNames).
+func newExportWriter(dir string, fold bool) (*exportWriter, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
-	w := &exportWriter{root: root, links: map[string]string{}, made: map[string]bool{".": true}}
-	for _, e := range es {
-		if e.kind == "blob" && e.mode == 0o120000 {
-			w.links[strings.ToLower(e.path)] = "" // target known once read
-		}
-	}
-	return w, nil
+	names := newExportNames(fold)
+	return &exportWriter{
+		root: root, names: names, claims: newExportClaims(names), tree: newExportTree(names),
+		made: map[string]bool{".": true},
+	}, nil
+}
+
+// pendingLink is a symlink to write: its name, target, and id in tree.
+type pendingLink struct {
+	name, target string
+	id           int
 }
 
 func (w *exportWriter) close() { w.root.Close() }
+
+// admit says why name is not written, "" when it is: a name no system
+// should hold, one this filesystem cannot, or one that is another's name
+// here. An admitted name is claimed.
+func (w *exportWriter) admit(name string, leaf bool) string {
+	if why := badName(name); why != "" {
+		return why
+	}
+	if why := w.names.unholdable(name); why != "" {
+		return why
+	}
+	return w.claims.claim(name, leaf)
+}
 
 // badName says why a path from the tree is not written, "" when it is
 // fine. Git's own checks refuse most of these in what it takes in; the
@@ -285,7 +308,7 @@ func nameless(err error) bool {
 }
 
 func (w *exportWriter) dir(name string) error {
-	if why := badName(name); why != "" {
+	if why := w.admit(name, false); why != "" {
 		w.skip(name, why)
 		return nil
 	}
@@ -300,7 +323,7 @@ func (w *exportWriter) dir(name string) error {
 }
 
 func (w *exportWriter) file(name string, _, size int64, r io.Reader) error {
-	if why := badName(name); why != "" {
+	if why := w.admit(name, true); why != "" {
 		w.skip(name, why)
 		return nil
 	}
@@ -335,39 +358,77 @@ func (w *exportWriter) file(name string, _, size int64, r io.Reader) error {
 }
 
 func (w *exportWriter) symlink(name, target string) error {
-	if why := badName(name); why != "" {
+	switch {
+	case target == "" || len(target) > maxLinkTarget || strings.IndexByte(target, 0) >= 0:
+		w.skip(name, fmt.Sprintf("a symlink to %q, which this system cannot hold", target))
+		return nil
+	case w.names.fold && !utf8.ValidString(target):
+		w.skip(name, fmt.Sprintf("a symlink to %q, which is not UTF-8", target))
+		return nil
+	}
+	if why := w.admit(name, true); why != "" {
 		w.skip(name, why)
 		return nil
 	}
-	w.links[strings.ToLower(name)] = target
-	w.pending = append(w.pending, [2]string{name, target})
+	// Its folder now, so that the symlink judged is the one written.
+	if err := w.mkdirs(path.Dir(name)); err != nil {
+		if nameless(err) {
+			w.skip(name, err.Error())
+			return nil
+		}
+		return err
+	}
+	w.pending = append(w.pending, pendingLink{name, target, w.tree.add(name, target)})
 	return nil
 }
 
 // finish writes the symlinks that stay inside the export, then closes
-// every folder (0555).
+// every folder (0555). Should the system refuse one judged inside, the
+// rest are judged again without it (those that led through it may now
+// lead elsewhere), and any written that no longer stay inside are
+// removed.
 func (w *exportWriter) finish() error {
+	written := map[string]bool{}
+	for {
+		refused := ""
+		for _, l := range w.pending {
+			name := l.name
+			in := w.tree.inside(l.id)
+			switch {
+			case in && !written[name]:
+				if err := w.root.Symlink(l.target, name); err != nil {
+					if !nameless(err) {
+						return err
+					}
+					w.skip(name, err.Error())
+					w.tree.out[l.id] = true
+					refused = name
+				} else {
+					written[name] = true
+				}
+			case !in && written[name]:
+				if err := w.root.Remove(name); err != nil {
+					return err
+				}
+				delete(written, name)
+			}
+			if refused != "" {
+				break
+			}
+		}
+		if refused == "" {
+			break
+		}
+		w.tree.forget()
+	}
 	for _, l := range w.pending {
-		name, target := l[0], l[1]
-		if !staysInside(name, target, w.links) {
-			w.skip(name, "a symlink to "+fmt.Sprintf("%q", target)+", which leads out of the export")
-			continue
+		name, target := l.name, l.target
+		switch {
+		case written[name]:
+			w.files++
+		case !w.tree.out[l.id]:
+			w.skip(name, fmt.Sprintf("a symlink to %q, which leads out of the export", target))
 		}
-		if err := w.mkdirs(path.Dir(name)); err != nil {
-			if nameless(err) {
-				w.skip(name, err.Error())
-				continue
-			}
-			return err
-		}
-		if err := w.root.Symlink(target, name); err != nil {
-			if nameless(err) {
-				w.skip(name, err.Error())
-				continue
-			}
-			return err
-		}
-		w.files++
 	}
 	for i := len(w.dirs) - 1; i >= 0; i-- {
 		if err := w.root.Chmod(w.dirs[i], 0o555); err != nil {
@@ -375,47 +436,4 @@ func (w *exportWriter) finish() error {
 		}
 	}
 	return w.root.Chmod(".", 0o555)
-}
-
-// maxLinkDepth is how many symlinks one lookup follows, as Linux does.
-const maxLinkDepth = 40
-
-// staysInside reports whether the symlink name, pointing at target,
-// resolves inside the tree's root the way the system would resolve it:
-// through the tree's other symlinks (links, keyed in lower case; each is
-// taken to exist, so one left out can only make a path fail, never leave),
-// with ".." after a symlink going up from where that symlink leads. An
-// absolute target, a climb above the root, or too deep a chain is out.
-func staysInside(name, target string, links map[string]string) bool {
-	var walk func(dir []string, target string, depth int) ([]string, bool)
-	walk = func(dir []string, target string, depth int) ([]string, bool) {
-		if depth > maxLinkDepth || target == "" || strings.HasPrefix(target, "/") || strings.ContainsRune(target, '\\') {
-			return nil, false
-		}
-		cur := append([]string(nil), dir...)
-		for _, c := range strings.Split(target, "/") {
-			switch c {
-			case "", ".":
-				continue
-			case "..":
-				if len(cur) == 0 {
-					return nil, false
-				}
-				cur = cur[:len(cur)-1]
-				continue
-			}
-			cur = append(cur, c)
-			if t, ok := links[strings.ToLower(strings.Join(cur, "/"))]; ok {
-				next, ok := walk(cur[:len(cur)-1], t, depth+1)
-				if !ok {
-					return nil, false
-				}
-				cur = next
-			}
-		}
-		return cur, true
-	}
-	parts := strings.Split(name, "/")
-	_, ok := walk(parts[:len(parts)-1], target, 0)
-	return ok
 }

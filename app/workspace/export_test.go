@@ -167,8 +167,8 @@ func TestExportRefuses(t *testing.T) {
 	}
 }
 
-func TestStaysInside(t *testing.T) {
-	links := map[string]string{"s": ".", "a/l": "../b", "b": "c/d", "up": "..", "x/y": "../../z"}
+func TestExportTreeJudges(t *testing.T) {
+	links := map[string]string{"s": ".", "a/l": "../b", "b": "c/d", "up": "..", "x/y": "../../z", "S": "a/b/c"}
 	for _, tt := range []struct {
 		name, target string
 		want         bool
@@ -180,13 +180,20 @@ func TestStaysInside(t *testing.T) {
 		{"f", "s/..", false}, // s is the root: .. leaves it
 		{"f", "b/..", true},  // b leads to c/d: .. is c
 		{"f", "b/../../..", false},
-		{"f", "a/l/../..", true}, // a/l -> b -> c/d; up twice: the root
-		{"f", "up", false},
-		{"F", "S/..", false}, // a case-insensitive filesystem finds s
-		{"f", "x/y", false},
+		{"f", "a/l/../..", true},  // a/l -> b -> c/d; up twice: the root
+		{"f", "up", true},         // up leads out, so is not written: f finds nothing
+		{"f", "S/../../..", true}, // S is not s here: a/b/c, then up three times
+		{"f", "x/y", true},        // likewise
+		{"f", "up/../..", false},
+		{"f", "missing/../..", false}, // fails on the host, and a tidied path leaves
+		{"f", "f", false},             // a loop
 	} {
-		if got := staysInside(tt.name, tt.target, links); got != tt.want {
-			t.Errorf("staysInside(%q -> %q) = %v, want %v", tt.name, tt.target, got, tt.want)
+		tree := newExportTree(newExportNames(false))
+		for k, v := range links {
+			tree.add(k, v)
+		}
+		if got := tree.inside(tree.add(tt.name, tt.target)); got != tt.want {
+			t.Errorf("%q -> %q: inside = %v, want %v", tt.name, tt.target, got, tt.want)
 		}
 	}
 }

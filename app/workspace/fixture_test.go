@@ -138,6 +138,8 @@ type vmClone struct {
 	m                     *Mirror
 	disk                  string
 	info                  BaseInfo
+	// stderr is what the last save printed there.
+	stderr string
 }
 
 // sessionT builds Sandbar's repository of root and the base disk at its
@@ -214,6 +216,7 @@ func (c *vmClone) trySave(max int64) (SaveInfo, error) {
 	info, ierr := c.m.ImportSave(context.Background(), out, c.id, max)
 	io.Copy(io.Discard, out)
 	werr := cmd.Wait()
+	c.stderr = errb.String()
 	if ierr != nil {
 		return info, fmt.Errorf("%w (script: %v %s)", ierr, werr, errb.String())
 	}

@@ -11,9 +11,6 @@ import (
 	"strings"
 )
 
-// maxIncludeList bounds one include list file.
-const maxIncludeList = 1 << 20
-
 // includeFiles are the lists, at a repository's root, of ignored or
 // untracked files a session's clone should get anyway (.env, local
 // config). .worktreeinclude is the name other tools use for the same idea.
@@ -151,19 +148,9 @@ func prefixMatch(g, d []string) bool {
 }
 
 // pickIncluded lists, sorted, the untracked or ignored files of src's
-// working tree that src's include lists select.
-func pickIncluded(ctx context.Context, src string) ([]string, error) {
-	var ps []includePattern
-	for _, name := range includeFiles() {
-		// The list comes with the repository, maybe from a hostile
-		// upstream: a regular file of bounded size, never a link to
-		// /dev/zero or a FIFO.
-		b, err := readRegular(filepath.Join(src, name), maxIncludeList)
-		if err != nil {
-			continue
-		}
-		ps = append(ps, parseInclude(string(b))...)
-	}
+// working tree that the include lists' text selects.
+func pickIncluded(ctx context.Context, src string, lists []byte) ([]string, error) {
+	ps := parseInclude(string(lists))
 	if len(ps) == 0 {
 		return nil, nil
 	}
@@ -258,8 +245,8 @@ const maxIncluded = 256 << 20
 // readIncluded reads the files the source's include lists select (see
 // pickIncluded for the rules), each checked with Lstat as a regular file
 // or a symlink that stays inside the repository.
-func readIncluded(ctx context.Context, src string) (includedSet, error) {
-	picked, err := pickIncluded(ctx, src)
+func readIncluded(ctx context.Context, src string, lists []byte) (includedSet, error) {
+	picked, err := pickIncluded(ctx, src, lists)
 	if err != nil || len(picked) == 0 {
 		return includedSet{}, err
 	}

@@ -109,9 +109,22 @@ func TestIncludeListsBounded(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(root, ".worktreeinclude"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	lists := func() RepoSettings {
+		t.Helper()
+		all, err := ReadRepoSettings(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return all[1]
+	}
 	done := make(chan error, 1)
 	go func() {
-		s, err := readIncluded(context.Background(), root)
+		inc := lists()
+		if len(inc.Files) != 2 || inc.Files[0].Problem == "" || inc.Files[1].Problem == "" {
+			done <- fmt.Errorf("hostile lists read as %+v", inc.Files)
+			return
+		}
+		s, err := readIncluded(context.Background(), root, inc.IncludeText())
 		if err == nil && len(s.files) != 0 {
 			err = fmt.Errorf("read %d files from hostile lists", len(s.files))
 		}
@@ -135,7 +148,7 @@ func TestIncludeListsBounded(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(root, "b.secret"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := readIncluded(context.Background(), root)
+	s, err := readIncluded(context.Background(), root, lists().IncludeText())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,5 +159,9 @@ func TestIncludeListsBounded(t *testing.T) {
 		if !strings.Contains(sk, "b.secret") {
 			t.Errorf("skipped %q", sk)
 		}
+	}
+	// Without lists (none trusted), nothing is included.
+	if s, err := readIncluded(context.Background(), root, nil); err != nil || len(s.files) != 0 {
+		t.Errorf("no lists: %+v, %v", s.files, err)
 	}
 }

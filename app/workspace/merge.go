@@ -49,6 +49,18 @@ type MergeResult struct {
 	// of its own there that merge may write into (see mergeModules).
 	// Those commits stay in the session; the caller shows the lines.
 	SkippedSubmodules []string
+	// Steering lists the steering files (see steeringRules) the merge
+	// brings: for MergeInto, those the working tree gets; for Merge,
+	// those the branch changes since where it started (the caller fills
+	// them in, see Mirror.SteeringBetween).
+	Steering []Steering `json:",omitempty"`
+	// Stashed lists the person's files with uncommitted changes that
+	// MergeIntoStashing stashed for the merge and put back.
+	Stashed []string `json:",omitempty"`
+	// StashKept, when MergeIntoStashing merged but could not put the
+	// stashed changes back, says why, where they are kept and how to get
+	// them back; the caller shows it.
+	StashKept string `json:",omitempty"`
 }
 
 // Merge brings the session's saved branch (see Mirror.ImportSave) into the

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -34,10 +32,12 @@ var (
 //     there; git refuses to overwrite one), HEAD on a branch, and no
 //     merge or rebase half done: otherwise it refuses, having changed
 //     nothing.
+//
 //   - The merge is worked out in Sandbar's repository: the branch's
 //     history is fetched there (git runs in the source only as
 //     upload-pack), `git merge-tree --write-tree` tests for conflicts
 //     without a working tree, and a conflict is refused, naming the files.
+//
 //   - A merge that is not a fast-forward becomes a commit made there
 //     (commit-tree, first parent the branch, by the person's git
 //     identity), so that what reaches the source is always a
@@ -47,8 +47,29 @@ var (
 //     or untracked file is overwritten. A branch that moved meanwhile is
 //     not fast-forwarded: nothing changes then either.
 //
-// The source's hooks do not run (see command).
-func MergeInto(ctx context.Context, source Repo, m *Mirror, id, branch string) (MergeResult, error) {
+//   - Nothing the session's commits name runs, is read or is contacted:
+//     the checkout runs with the source's hooks off and every filter
+//     driver blanked (see neutralArgs), so git-lfs, a custom filter and
+//     their endpoints are never reached; files under a filter are written
+//     as stored in git.
+//
+//   - A steering file among what the working tree gets (see
+//     steeringRules) is refused (a *SteeringError, ErrSteering) unless
+//     acceptSteering: the person reviews those first.
+//
+//   - A checkout that fails is checked against what was there before
+//     (see treeGuard), byte for byte, and anything it left is put back;
+//     the error says "changed nothing" only once that holds, and
+//     otherwise says what is left and where.
+func MergeInto(ctx context.Context, source Repo, m *Mirror, id, branch string, acceptSteering bool) (MergeResult, error) {
+	return mergeInto(ctx, source, m, id, branch, acceptSteering, false, false)
+}
+
+// mergeInto is MergeInto; unguarded is BenchmarkMergeInto's baseline
+// only: the steps as they were before the steering files, the blanked
+// filters and the guard (issue 21), so that their cost is measured
+// against it in one run. stash is MergeIntoStashing's.
+func mergeInto(ctx context.Context, source Repo, m *Mirror, id, branch string, acceptSteering, unguarded, stash bool) (MergeResult, error) {
 	root := source.Root
 	if root == "" || m == nil {
 		return MergeResult{}, errors.New("merge: no repository or saved work given")
@@ -64,8 +85,16 @@ func MergeInto(ctx context.Context, source Repo, m *Mirror, id, branch string) (
 	if err != nil {
 		return MergeResult{}, err
 	}
-	if err := cleanTree(ctx, root); err != nil {
+	// Changes of the person's are refused below, once it is known
+	// whether the session's work touches them (see stashable).
+	dirty, err := trackedChanges(ctx, root, nil)
+	if err != nil {
 		return MergeResult{}, err
+	}
+	if unguarded {
+		if err := dirtyError(root, dirty); err != nil {
+			return MergeResult{}, err
+		}
 	}
 	res := MergeResult{Into: into, Previous: target}
 	if res.Uncommitted, err = m.uncommittedSaved(ctx, saved); err != nil {
@@ -90,6 +119,23 @@ func MergeInto(ctx context.Context, source Repo, m *Mirror, id, branch string) (
 			return MergeResult{}, err
 		}
 	}
+	if unguarded {
+		return m.mergeIntoUnguarded(ctx, root, branch, into, target, res)
+	}
+	// What the working tree gets: every path the checkout writes or
+	// removes, and among them the steering files, which wait for the
+	// person's yes before anything else is written.
+	changed, err := m.changedBetween(ctx, target, res.Commit)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	if err := stashable(root, id, dirty, changed, stash); err != nil {
+		return MergeResult{}, err
+	}
+	res.Steering = SteeringIn(changed)
+	if len(res.Steering) > 0 && !acceptSteering {
+		return res, &SteeringError{ID: id, Into: into, Root: root, Files: res.Steering}
+	}
 	if res.Submodules, res.SkippedSubmodules, err = mergeModules(ctx, moduleRepo{dir: root}, m, res.Commit, "", branch, false, 0); err != nil {
 		return MergeResult{}, err
 	}
@@ -97,25 +143,84 @@ func MergeInto(ctx context.Context, source Repo, m *Mirror, id, branch string) (
 	if err := fetchLocal(ctx, root, m.Dir, res.Commit, into); err != nil {
 		return MergeResult{}, err
 	}
+	neutral, err := neutralArgs(ctx, root)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	paths := make([]string, len(changed))
+	for i, f := range changed {
+		paths[i] = f.Path
+	}
+	if len(dirty) == 0 {
+		return checkout(ctx, root, neutral, paths, into, target, res)
+	}
+	st, err := stashPush(ctx, root, neutral, dirty, id, target)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	res, err = checkout(ctx, root, neutral, paths, into, target, res)
+	return st.restore(ctx, res, err)
+}
+
+// checkout moves the source's branch into, at target, and its working
+// tree to res.Commit, a fast-forward, guarded (see treeGuard): the end of
+// mergeInto, once the commit's objects are in the source.
+func checkout(ctx context.Context, root string, neutral, paths []string, into, target string, res MergeResult) (MergeResult, error) {
 	// The person may have worked meanwhile: look again, just before the
-	// working tree changes.
+	// working tree changes, and keep what is there to check against.
+	g, err := guardTree(ctx, root, neutral, paths)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	if now, head := g.branch(); now != into || head != target {
+		return MergeResult{}, fmt.Errorf("%s changed while Sandbar was merging (now %s at %s): merge again", root, orDetached(now), short(head))
+	}
+	if g.busy != "" {
+		return MergeResult{}, busyError(root, g.busy)
+	}
+	if err := dirtyError(root, g.tracked()); err != nil {
+		return MergeResult{}, err
+	}
+	args := append(neutral, "-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "merge.autoStash=false",
+		"merge", "--ff-only", "--no-autostash", "--no-verify-signatures", "--quiet", "--no-stat", res.Commit)
+	if _, err := git(ctx, root, args...); err != nil {
+		return MergeResult{}, g.failed(ctx, into, gitMessage(err), err)
+	}
+	res.Updated = true
+	return res, nil
+}
+
+// mergeIntoUnguarded is the end of mergeInto as it was before issue 21,
+// for the benchmark's baseline (see mergeInto); nothing else calls it.
+func (m *Mirror) mergeIntoUnguarded(ctx context.Context, root, branch, into, target string, res MergeResult) (MergeResult, error) {
+	var err error
+	if res.Submodules, res.SkippedSubmodules, err = mergeModules(ctx, moduleRepo{dir: root}, m, res.Commit, "", branch, false, 0); err != nil {
+		return MergeResult{}, err
+	}
+	if err := fetchLocal(ctx, root, m.Dir, res.Commit, into); err != nil {
+		return MergeResult{}, err
+	}
 	if now, head, err := currentBranch(ctx, root); err != nil {
 		return MergeResult{}, err
 	} else if now != into || head != target {
-		return MergeResult{}, fmt.Errorf("%s changed while Sandbar was merging (now %s at %s): merge again", root, now, short(head))
+		return MergeResult{}, fmt.Errorf("%s changed while Sandbar was merging: merge again", root)
 	}
 	if err := cleanTree(ctx, root); err != nil {
 		return MergeResult{}, err
 	}
 	if _, err := git(ctx, root, "-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "submodule.recurse=false",
 		"-c", "merge.autoStash=false", "merge", "--ff-only", "--no-autostash", "--quiet", "--no-stat", res.Commit); err != nil {
-		if ctx.Err() != nil {
-			return MergeResult{}, err
-		}
-		return MergeResult{}, fmt.Errorf("git refused to bring the session's work into %s (%s), and changed nothing: fix that and merge again, or create the branch instead", into, gitMessage(err))
+		return MergeResult{}, err
 	}
 	res.Updated = true
 	return res, nil
+}
+
+func orDetached(branch string) string {
+	if branch == "" {
+		return "a detached HEAD"
+	}
+	return branch
 }
 
 // mergeCommit merges work into target in Sandbar's repository and
@@ -198,40 +303,22 @@ func CurrentBranch(ctx context.Context, source Repo) string {
 }
 
 // cleanTree refuses (ErrDirtyTree) a working tree or index with changes
-// to tracked files, and a merge, rebase, cherry-pick or revert half
-// done. Untracked files are left to git, which never overwrites one.
-// Nothing is written: status runs without optional locks (see gitEnv).
+// to tracked files, and an operation half done (see trackedChanges).
 func cleanTree(ctx context.Context, root string) error {
-	paths, err := gitLine(ctx, root, "rev-parse", "--git-path", "MERGE_HEAD", "--git-path", "rebase-merge",
-		"--git-path", "rebase-apply", "--git-path", "CHERRY_PICK_HEAD", "--git-path", "REVERT_HEAD")
+	files, err := trackedChanges(ctx, root, nil)
 	if err != nil {
-		return fmt.Errorf("read the state of %s: %w", root, err)
+		return err
 	}
-	what := []string{"a merge", "a rebase", "a rebase", "a cherry-pick", "a revert"}
-	for i, p := range strings.Split(paths, "\n") {
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(root, p)
-		}
-		if _, err := os.Lstat(p); err == nil && i < len(what) {
-			return refuse(fmt.Sprintf("%s is in the middle of %s: finish or abort it first", root, what[i]), ErrDirtyTree)
-		}
-	}
-	out, err := git(ctx, root, "status", "--porcelain=v1", "-z", "--untracked-files=no")
-	if err != nil {
-		return fmt.Errorf("read the status of %s: %w", root, err)
-	}
-	var files []string
-	recs := splitZ(out)
-	for i := 0; i < len(recs); i++ {
-		r := recs[i]
-		if len(r) < 4 {
-			continue
-		}
-		files = append(files, r[3:])
-		if r[0] == 'R' || r[0] == 'C' {
-			i++ // the name it came from
-		}
-	}
+	return dirtyError(root, files)
+}
+
+func busyError(root, op string) error {
+	return refuse(fmt.Sprintf("%s is in the middle of %s: finish or abort it first", root, op), ErrDirtyTree)
+}
+
+// dirtyError refuses a merge into a tree with changes in files; nil when
+// files is empty.
+func dirtyError(root string, files []string) error {
 	if len(files) == 0 {
 		return nil
 	}

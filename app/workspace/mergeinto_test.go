@@ -13,7 +13,7 @@ import (
 func mergeIntoT(t *testing.T, c *vmClone, root string) (MergeResult, error) {
 	t.Helper()
 	c.save(t)
-	return MergeInto(context.Background(), resolveT(t, root), c.m, c.id, c.branch)
+	return MergeInto(context.Background(), resolveT(t, root), c.m, c.id, c.branch, false)
 }
 
 func TestMergeIntoFastForward(t *testing.T) {
@@ -179,7 +179,7 @@ func TestCommitSnapshot(t *testing.T) {
 	}
 
 	// The commit merges like any other.
-	res, err := MergeInto(ctx, resolveT(t, root), c.m, c.id, c.branch)
+	res, err := MergeInto(ctx, resolveT(t, root), c.m, c.id, c.branch, false)
 	if err != nil || res.Commit != commit {
 		t.Fatalf("MergeInto = %+v, %v", res, err)
 	}

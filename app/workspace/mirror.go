@@ -39,8 +39,10 @@ const (
 	sourceRefs = "refs/sandbar/source/"
 	// sessionRefs holds each session's saved work:
 	// refs/sandbar/sessions/<id>/branch, .../snapshot, .../head,
-	// .../modules/<key> (each submodule's HEAD) and .../autocommit (the
-	// commit CommitSnapshot made of its uncommitted work).
+	// .../modules/<key> (each submodule's HEAD), .../autocommit (the
+	// commit CommitSnapshot made of its uncommitted work) and
+	// .../saves/<n>/{branch,snapshot} (earlier saves a later one does not
+	// reach: see keepEarlierSave).
 	sessionRefs = "refs/sandbar/sessions/"
 )
 

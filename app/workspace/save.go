@@ -47,18 +47,42 @@ head=$(git rev-parse -q --verify 'HEAD^{commit}') || head=$base
 htree=$(git rev-parse -q --verify 'HEAD^{tree}') || htree=
 br=$(git rev-parse -q --verify "refs/heads/$branch^{commit}") || br=$head
 if [ -f .git/index ]; then cp .git/index "$GIT_INDEX_FILE"; else git read-tree "$head"; fi
-# Files over 64 MiB that are not committed stay out of the snapshot (it is
-# for work in progress; a stray disk image would make every stop slow),
-# and stderr says which.
-git ls-files -z -o -m --exclude-standard > "$t/changed"
-[ ! -s "$t/changed" ] || xargs -0 -r sh -c 'for f; do [ -f "$f" ] && [ ! -L "$f" ] && [ "$(stat -c %s -- "$f")" -gt 67108864 ] && printf ":(exclude,literal)%s\0" "$f"; done; :' big < "$t/changed" > "$t/big"
+# The private index takes the working tree's changes in one pass of git's
+# own plumbing: never a process per file (thousands of files would take
+# minutes). stderr says how far it got ("sandbar-save: progress …"), so a
+# save that is busy is never taken for one that is stuck. Files over
+# 64 MiB that are not committed stay out of the snapshot (it is for work
+# in progress; a stray disk image would make every stop slow), and stderr
+# says which.
+echo "sandbar-save: progress listing changes" >&2
+git ls-files -z -d > "$t/deleted"
+# Modified paths before new ones: a file that became a folder leaves the
+# index before what is now inside it comes in.
+git ls-files -z -m > "$t/changed"
+git ls-files -z -o --exclude-standard >> "$t/changed"
+: > "$t/big"
+: > "$t/add"
+# find stats each listed path once (deleted ones it cannot find: they are
+# in $t/deleted); a folder ls-files ends with / is a repository of its own.
+[ ! -s "$t/changed" ] || { find -files0-from "$t/changed" -maxdepth 0 \( -type f -size +65536k -fprint0 "$t/big" \) -o -print0 2>/dev/null || :; } | sed -z 's,/$,,' > "$t/add"
 if [ -s "$t/big" ]; then
-	tr '\0' '\n' < "$t/big" | sed -n 's/^:(exclude,literal)/sandbar-save: left out of the snapshot, over 64 MiB: /p' | head -20 >&2
-	printf '.\0' >> "$t/big"
-	git add -A --pathspec-from-file="$t/big" --pathspec-file-nul
-else
-	git add -A
+	tr '\0' '\n' < "$t/big" | sed 's/^/sandbar-save: left out of the snapshot, over 64 MiB: /' | head -20 >&2
 fi
+if [ -s "$t/deleted" ] || [ -s "$t/add" ]; then
+	echo "sandbar-save: progress adding $(cat "$t/deleted" "$t/add" | tr -cd '\0' | wc -c) paths" >&2
+	{ if cat "$t/deleted" "$t/add" | git update-index -z --add --remove --replace --verbose --stdin; then r=0; else r=1; fi; echo $r > "$t/rc"; } |
+		awk 'NR % 2000 == 0 { printf "sandbar-save: progress added %d paths\n", NR > "/dev/stderr"; fflush("/dev/stderr") }'
+	if [ "$(cat "$t/rc")" != 0 ]; then
+		# What update-index refuses (a folder that is a repository
+		# without a commit, say) is git add's to judge, as before.
+		echo "sandbar-save: progress update-index failed; adding with git add -A" >&2
+		if [ -f .git/index ]; then cp .git/index "$GIT_INDEX_FILE"; else rm -f "$GIT_INDEX_FILE"; git read-tree "$head"; fi
+		sed -z 's/^/:(exclude,literal)/' "$t/big" > "$t/exclude"
+		printf '.\0' >> "$t/exclude"
+		git add -A --pathspec-from-file="$t/exclude" --pathspec-file-nul
+	fi
+fi
+echo "sandbar-save: progress writing the snapshot" >&2
 tree=$(git write-tree)
 if [ "$tree" = "$htree" ]; then
 	snap=$head
@@ -95,7 +119,7 @@ mods . "" 0 "$br" || echo "sandbar-save: submodules not saved" >&2
 printf 'sandbar-save 2 %s %s %s\n' "$br" "$snap" "$head"
 cat "$t/modules"
 printf 'pack\n'
-printf '%s\n%s\n^%s\n' "$br" "$snap" "$base" | git pack-objects --revs --stdout -q --delta-base-offset
+printf '%s\n%s\n^%s\n' "$br" "$snap" "$base" | git pack-objects --revs --stdout --progress --delta-base-offset
 `
 
 // SaveInfo is a session's work as ImportSave took it in.
@@ -266,6 +290,9 @@ func (m *Mirror) ImportSave(ctx context.Context, r io.Reader, id string, max int
 	}
 	var tx strings.Builder
 	tx.WriteString("start\n")
+	if err := m.keepEarlierSave(ctx, &tx, id, info); err != nil {
+		return info, err
+	}
 	fmt.Fprintf(&tx, "update %s %s\n", sessionRef(id, "branch"), info.Branch)
 	fmt.Fprintf(&tx, "update %s %s\n", sessionRef(id, "snapshot"), info.Snapshot)
 	fmt.Fprintf(&tx, "update %s %s\n", sessionRef(id, "head"), info.Head)
@@ -290,6 +317,47 @@ func (m *Mirror) ImportSave(ctx context.Context, r io.Reader, id string, max int
 	}
 	_ = m.Maintain(ctx) // a failure leaves more packs, consolidated next time
 	return info, nil
+}
+
+// keepEarlierSave adds to tx, when the session's saved branch or snapshot
+// has commits the new save's do not reach (its clone started again from
+// an older commit, say, or the agent rewrote its history), a ref that
+// keeps them: refs/sandbar/sessions/<id>/saves/<n>/{branch,snapshot}, n
+// counting from 1. So a new save never makes saved work unreachable, and
+// gc keeps it until the session is removed.
+func (m *Mirror) keepEarlierSave(ctx context.Context, tx *strings.Builder, id string, info SaveInfo) error {
+	prev, ok := m.Saved(ctx, id)
+	if !ok {
+		return nil
+	}
+	var keep []string
+	for _, c := range []struct{ name, commit string }{{"branch", prev.Branch}, {"snapshot", prev.Snapshot}} {
+		lost, err := git(ctx, m.Dir, "rev-list", "--max-count=1", c.commit, "--not", info.Branch, info.Snapshot, "--")
+		if err != nil {
+			return fmt.Errorf("compare the session's saves in %s: %w", m.Dir, err)
+		}
+		if strings.TrimSpace(lost) != "" {
+			keep = append(keep, c.name, c.commit)
+		}
+	}
+	if len(keep) == 0 {
+		return nil
+	}
+	out, err := git(ctx, m.Dir, "for-each-ref", "--format=%(refname)", sessionRef(id, "saves/"))
+	if err != nil {
+		return fmt.Errorf("read the session's refs in %s: %w", m.Dir, err)
+	}
+	n := 0
+	for _, ref := range strings.Fields(out) {
+		num, _, _ := strings.Cut(strings.TrimPrefix(ref, sessionRef(id, "saves/")), "/")
+		if v, err := strconv.Atoi(num); err == nil && v > n {
+			n = v
+		}
+	}
+	for i := 0; i < len(keep); i += 2 {
+		fmt.Fprintf(tx, "create %s %s\n", sessionRef(id, fmt.Sprintf("saves/%d/%s", n+1, keep[i])), keep[i+1])
+	}
+	return nil
 }
 
 // parseModuleLine reads "module <head> <bytes> <path>" (SaveScript).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -57,6 +58,7 @@ func (m *Mirror) SavedStatus(ctx context.Context, id, base string) (Changes, err
 		return Changes{}, tooManyFiles(fmt.Errorf("diff the session's work against %s: %w", short(base), err))
 	}
 	ch.Files = parseNameStatus(ns)
+	ch.Steering = SteeringIn(ch.Files)
 	n, err := gitLine(ctx, m.Dir, "rev-list", "--count", base+".."+s.Branch, "--")
 	if err != nil {
 		return Changes{}, fmt.Errorf("count the session's commits: %w", err)
@@ -103,4 +105,39 @@ func (m *Mirror) SavedUncommitted(ctx context.Context, id string) ([]string, err
 		return nil, fmt.Errorf("session %s has no saved work yet", id)
 	}
 	return m.uncommittedSaved(ctx, s)
+}
+
+// SameTree reports whether commits a and b, both in the mirror, hold the
+// same files.
+func (m *Mirror) SameTree(ctx context.Context, a, b string) (bool, error) {
+	ta, err := gitLine(ctx, m.Dir, "rev-parse", "--verify", "--end-of-options", a+"^{tree}")
+	if err != nil {
+		return false, err
+	}
+	tb, err := gitLine(ctx, m.Dir, "rev-parse", "--verify", "--end-of-options", b+"^{tree}")
+	if err != nil {
+		return false, err
+	}
+	return ta == tb, nil
+}
+
+// SessionIDs lists the sessions that have saved refs in the mirror
+// (refs/sandbar/sessions/<id>/...), each once, sorted: what the engine's
+// healing compares with the sessions the database knows.
+func (m *Mirror) SessionIDs(ctx context.Context) ([]string, error) {
+	out, err := git(ctx, m.Dir, "for-each-ref", "--format=%(refname)", sessionRefs)
+	if err != nil {
+		return nil, fmt.Errorf("list the saved sessions in %s: %w", m.Dir, err)
+	}
+	seen := map[string]bool{}
+	var ids []string
+	for _, ref := range strings.Fields(out) {
+		id, _, _ := strings.Cut(strings.TrimPrefix(ref, sessionRefs), "/")
+		if validSessionID(id) == nil && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
 }

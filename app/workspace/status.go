@@ -20,6 +20,9 @@ type Changes struct {
 	Files []FileChange
 	// Ahead counts the commits on HEAD that are not in the base.
 	Ahead int
+	// Steering lists the files of Files that steer tools on the
+	// person's machine (see steeringRules).
+	Steering []Steering `json:",omitempty"`
 }
 
 // FileChange is one changed file.
@@ -89,6 +92,7 @@ func Status(ctx context.Context, run Runner, base string) (Changes, error) {
 		ch.Files = append(ch.Files, FileChange{Path: p, Status: "untracked"})
 	}
 	slices.SortFunc(ch.Files, func(a, b FileChange) int { return strings.Compare(a.Path, b.Path) })
+	ch.Steering = SteeringIn(ch.Files)
 
 	n, err := run(ctx, "rev-list", "--count", base+"..HEAD", "--")
 	if err != nil {

@@ -128,8 +128,16 @@ func Build(ctx context.Context, opts Options) (*Image, error) {
 
 	names := map[string]bool{}
 	var ca []byte
+	controls := make([]map[string]string, len(pkgs))
+	members := make([]map[string][]byte, len(pkgs))
 	for i, p := range pkgs {
 		names[p.Name] = true
+		if controls[i], err = debian.Control(debs[i]); err != nil {
+			return nil, err
+		}
+		if members[i], err = debian.ControlFiles(debs[i], "md5sums", "conffiles"); err != nil {
+			return nil, err
+		}
 		if p.Name == "ca-certificates" {
 			certs, err := collectCerts(debs[i])
 			if err != nil {
@@ -150,7 +158,7 @@ func Build(ctx context.Context, opts Options) (*Image, error) {
 		{RootFSFile, func(ctx context.Context) error {
 			report(Progress{Stage: "rootfs", Count: 0, Of: len(debs)})
 			return TarToExt4(filepath.Join(tmp, RootFSFile), func(w io.Writer) error {
-				return writeRootTar(ctx, w, debs, systemFiles(names, ca), func(item string, i int) {
+				return writeRootTar(ctx, w, debs, controls, members, systemFiles(names, ca, opts.Mirror), func(item string, i int) {
 					report(Progress{Stage: "rootfs", Item: item, Count: i, Of: len(debs)})
 				})
 			})
@@ -212,7 +220,7 @@ func Build(ctx context.Context, opts Options) (*Image, error) {
 // downloads are reported to hook as well as to c's own hook.
 func withProgress(c *download.Cache, hook func(download.Progress)) *download.Cache {
 	own := c.Progress
-	return &download.Cache{Dir: c.Dir, Client: c.Client, Logger: c.Logger, Progress: func(p download.Progress) {
+	return &download.Cache{Dir: c.Dir, Client: c.Client, Proxy: c.Proxy, Logger: c.Logger, Progress: func(p download.Progress) {
 		if own != nil {
 			own(p)
 		}

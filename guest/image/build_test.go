@@ -93,8 +93,11 @@ func TestBuildReal(t *testing.T) {
 			t.Errorf("no progress reported for stage %q", s)
 		}
 	}
-	if m.Sizes[RootFSFile] > 350<<20 {
-		t.Errorf("rootfs.ext4 is %d MB, over the 350 MB budget", m.Sizes[RootFSFile]>>20)
+	// The budget holds the image to its package list: 291 MiB before the
+	// agent could build (sudo, apt and build-essential, 536 MiB with
+	// them: gcc, g++ and libc6-dev are most of it).
+	if m.Sizes[RootFSFile] > 600<<20 {
+		t.Errorf("rootfs.ext4 is %d MB, over the 600 MB budget", m.Sizes[RootFSFile]>>20)
 	}
 	if extra := m.Sizes[AgentFile] - m.Sizes["agent-binary"]; extra > 8<<20 {
 		t.Errorf("agent.ext4 adds %d bytes to the agent binary", extra)

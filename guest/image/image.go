@@ -25,7 +25,7 @@ import (
 // Builder is the version of the build recipe. Bump it whenever a change to
 // this package changes what an image contains, so old images are not
 // mistaken for new ones.
-const Builder = 2
+const Builder = 5
 
 // Suite is the Debian release the root disk and kernel come from.
 const Suite = "bookworm"
@@ -161,6 +161,9 @@ func DefaultPackages() []string {
 		"python3", "nodejs", "patch", "file",
 		// sandbar-init formats the scratch disk with mkfs.ext4 from the root.
 		"e2fsprogs",
+		// So the agent can build, and install what the project needs:
+		// `sudo apt-get install golang`, from the suite the image comes from.
+		"sudo", "apt", "debian-archive-keyring", "build-essential",
 	}
 }
 

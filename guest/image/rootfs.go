@@ -31,9 +31,10 @@ type entry struct {
 const Hostname = "sandbar"
 
 // systemFiles returns the root's generated files. pkgs is the set of
-// package names in the root, which decides the alternatives links; ca is
-// the CA bundle.
-func systemFiles(pkgs map[string]bool, ca []byte) []entry {
+// package names in the root, which decides the alternatives links and
+// which tools get their configuration; ca is the CA bundle; mirror is the
+// Debian archive the image comes from, which apt's sources name.
+func systemFiles(pkgs map[string]bool, ca []byte, mirror string) []entry {
 	es := []entry{
 		// Mount points and scratch directories.
 		{name: "dev", mode: 0o755, dir: true},
@@ -63,6 +64,16 @@ func systemFiles(pkgs map[string]bool, ca []byte) []entry {
 		{name: "etc/profile", mode: 0o644, data: []byte(profile)},
 		{name: "etc/ssl/certs/ca-certificates.crt", mode: 0o644, data: ca},
 	}
+	if pkgs["apt"] {
+		es = append(es, aptFiles(mirror)...)
+	}
+	if pkgs["libpam-runtime"] {
+		// What pam-auth-update writes from /usr/share/pam-configs/unix,
+		// which sudo's /etc/pam.d/sudo includes.
+		for _, f := range pamCommon {
+			es = append(es, entry{name: "etc/pam.d/" + f.name, mode: 0o644, data: []byte(f.data)})
+		}
+	}
 	if pkgs["dash"] {
 		es = append(es, entry{name: "usr/bin/sh", link: "dash"})
 	} else {
@@ -73,6 +84,9 @@ func systemFiles(pkgs map[string]bool, ca []byte) []entry {
 		{"mawk", "usr/bin/awk", "mawk"},
 		{"less", "usr/bin/pager", "less"},
 		{"debianutils", "usr/bin/which", "which.debianutils"},
+		// make's default CC and CXX.
+		{"gcc", "usr/bin/cc", "gcc"},
+		{"g++", "usr/bin/c++", "g++"},
 	}
 	for _, a := range alternatives {
 		if pkgs[a.pkg] {
@@ -84,19 +98,23 @@ func systemFiles(pkgs map[string]bool, ca []byte) []entry {
 
 const (
 	passwd = "root:x:0:0:root:/root:/bin/bash\n" +
+		"_apt:x:42:65534::/nonexistent:/usr/sbin/nologin\n" +
 		"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
 	group = "root:x:0:\n" +
 		"tty:x:5:\n" +
 		"disk:x:6:\n" +
+		"sudo:x:27:\n" +
 		"staff:x:50:\n" +
 		"users:x:100:\n" +
 		"nogroup:x:65534:\n"
 	// Passwords are locked: nobody logs in; the supervisor runs processes.
 	shadow = "root:*:19000:0:99999:7:::\n" +
+		"_apt:*:19000:0:99999:7:::\n" +
 		"nobody:*:19000:0:99999:7:::\n"
 	gshadow = "root:*::\n" +
 		"tty:*::\n" +
 		"disk:*::\n" +
+		"sudo:*::\n" +
 		"staff:*::\n" +
 		"users:*::\n" +
 		"nogroup:*::\n"
@@ -121,6 +139,12 @@ const (
 		"  unset i\n" +
 		"fi\n"
 )
+
+// maintainerModes are the modes maintainer scripts set on files their
+// packages ship otherwise: sudo's postinst makes /etc/sudoers 0440.
+var maintainerModes = map[string]int64{
+	"etc/sudoers": 0o440,
+}
 
 // caDir is where the ca-certificates package keeps Mozilla's roots.
 const caDir = "usr/share/ca-certificates/mozilla/"
@@ -176,11 +200,15 @@ func cleanName(name string) string {
 }
 
 // writeRootTar streams the generated files, then every package in debs,
-// into w as one tar. The builder keeps the first entry for a path, so the
-// generated files win over any a package ships.
-func writeRootTar(ctx context.Context, w io.Writer, debs []string, extra []entry, progress func(item string, i int)) error {
+// then dpkg's database of them (when controls, the packages' control
+// fields in the order of debs, is not nil; members are their md5sums and
+// conffiles, see dpkgDatabaseWith) into w as one tar. The builder
+// keeps the first entry for a path, so the generated files win over any a
+// package ships.
+func writeRootTar(ctx context.Context, w io.Writer, debs []string, controls []map[string]string, members []map[string][]byte, extra []entry, progress func(item string, i int)) error {
 	tb := debian.NewTarBuilder(w)
-	for _, e := range extra {
+	tb.Modes = maintainerModes
+	add := func(e entry) error {
 		var err error
 		switch {
 		case e.dir:
@@ -193,7 +221,14 @@ func writeRootTar(ctx context.Context, w io.Writer, debs []string, extra []entry
 		if err != nil {
 			return fmt.Errorf("add /%s: %w", e.name, err)
 		}
+		return nil
 	}
+	for _, e := range extra {
+		if err := add(e); err != nil {
+			return err
+		}
+	}
+	lists := make([][]string, len(debs))
 	for i, d := range debs {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -201,8 +236,21 @@ func writeRootTar(ctx context.Context, w io.Writer, debs []string, extra []entry
 		if progress != nil {
 			progress(path.Base(d), i)
 		}
-		if err := tb.AddDeb(d); err != nil {
+		list, err := tb.AddDebFiles(d)
+		if err != nil {
 			return fmt.Errorf("unpack %s: %w", path.Base(d), err)
+		}
+		lists[i] = list
+	}
+	if controls != nil {
+		db, err := dpkgDatabaseWith(controls, lists, members)
+		if err != nil {
+			return err
+		}
+		for _, e := range db {
+			if err := add(e); err != nil {
+				return err
+			}
 		}
 	}
 	return tb.Close()

@@ -24,7 +24,7 @@ func findEntry(es []entry, name string) (entry, bool) {
 }
 
 func TestSystemFilesUsers(t *testing.T) {
-	es := systemFiles(map[string]bool{}, []byte("CA"))
+	es := systemFiles(map[string]bool{}, []byte("CA"), "")
 	tables := []struct {
 		file   string
 		fields int
@@ -98,7 +98,7 @@ func TestSystemFilesAlternatives(t *testing.T) {
 		{map[string]bool{}, "usr/bin/sh", "bash"},
 	}
 	for _, tt := range tests {
-		e, ok := findEntry(systemFiles(tt.pkgs, nil), tt.name)
+		e, ok := findEntry(systemFiles(tt.pkgs, nil, ""), tt.name)
 		if got := map[bool]string{true: e.link, false: ""}[ok]; got != tt.want {
 			t.Errorf("pkgs %v: /%s -> %q, want %q", tt.pkgs, tt.name, got, tt.want)
 		}

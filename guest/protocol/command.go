@@ -23,9 +23,23 @@ type Command struct {
 	Git           *GitIdentity      `json:"git,omitempty"`
 	StatsInterval int64             `json:"stats_interval,omitempty"` // ms
 	Env           map[string]string `json:"env,omitempty"`            // start, exec; secrets travel only here
-	// CACert is Sandbar's CA certificate in PEM (CERTIFICATE blocks
-	// only, at most MaxCACert bytes), for the guest to trust.
+	// CACert is the CA certificates for the guest to trust, in PEM
+	// (CERTIFICATE blocks only, at most MaxCACerts of them in MaxCACert
+	// bytes): Sandbar's own and the host's (see the package comment).
 	CACert string `json:"ca_cert,omitempty"`
+	// NoSudo takes sudo away from the agent user: the project's setting
+	// is off. Sudo (NOPASSWD, inside the VM only) is on unless a start
+	// says otherwise; each start sets it anew.
+	NoSudo bool `json:"no_sudo,omitempty"`
+	// Prepare makes a start do everything but start the agent: the
+	// clock, the user, git, the trusted certificates, sudo and the
+	// branch; agent:prepared answers it. Execs that follow get the
+	// start's environment, so an environment's setup commands run as
+	// the agent will; a start without prepare then starts the agent.
+	Prepare bool `json:"prepare,omitempty"`
+	// Image is the configuration of the image whose root the guest runs
+	// on, when it is not Sandbar's own (see ImageConfig).
+	Image *ImageConfig `json:"image,omitempty"`
 
 	// start, settime: host wall clock in Unix nanoseconds; 0 means unset.
 	Time int64 `json:"time,omitempty"`
@@ -57,6 +71,12 @@ type Command struct {
 	// StdinOpen keeps a pipe exec's stdin open after Stdin, for
 	// exec:stdin.
 	StdinOpen bool `json:"stdin_open,omitempty"`
+	// Tools runs the exec with Sandbar's own tools: in Sandbar's own
+	// root (its sh, git and the rest) with the session's /workspace,
+	// /home and /tmp, whatever image the agent's root is. On Sandbar's
+	// own image that root is the root itself. Saves, changes and diffs
+	// ask for it, so an image without git (or with an old one) works.
+	Tools bool `json:"tools,omitempty"`
 
 	// exec:stdin: no more stdin follows. A pipe exec's stdin is closed;
 	// a PTY exec gets the terminal's end-of-file character (^D).
@@ -72,6 +92,30 @@ type Agent struct {
 	Args    []string `json:"args,omitempty"`
 	User    string   `json:"user,omitempty"` // "agent" (default) or "root"
 }
+
+// ImageConfig is what a project's image says of how its programs run
+// (an OCI image's config, a devcontainer's remoteUser), for the agent's
+// user and environment. Each field is optional.
+type ImageConfig struct {
+	// User is the account the image's programs run as: a name (node,
+	// vscode) or a uid. The agent runs as it when the image has it, it
+	// is not root, and its uid owns the workspace; otherwise the agent
+	// runs as the workspace's owner (the image's account of that uid, or
+	// a new account "agent") and agent:started's notes say why.
+	User string `json:"user,omitempty"`
+	// Env is the image's environment, KEY=VALUE, applied before the
+	// start's env. Its PATH comes before Sandbar's own entries.
+	Env []string `json:"env,omitempty"`
+	// WorkingDir is the image's working directory. The agent works in
+	// the repository all the same; the notes say so.
+	WorkingDir string `json:"working_dir,omitempty"`
+}
+
+// Bounds of ImageConfig.
+const (
+	MaxImageEnv  = 256  // variables
+	MaxImageText = 4096 // bytes of one variable, user or working_dir
+)
 
 // GitIdentity is written to the agent user's git configuration.
 type GitIdentity struct {
@@ -120,6 +164,16 @@ func (c Command) Validate() error {
 		}
 		if !validUser(c.Agent.User) {
 			return bad("agent.user must be %q or %q, not %q", UserAgent, UserRoot, c.Agent.User)
+		}
+		if im := c.Image; im != nil {
+			if len(im.Env) > MaxImageEnv {
+				return bad("image.env has %d variables, more than %d", len(im.Env), MaxImageEnv)
+			}
+			for _, v := range append([]string{im.User, im.WorkingDir}, im.Env...) {
+				if len(v) > MaxImageText || strings.ContainsRune(v, 0) {
+					return bad("image: a value is longer than %d bytes or holds a NUL", MaxImageText)
+				}
+			}
 		}
 		if c.CACert != "" {
 			if _, err := ParseCACert(c.CACert); err != nil {
@@ -177,7 +231,7 @@ func (c Command) Validate() error {
 		if c.Time == 0 {
 			return bad("time is required")
 		}
-	case CmdChat, CmdStop, CmdShutdown:
+	case CmdChat, CmdStop, CmdShutdown, CmdInterrupt:
 	case "":
 		return fmt.Errorf("%w: the object has no \"cmd\"", ErrMalformed)
 	default:
@@ -213,11 +267,11 @@ func validTerm(t string) bool {
 	return true
 }
 
-// ParseCACert checks a ca_cert: at most MaxCACert bytes holding one or
-// more PEM blocks of type CERTIFICATE, without headers, and nothing but
-// white space around them. It returns the blocks. It does not parse the
-// certificates themselves (crypto/x509 would grow the guest's init); the
-// host sends a CA it made.
+// ParseCACert checks a ca_cert: at most MaxCACert bytes holding one to
+// MaxCACerts PEM blocks of type CERTIFICATE, without headers, and nothing
+// but white space around them. It returns the blocks. It does not parse
+// the certificates themselves (crypto/x509 would grow the guest's init);
+// the host sends a CA it made and certificates it parsed.
 func ParseCACert(s string) ([]*pem.Block, error) {
 	if len(s) > MaxCACert {
 		return nil, fmt.Errorf("%d bytes is more than %d", len(s), MaxCACert)
@@ -243,6 +297,9 @@ func ParseCACert(s string) ([]*pem.Block, error) {
 			return nil, errors.New("a CERTIFICATE block has headers")
 		case len(b.Bytes) == 0:
 			return nil, errors.New("a CERTIFICATE block is empty")
+		}
+		if len(blocks) == MaxCACerts {
+			return nil, fmt.Errorf("more than %d CERTIFICATE blocks", MaxCACerts)
 		}
 		blocks = append(blocks, b)
 	}

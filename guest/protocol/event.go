@@ -26,6 +26,10 @@ type Event struct {
 
 	// agent:started
 	PID int `json:"pid,omitempty"`
+	// Notes are what the guest did about the start that the session's
+	// log should say (on an image's root: which user the agent runs as,
+	// that sudo is not in the image): at most MaxNotes of MaxNote bytes.
+	Notes []string `json:"notes,omitempty"`
 
 	// agent:stdout, agent:stderr, exec:stdout, exec:stderr
 	Data string `json:"data,omitempty"`
@@ -57,6 +61,11 @@ type Event struct {
 	// says more were listening and were left out.
 	Ports     []Port `json:"ports,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"`
+
+	// tool:output (with PID, Data or B64)
+	Elapsed int64 `json:"elapsed,omitempty"` // milliseconds
+	Skipped int64 `json:"skipped,omitempty"` // bytes
+	Done    bool  `json:"done,omitempty"`
 }
 
 // Port is one listening TCP port of a ports event, reachable at the
@@ -152,7 +161,16 @@ func (e Event) Validate() error {
 		if len(e.NetError) > MaxNetError {
 			return fmt.Errorf("%w: %s's net_error is %d bytes, more than %d", ErrMalformed, e.Ev, len(e.NetError), MaxNetError)
 		}
-	case EvAgentStarted, EvAgentStdout, EvAgentStderr, EvAgentExit,
+	case EvAgentStarted:
+		if len(e.Notes) > MaxNotes {
+			return fmt.Errorf("%w: %s has %d notes, more than %d", ErrMalformed, e.Ev, len(e.Notes), MaxNotes)
+		}
+		for _, n := range e.Notes {
+			if len(n) > MaxNote {
+				return fmt.Errorf("%w: %s has a note of %d bytes, more than %d", ErrMalformed, e.Ev, len(n), MaxNote)
+			}
+		}
+	case EvAgentPrepared, EvAgentStdout, EvAgentStderr, EvAgentExit,
 		EvStats, EvError, EvWorkspace:
 	case EvExecStdinAck:
 		if e.ID == "" || e.N <= 0 || e.N > StdinWindow {
@@ -172,6 +190,13 @@ func (e Event) Validate() error {
 				return fmt.Errorf("%w: %s: port %d is 0, out of order or listed twice", ErrMalformed, e.Ev, p.Port)
 			}
 			last = p.Port
+		}
+	case EvToolOutput:
+		if n := len(e.Data) + len(e.B64); n > MaxToolChunk {
+			return fmt.Errorf("%w: %s carries %d bytes, more than %d", ErrMalformed, e.Ev, n, MaxToolChunk)
+		}
+		if e.Elapsed < 0 || e.Skipped < 0 {
+			return fmt.Errorf("%w: %s with a negative elapsed or skipped", ErrMalformed, e.Ev)
 		}
 	case "":
 		return fmt.Errorf("%w: the object has no \"ev\"", ErrMalformed)

@@ -61,7 +61,9 @@ func TestParseCACert(t *testing.T) {
 		{"bad base64", "-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n", 0, "does not decode"},
 		{"no end", "-----BEGIN CERTIFICATE-----\n" + strings.Repeat("QUFB", 10) + "\n", 0, "does not decode"},
 		{"broken block before a good one", "-----BEGIN CERTIFICATE-----\n!!!!\n" + ca, 0, "do not decode"},
-		{"too long", ca + strings.Repeat(" ", MaxCACert), 0, "more than 16384"},
+		{"too long", ca + strings.Repeat(" ", MaxCACert), 0, "more than 524288"},
+		{"as many as allowed", strings.Repeat(ca, MaxCACerts), MaxCACerts, ""},
+		{"too many", strings.Repeat(ca, MaxCACerts+1), 0, "more than 256 CERTIFICATE blocks"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -25,12 +25,13 @@
 //
 // Version 3 added the session network's two messages:
 //
-//   - start's "ca_cert": Sandbar's per-install CA, PEM, at most MaxCACert
-//     bytes of CERTIFICATE blocks only (see ParseCACert; a start that
-//     breaks this is refused as malformed). The guest adds it to the
-//     system's trust and points the usual variables at it for the agent
-//     and every exec, so HTTPS through the host's credential broker is
-//     trusted.
+//   - start's "ca_cert": Sandbar's per-install CA and (version 4) the CA
+//     certificates the host trusts beyond the stock bundle, PEM, at most
+//     MaxCACert bytes of at most MaxCACerts CERTIFICATE blocks only (see
+//     ParseCACert; a start that breaks this is refused as malformed). The
+//     guest adds them to the system's trust and points the usual variables
+//     at them for the agent and every exec, so HTTPS through the host's
+//     credential broker, or a company's TLS-inspecting proxy, is trusted.
 //   - "ports": the guest's whole current set of listening TCP ports that
 //     the host can reach at the guest's address, sorted, each once, at most
 //     MaxPorts of them ("truncated": true when more were left out). A port
@@ -46,6 +47,9 @@
 // "DHCP on eth0: no offer within 3s". Absent, the network is as the host
 // asked, or off.
 //
+// The "interrupt" command came later without a version bump too: an older
+// guest answers it with an error naming the unknown command.
+//
 // The package is not a transport: it neither dials nor retries.
 package protocol
 
@@ -55,8 +59,9 @@ import (
 )
 
 // Version is the protocol version the guest announces in system:ready.
-// Version 3 added start's ca_cert and the ports event.
-const Version = 3
+// Version 3 added start's ca_cert and the ports event; version 4 let
+// ca_cert carry the host's own CAs too (MaxCACert from 16 KiB to 512 KiB).
+const Version = 4
 
 // MaxLine bounds one encoded line, newline included.
 const MaxLine = 1 << 20
@@ -65,6 +70,11 @@ const MaxLine = 1 << 20
 // when booted with sandbar.trial=1: the host's proof that a hypervisor
 // runs the guest (the KVM trial) and the floor of the boot benchmark.
 const TrialMarker = "sandbar-init: trial ok"
+
+// CaptureMarker starts the console line sandbar-init prints, then powers
+// off, when booted with sandbar.capture once the prepared environment's
+// disk is filled: files=N bytes=N workspace_paths=N follow it.
+const CaptureMarker = "sandbar-init: capture ok"
 
 // Command names (host → guest).
 const (
@@ -79,18 +89,26 @@ const (
 	CmdExecResize = "exec:resize"
 	CmdSetTime    = "settime"
 	CmdShutdown   = "shutdown"
+	// CmdInterrupt sends SIGINT to the agent's process group: what Ctrl-C
+	// does at a terminal, for agents that take it as "end this turn".
+	// The agent is not stopped; one that does not handle SIGINT may exit,
+	// and agent:exit says so.
+	CmdInterrupt = "interrupt"
 )
 
 // Event names (guest → host).
 const (
 	EvReady        = "system:ready"
 	EvAgentStarted = "agent:started"
-	EvAgentStdout  = "agent:stdout"
-	EvAgentStderr  = "agent:stderr"
-	EvAgentExit    = "agent:exit"
-	EvExecStdout   = "exec:stdout"
-	EvExecStderr   = "exec:stderr"
-	EvExecResult   = "exec:result"
+	// EvAgentPrepared answers a start with prepare: the agent's user,
+	// git, trust and branch are ready, and no agent runs.
+	EvAgentPrepared = "agent:prepared"
+	EvAgentStdout   = "agent:stdout"
+	EvAgentStderr   = "agent:stderr"
+	EvAgentExit     = "agent:exit"
+	EvExecStdout    = "exec:stdout"
+	EvExecStderr    = "exec:stderr"
+	EvExecResult    = "exec:result"
 	// EvExecStdinAck says how many bytes of exec:stdin the guest has
 	// handed to the program (N): the host's stdin window opens by that.
 	EvExecStdinAck = "exec:stdin_ack"
@@ -102,14 +120,39 @@ const (
 	// EvPorts carries the guest's current set of reachable listening TCP
 	// ports (Ports, Truncated); see the package comment.
 	EvPorts = "ports"
+	// EvToolOutput carries what a running tool of the agent writes to a
+	// file (Claude Code's Bash tool writes its command's output to one):
+	// Data or B64 (new bytes, at most MaxToolChunk), PID (the oldest
+	// process holding the file), Elapsed (milliseconds since it
+	// started), Skipped (bytes left out for the rate bound) and Done
+	// (no process of the agent holds the file any more). It comes at
+	// least once a second while a tool runs, for its elapsed time. It is
+	// a courtesy view: the host keeps no more of it than it shows.
+	EvToolOutput = "tool:output"
+)
+
+// Bounds of tool:output: the bytes of one event, and the bytes a session's
+// tools may send a second (in bursts of up to a second's worth); the rest
+// is skipped and counted.
+const (
+	MaxToolChunk   = 8 << 10
+	ToolOutputRate = 32 << 10
 )
 
 // Bounds of the session network's messages.
 const (
 	// MaxNetError bounds system:ready's net_error, in bytes.
 	MaxNetError = 1024
-	// MaxCACert bounds start's ca_cert, in bytes.
-	MaxCACert = 16 << 10
+	// MaxNotes bounds agent:started's notes, and MaxNote each one's
+	// bytes.
+	MaxNotes = 8
+	MaxNote  = 512
+	// MaxCACert bounds start's ca_cert, in bytes, and MaxCACerts the
+	// certificates in it: Sandbar's CA and those the host trusts beyond
+	// the stock bundle (a company's, a person's own), within what one
+	// start line (MaxLine) holds beside the rest of it.
+	MaxCACert  = 512 << 10
+	MaxCACerts = 256
 	// MaxPorts bounds the ports one ports event lists.
 	MaxPorts = 256
 )

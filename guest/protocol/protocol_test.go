@@ -42,6 +42,7 @@ func allCommands() []Command {
 		{Cmd: CmdExecKill, ID: "e1"},
 		{Cmd: CmdSetTime, Time: 1},
 		{Cmd: CmdShutdown},
+		{Cmd: CmdInterrupt, ID: "i"},
 	}
 }
 

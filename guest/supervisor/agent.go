@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -60,7 +61,17 @@ func (s *session) user(name string) (User, error) {
 	if name == protocol.UserRoot {
 		uid, home = 0, "/root"
 	}
-	u, err := s.cfg.Sys.EnsureUser(name, uid, home)
+	var err error
+	if name == protocol.UserAgent && s.cfg.ToolRoot != "" {
+		// An exec before the first start: the account start would
+		// choose, its notes left for start to give.
+		s.mu.Lock()
+		im := s.image
+		s.mu.Unlock()
+		u, _, err = s.imageAgent(uid, im)
+	} else {
+		u, err = s.cfg.Sys.EnsureUser(name, uid, home)
+	}
 	if err != nil {
 		return User{}, fmt.Errorf("set up user %s: %w", name, err)
 	}
@@ -106,10 +117,36 @@ func (s *session) start(ctx context.Context, c protocol.Command) {
 	if workdir == "" {
 		workdir = s.cfg.Workspace
 	}
-	u, err := s.user(c.Agent.User)
+	var notes []string
+	if s.cfg.ToolRoot != "" {
+		// On an image's root: refused before anything is written when
+		// the image cannot run the agent.
+		if err := checkLibc("/", runtime.GOARCH); err != nil {
+			s.replyErr(c, "%v", err)
+			return
+		}
+	}
+	s.mu.Lock()
+	s.image = c.Image
+	s.mu.Unlock()
+	var u User
+	var err error
+	if s.cfg.ToolRoot != "" && (c.Agent.User == "" || c.Agent.User == protocol.UserAgent) {
+		u, notes, err = s.imageAgent(agentUID(s.cfg.Workspace), c.Image)
+		if err == nil {
+			s.mu.Lock()
+			s.users[protocol.UserAgent] = u
+			s.mu.Unlock()
+		}
+	} else {
+		u, err = s.user(c.Agent.User)
+	}
 	if err != nil {
 		s.replyErr(c, "%v", err)
 		return
+	}
+	if im := c.Image; im != nil && im.WorkingDir != "" && im.WorkingDir != "/" && filepath.Clean(im.WorkingDir) != filepath.Clean(workdir) {
+		notes = append(notes, fmt.Sprintf("the image's working directory %s is not used: the agent works in the repository at %s", im.WorkingDir, workdir))
 	}
 	if err := writeGitConfig(u, c.Git, workdir, s.cfg.Workspace); err != nil {
 		s.replyErr(c, "%v", err)
@@ -120,12 +157,32 @@ func (s *session) start(ctx context.Context, c protocol.Command) {
 		s.replyErr(c, "%v", err)
 		return
 	}
-	env := mergeEnv(baseEnv(u), trust, c.Env)
+	sudo := !c.NoSudo
+	if sudo && s.cfg.ToolRoot != "" && s.cfg.SudoersFile != "" && u.UID != 0 {
+		if ok, why := imageSudo("/"); !ok {
+			notes = append(notes, why)
+			sudo = false
+		}
+	}
+	if err := s.setSudo(u, sudo); err != nil {
+		s.replyErr(c, "%v", err)
+		return
+	}
+	imgEnv := imageEnv(c.Image)
+	env := mergeEnv(baseEnv(u), imgEnv, trust, c.Env)
 	if c.Branch != "" {
-		if err := checkout(ctx, u, env, workdir, c.Branch); err != nil {
+		if err := checkout(ctx, u, s.toolEnv(u, trust, nil), workdir, c.Branch, s.cfg.ToolRoot); err != nil {
 			s.replyErr(c, "%v", err)
 			return
 		}
+	}
+	if c.Prepare {
+		s.mu.Lock()
+		s.env, s.imageEnv, s.workdir = c.Env, imgEnv, workdir
+		s.mu.Unlock()
+		s.log.Info("agent prepared", "user", u.Name, "workdir", workdir)
+		s.emit(protocol.Event{Ev: protocol.EvAgentPrepared, ID: c.ID})
+		return
 	}
 	argv := append([]string{c.Agent.Command}, c.Agent.Args...)
 	ch, err := spawn(spawnSpec{argv: argv, env: env, dir: workdir, user: u, stdin: true})
@@ -135,7 +192,7 @@ func (s *session) start(ctx context.Context, c protocol.Command) {
 	}
 	a := &agentProc{child: ch, chat: make(chan []byte, 64), done: make(chan struct{})}
 	s.mu.Lock()
-	s.agent, s.env, s.workdir = a, c.Env, workdir
+	s.agent, s.env, s.imageEnv, s.workdir = a, c.Env, imgEnv, workdir
 	startStats := !s.stats
 	s.stats = true
 	startWatch := !s.watch
@@ -143,8 +200,11 @@ func (s *session) start(ctx context.Context, c protocol.Command) {
 	startPorts := !s.ports && s.cfg.GuestIP.IsValid()
 	s.ports = s.ports || startPorts
 	s.mu.Unlock()
+	for _, n := range notes {
+		s.log.Info(n)
+	}
 	s.log.Info("agent started", "pid", ch.cmd.Process.Pid, "user", u.Name, "workdir", workdir)
-	s.emit(protocol.Event{Ev: protocol.EvAgentStarted, ID: c.ID, PID: ch.cmd.Process.Pid})
+	s.emit(protocol.Event{Ev: protocol.EvAgentStarted, ID: c.ID, PID: ch.cmd.Process.Pid, Notes: clipNotes(notes)})
 	s.wg.Go(func() { s.runAgent(a) })
 	if startStats {
 		interval := time.Duration(c.StatsInterval) * time.Millisecond
@@ -163,13 +223,30 @@ func (s *session) start(ctx context.Context, c protocol.Command) {
 
 // trustCA installs start's ca_cert and returns the environment that
 // points tools at it, which execs get too from then on. A start without
-// one keeps what an earlier start installed: the CA stays trusted for the
-// rest of the boot.
+// one keeps what an earlier start of this boot installed: the CA stays
+// trusted for the rest of the boot; what an earlier boot installed on the
+// same disk is taken back.
 func (s *session) trustCA(c protocol.Command) (map[string]string, error) {
 	s.mu.Lock()
 	prev := s.caEnv
 	s.mu.Unlock()
 	if c.CACert == "" {
+		if prev == nil && s.cfg.CABundle != "" && s.cfg.CAFile != "" {
+			// The root's changes outlive a boot (a restart boots the
+			// same scratch disk): trust an earlier boot's start added,
+			// which this session's host no longer sends (turned off in
+			// its settings), is taken back.
+			removed, err := removeCA(s.cfg.CABundle, s.cfg.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("take back the CA certificates an earlier boot trusted: %w", err)
+			}
+			if removed {
+				s.log.Info("the CA certificates an earlier boot added are no longer trusted", "bundle", s.cfg.CABundle)
+				if _, err := s.cfg.JVM.install(s.life, nil); err != nil {
+					s.log.Warn("the JVM's trust store keeps CA certificates an earlier boot added", "err", err)
+				}
+			}
+		}
 		return prev, nil
 	}
 	if s.cfg.CABundle == "" || s.cfg.CAFile == "" {
@@ -179,7 +256,16 @@ func (s *session) trustCA(c protocol.Command) (map[string]string, error) {
 	if err := installCA(s.cfg.CABundle, s.cfg.CAFile, c.CACert); err != nil {
 		return nil, fmt.Errorf("trust Sandbar's CA: %w", err)
 	}
-	s.log.Info("Sandbar's CA added to the trusted certificates", "bundle", s.cfg.CABundle)
+	s.log.Info("the start's CA certificates added to the trusted certificates", "bundle", s.cfg.CABundle)
+	if blocks, err := protocol.ParseCACert(c.CACert); err == nil {
+		// The JVM's trust is a courtesy: a keytool that fails is logged,
+		// and the start goes on with every other tool's trust in place.
+		if n, err := s.cfg.JVM.install(s.life, blocks); err != nil {
+			s.log.Warn("the JVM's trust store did not take every CA certificate", "err", err)
+		} else if n > 0 {
+			s.log.Info("CA certificates added to the JVM's trust store", "added", n)
+		}
+	}
 	env := caEnv(s.cfg.CABundle, s.cfg.CAFile)
 	s.mu.Lock()
 	s.caEnv = env // execs get it from now on, whether or not the agent starts
@@ -192,6 +278,8 @@ func (s *session) runAgent(a *agentProc) {
 	var pipes sync.WaitGroup
 	pipes.Go(func() { s.pumpLines(a.stdout, a.exited, protocol.EvAgentStdout) })
 	pipes.Go(func() { s.pumpLines(a.stderr, a.exited, protocol.EvAgentStderr) })
+	// Its tools' live output, whose last events come before agent:exit.
+	pipes.Go(func() { s.watchTools(a) })
 	pipes.Go(func() {
 		for {
 			select {
@@ -264,8 +352,22 @@ func (s *session) stop(c protocol.Command) {
 	s.wg.Go(func() { a.terminate(grace) })
 }
 
-// checkout switches workdir to branch, as the agent user.
-func checkout(ctx context.Context, u User, env map[string]string, workdir, branch string) error {
+// interrupt sends SIGINT to the agent's process group, as Ctrl-C at a
+// terminal would: the agent runs without one, so its tools share its
+// group, and the signal reaches the running tool and the agent alike.
+func (s *session) interrupt(c protocol.Command) {
+	a := s.runningAgent()
+	if a == nil {
+		s.replyErr(c, "no agent is running: there is nothing to interrupt")
+		return
+	}
+	s.log.Info("interrupting the agent", "pgid", a.pgid)
+	killGroup(a.pgid, syscall.SIGINT)
+}
+
+// checkout switches workdir to branch, as the agent user, with git from
+// root (Sandbar's own, see Config.ToolRoot; "" is the root itself).
+func checkout(ctx context.Context, u User, env map[string]string, workdir, branch, root string) error {
 	if strings.HasPrefix(branch, "-") {
 		return fmt.Errorf("branch %q starts with '-': pass a branch name", branch)
 	}
@@ -276,7 +378,7 @@ func checkout(ctx context.Context, u User, env map[string]string, workdir, branc
 		strings.TrimSpace(string(head)) == "ref: refs/heads/"+branch {
 		return nil
 	}
-	path, err := lookPath("git", env["PATH"])
+	path, err := lookPathIn(root, "git", env["PATH"])
 	if err != nil {
 		return fmt.Errorf("check out %s: %w", branch, err)
 	}
@@ -291,6 +393,9 @@ func checkout(ctx context.Context, u User, env map[string]string, workdir, branc
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Dir, cmd.Env = workdir, envList(env)
 	cmd.SysProcAttr = sysProcAttr(u)
+	if root != "" {
+		cmd.SysProcAttr.Chroot = root
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		msg := strings.TrimSpace(string(out))

@@ -13,12 +13,14 @@ import (
 	"sandbar/guest/protocol"
 )
 
-// Trusting Sandbar's CA: the host's credential broker answers HTTPS for
-// the hosts it brokers with certificates of a CA made per install, sent
-// as start's ca_cert. The guest adds it to the system bundle, which
-// OpenSSL, GnuTLS, Go and Python's ssl read, writes it alone for Node
-// (NODE_EXTRA_CA_CERTS adds to Node's own list), and points the variables
-// that tools read instead of the system's trust at them.
+// Trusting Sandbar's CA and the host's: the host's credential broker
+// answers HTTPS for the hosts it brokers with certificates of a CA made
+// per install, and a company's network may inspect HTTPS with a CA the
+// host trusts (app/net/hosttrust); start's ca_cert carries both. The
+// guest adds them to the system bundle, which OpenSSL, GnuTLS, Go and
+// Python's ssl read, writes them alone for Node (NODE_EXTRA_CA_CERTS adds
+// to Node's own list), points the variables that tools read instead of
+// the system's trust at them, and gives them to a JVM (jvmtrust.go).
 
 // Where the guest image keeps its trust (Debian's ca-certificates).
 const (
@@ -80,6 +82,28 @@ func installCA(bundle, single, cert string) error {
 		return err
 	}
 	return replaceFile(bundle, next)
+}
+
+// removeCA takes out of bundle the CA section an earlier start added and
+// removes single, reporting whether there was a section.
+func removeCA(bundle, single string) (bool, error) {
+	orig, err := readBounded(bundle, maxCABundle)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the CA bundle: %w", err)
+	}
+	if !bytes.Contains(orig, []byte(caBegin)) {
+		return false, nil
+	}
+	if err := replaceFile(bundle, withoutCA(orig)); err != nil {
+		return false, err
+	}
+	if err := os.Remove(single); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return true, fmt.Errorf("remove %s: %w", single, err)
+	}
+	return true, nil
 }
 
 // withoutCA returns bundle less a CA section an earlier start added.

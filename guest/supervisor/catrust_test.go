@@ -4,13 +4,20 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,7 +138,8 @@ func TestStartRefusesBadCA(t *testing.T) {
 		"private key":  key,
 		"not pem":      "hello",
 		"cert and key": testCA(t, "x") + key,
-		"too large":    testCA(t, "x") + strings.Repeat("\n", protocol.MaxCACert),
+		"too large":    testCA(t, "x") + strings.Repeat(" ", protocol.MaxCACert),
+		"too many":     strings.Repeat(testCA(t, "x"), protocol.MaxCACerts+1),
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newHost(t)
@@ -234,4 +242,135 @@ func assertNoTempFiles(t *testing.T, dir string) {
 			t.Errorf("a temporary file is left: %s", e.Name())
 		}
 	}
+}
+
+// TestStartTrustsHostCAs: a start carrying Sandbar's CA and the host's
+// (well past the 16 KiB one CA took) puts every one into the bundle and
+// the single file, and a real TLS client run as an exec (curl, pointed
+// by CURL_CA_BUNDLE as the guest's are) trusts a server whose certificate
+// one of the host's CAs signed.
+func TestStartTrustsHostCAs(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skip("no curl on this machine")
+	}
+	corpCA, corpKey := testCAKey(t, "Corp Inspection CA")
+	var all strings.Builder
+	all.WriteString(testCA(t, "Sandbar CA"))
+	all.WriteString(corpCA)
+	for i := range 100 {
+		all.WriteString(testCA(t, fmt.Sprintf("Host CA %d", i)))
+	}
+	if all.Len() <= 16<<10 {
+		t.Fatalf("only %d bytes", all.Len())
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "inspected hello") }))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{leafFrom(t, corpCA, corpKey, "127.0.0.1")}}
+	srv.StartTLS()
+	defer srv.Close()
+
+	h := newHost(t)
+	// A bundle OpenSSL reads (the harness's stand-in is not one).
+	const image = "# the image's bundle, empty here\n"
+	if err := os.WriteFile(h.caBundle, []byte(image), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ev := h.startCA("s", "true", all.String()); ev.Ev != protocol.EvAgentStarted {
+		t.Fatalf("start with the host's CAs: %+v", ev)
+	}
+	h.until(protocol.EvAgentExit, "")
+	if got, want := readFile(t, h.caBundle), image+caBegin+all.String()+caEnd; got != want {
+		t.Fatalf("the bundle does not hold every CA sent (%d bytes, want %d)", len(got), len(want))
+	}
+	if got := readFile(t, h.caFile); got != all.String() {
+		t.Fatalf("%s does not hold every CA sent", h.caFile)
+	}
+	out, errOut, res := h.execOutput(protocol.Command{ID: "curl", Argv: []string{curl, "-sS", "-m", "20", srv.URL}})
+	if res.Code != 0 || string(out) != "inspected hello" {
+		t.Fatalf("curl with the guest's trust: exit %d: %q %q", res.Code, out, errOut)
+	}
+	// Without the start's trust the same curl fails: the trust is what
+	// made it work.
+	_, _, res = h.execOutput(protocol.Command{ID: "curl2", Argv: []string{curl, "-sS", "-m", "20", srv.URL}, Env: map[string]string{"CURL_CA_BUNDLE": "/nonexistent"}})
+	if res.Code == 0 {
+		t.Fatal("curl succeeded without the CA")
+	}
+}
+
+// testCAKey returns a fresh self-signed CA in PEM and its key.
+func testCAKey(t testing.TB, name string) (string, *ecdsa.PrivateKey) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), key
+}
+
+// leafFrom makes a server certificate for ip signed by the CA.
+func leafFrom(t testing.TB, caPEM string, caKey *ecdsa.PrivateKey, ip string) tls.Certificate {
+	t.Helper()
+	b, _ := pem.Decode([]byte(caPEM))
+	ca, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: ip}, IPAddresses: []net.IP{net.ParseIP(ip)},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestStartTakesBackAnEarlierBootsCA: the root outlives a boot (a
+// restart boots the same scratch disk), so the first start of a boot that
+// carries no ca_cert (the host's settings turned its certificates off)
+// takes back what an earlier boot's start added; a later start without
+// one in the same boot keeps what this boot's added.
+func TestStartTakesBackAnEarlierBootsCA(t *testing.T) {
+	h := newHost(t)
+	old := testCA(t, "an earlier boot's")
+	os.WriteFile(h.caBundle, []byte(origBundle+caBegin+old+caEnd), 0o644)
+	os.WriteFile(h.caFile, []byte(old), 0o644)
+	if ev := h.startCA("s1", "true", ""); ev.Ev != protocol.EvAgentStarted {
+		t.Fatalf("start without a CA: %+v", ev)
+	}
+	h.until(protocol.EvAgentExit, "")
+	if got := readFile(t, h.caBundle); got != origBundle {
+		t.Fatalf("the bundle keeps an earlier boot's CA:\n%s", got)
+	}
+	if _, err := os.Stat(h.caFile); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s is still there (%v)", h.caFile, err)
+	}
+	if env := h.execEnv("env"); env["NODE_EXTRA_CA_CERTS"] != "" {
+		t.Errorf("NODE_EXTRA_CA_CERTS = %q", env["NODE_EXTRA_CA_CERTS"])
+	}
+	ca := testCA(t, "this boot's")
+	if ev := h.startCA("s2", "true", ca); ev.Ev != protocol.EvAgentStarted {
+		t.Fatalf("start with a CA: %+v", ev)
+	}
+	h.until(protocol.EvAgentExit, "")
+	if ev := h.startCA("s3", "true", ""); ev.Ev != protocol.EvAgentStarted {
+		t.Fatalf("start without a CA: %+v", ev)
+	}
+	h.until(protocol.EvAgentExit, "")
+	if got := readFile(t, h.caBundle); got != origBundle+caBegin+ca+caEnd {
+		t.Fatalf("a later start of the same boot took back this boot's CA:\n%s", got)
+	}
+	assertNoTempFiles(t, filepath.Dir(h.caBundle))
 }

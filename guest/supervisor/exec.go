@@ -26,7 +26,7 @@ func (e *execProc) kill() { e.signal(syscall.SIGKILL) }
 func (s *session) exec(c protocol.Command) {
 	s.mu.Lock()
 	_, dup := s.execs[c.ID]
-	workdir, startEnv, trust := s.workdir, s.env, s.caEnv
+	workdir, startEnv, imgEnv, trust := s.workdir, s.env, s.imageEnv, s.caEnv
 	s.mu.Unlock()
 	if dup {
 		s.replyErr(c, "an exec with id %q is still running: use a new id", c.ID)
@@ -48,8 +48,11 @@ func (s *session) exec(c protocol.Command) {
 	if dir == "" { // before start: the workspace all the same
 		dir = s.cfg.Workspace
 	}
-	env := mergeEnv(baseEnv(u), trust, startEnv, c.Env)
+	env := mergeEnv(baseEnv(u), imgEnv, trust, startEnv, c.Env)
 	spec := spawnSpec{argv: c.Argv, env: env, dir: dir, user: u, stdin: len(c.StdinBytes()) > 0 || c.StdinOpen}
+	if c.Tools {
+		spec.env, spec.root = s.toolEnv(u, trust, c.Env), s.cfg.ToolRoot
+	}
 	var master *os.File
 	if c.PTY {
 		var slave *os.File
@@ -110,9 +113,9 @@ func openTerminal(u User, c protocol.Command) (master, slave *os.File, err error
 
 func (s *session) runExec(e *execProc, stdin []byte, timeout time.Duration) {
 	var pipes sync.WaitGroup
-	pipes.Go(func() { s.pumpChunks(e.stdout, e.exited, protocol.EvExecStdout, e.id) })
+	pipes.Go(func() { s.pumpChunks(e.stdout, e.exited, protocol.EvExecStdout, e.id, e.pty != nil) })
 	if e.stderr != nil {
-		pipes.Go(func() { s.pumpChunks(e.stderr, e.exited, protocol.EvExecStderr, e.id) })
+		pipes.Go(func() { s.pumpChunks(e.stderr, e.exited, protocol.EvExecStderr, e.id, false) })
 	}
 	switch {
 	case e.in != nil:

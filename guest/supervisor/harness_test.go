@@ -40,6 +40,8 @@ func (f *fakeSys) EnsureUser(name string, _ int, _ string) (User, error) {
 	return User{Name: name, UID: os.Getuid(), GID: os.Getgid(), Home: home}, nil
 }
 
+func (f *fakeSys) LookupUser(string) (User, bool, error) { return User{}, false, nil }
+
 func (f *fakeSys) SetTime(t time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

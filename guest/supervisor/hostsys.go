@@ -36,6 +36,9 @@ func (h *HostSystem) EnsureUser(name string, _ int, _ string) (User, error) {
 	return User{Name: name, UID: os.Getuid(), GID: os.Getgid(), Home: home}, nil
 }
 
+// LookupUser implements System: a host has no image's accounts.
+func (h *HostSystem) LookupUser(string) (User, bool, error) { return User{}, false, nil }
+
 // SetTime implements System by recording t.
 func (h *HostSystem) SetTime(t time.Time) error {
 	h.mu.Lock()

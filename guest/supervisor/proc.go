@@ -33,6 +33,9 @@ type spawnSpec struct {
 	dir   string
 	user  User
 	stdin bool
+	// root, when set, is the root the child runs chrooted in
+	// (Config.ToolRoot); its program is looked up there.
+	root string
 	// tty, when set, is the slave of a pseudo-terminal: the child's
 	// stdin, stdout and stderr, and its controlling terminal in a new
 	// session. The child then has no pipes.
@@ -42,7 +45,7 @@ type spawnSpec struct {
 // spawn starts spec.argv. The program is looked up in the child's PATH,
 // not the supervisor's.
 func spawn(spec spawnSpec) (*child, error) {
-	path, err := lookPath(spec.argv[0], spec.env["PATH"])
+	path, err := lookPathIn(spec.root, spec.argv[0], spec.env["PATH"])
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +65,7 @@ func spawn(spec spawnSpec) (*child, error) {
 	c := &child{exited: make(chan struct{})}
 	if spec.tty != nil {
 		attr := sysProcAttr(spec.user)
+		attr.Chroot = spec.root
 		// A session leader cannot change its process group: Setsid alone
 		// makes the child the leader of a new session and group.
 		attr.Setpgid = false
@@ -101,6 +105,7 @@ func spawn(spec spawnSpec) (*child, error) {
 		Stderr:      stderrW,
 		SysProcAttr: sysProcAttr(spec.user),
 	}
+	c.cmd.SysProcAttr.Chroot = spec.root
 	if stdinR != nil {
 		c.cmd.Stdin = stdinR
 	}
@@ -178,6 +183,12 @@ func envList(m map[string]string) []string {
 
 // lookPath finds file in the directories of pathList.
 func lookPath(file, pathList string) (string, error) {
+	return lookPathIn("", file, pathList)
+}
+
+// lookPathIn finds file in the directories of pathList as a process
+// chrooted in root ("": not) sees them, and returns its path there.
+func lookPathIn(root, file, pathList string) (string, error) {
 	if strings.Contains(file, "/") {
 		return file, nil
 	}
@@ -186,7 +197,7 @@ func lookPath(file, pathList string) (string, error) {
 			continue
 		}
 		p := filepath.Join(dir, file)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		if fi, err := os.Stat(filepath.Join(root, p)); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
 			return p, nil
 		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			continue

@@ -89,9 +89,18 @@ const (
 )
 
 // pumpChunks sends whatever each read of f returns as an ev event with id
-// (exec output). It closes f.
-func (s *session) pumpChunks(f *os.File, exited <-chan struct{}, ev, id string) {
-	defer f.Close()
+// (exec output). It closes f. A terminal's master (tty) it closes only
+// once the child has exited, as a terminal window would: closing it hangs
+// the terminal up, and a child on its way out after closing its end (cat
+// closes stdout before it exits) would die of the SIGHUP.
+func (s *session) pumpChunks(f *os.File, exited <-chan struct{}, ev, id string, tty bool) {
+	hostGone := false
+	defer func() {
+		if tty && !hostGone {
+			<-exited
+		}
+		f.Close()
+	}()
 	growPipe(f, pipeSize)
 	r := drainReader{f, exited}
 	buf := make([]byte, chunkSize)
@@ -109,6 +118,7 @@ func (s *session) pumpChunks(f *os.File, exited <-chan struct{}, ev, id string) 
 				e := protocol.Event{Ev: ev, ID: id}
 				e.SetPayload(buf[:cut])
 				if !s.emit(e) {
+					hostGone = true // a hangup ends the child: nobody reads it
 					return
 				}
 			}

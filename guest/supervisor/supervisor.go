@@ -30,8 +30,21 @@
 //     exec get NODE_EXTRA_CA_CERTS (the CA alone) and SSL_CERT_FILE,
 //     REQUESTS_CA_BUNDLE, PIP_CERT, GIT_SSL_CAINFO and CURL_CA_BUNDLE (the
 //     bundle). A later start with another CA replaces it; one without
-//     keeps it. A ca_cert that is not PEM CERTIFICATE blocks is refused
-//     with an error event before anything is written.
+//     keeps it, unless it is the boot's first, which takes back what an
+//     earlier boot of the same disk added. A ca_cert that is not PEM CERTIFICATE blocks is refused
+//     with an error event before anything is written. Where the guest has
+//     a JVM (keytool on PATH, Config.JVM), its trust store gets the same
+//     certificates under aliases of Sandbar's, and loses those a later
+//     start no longer sends.
+//   - An exec with tools (saves, changes, diffs) and the branch's checkout
+//     run with Sandbar's own sh and git, chrooted in Config.ToolRoot when
+//     the root is another image's, with Sandbar's PATH and without the
+//     image's or the start's environment.
+//   - On another image's root (Config.ToolRoot set), a start is refused
+//     with MuslMessage when the image has musl's loader and not glibc's;
+//     the agent's account is chosen among the image's users (see
+//     imageAgent), sudo is given only where the image has it, and
+//     agent:started's notes say what was chosen and what was not given.
 //   - A process killed by a signal reports code 128+N and the signal name.
 //   - When the agent's main process exits, the rest of its process group is
 //     killed; output is drained until EOF, or until the pipes stay silent
@@ -68,6 +81,25 @@ type Config struct {
 	// the host's own trust is never touched.
 	CABundle string
 	CAFile   string
+	// JVM says how the CAs reach a JVM's trust store; zero: no JVM is
+	// told. The guest passes JVMTrust{Keytool: "keytool"}.
+	JVM JVMTrust
+
+	// SudoersFile is where the agent user's sudo rule is written (or
+	// removed, when start says no_sudo). The guest passes
+	// SandbarSudoers. Left empty (a supervisor run on a host), sudo is
+	// not touched.
+	SudoersFile string
+
+	// ToolRoot is where Sandbar's own root is when the guest's root is
+	// another image's (the guest passes ToolRoot, the constant, then):
+	// execs that ask for Sandbar's tools and the branch's checkout run
+	// chrooted there, a start first checks that the image can run the
+	// agent (glibc), chooses the agent's account among the image's
+	// users, and gives the agent sudo only if the image has it. "" (a
+	// guest on Sandbar's own root, a supervisor run on a host): those
+	// run in the root itself, as the agent's user.
+	ToolRoot string
 
 	// GuestIP is the guest's own address on its network (sandbar.net).
 	// When it is set, the supervisor reports the listening TCP ports from
@@ -92,6 +124,9 @@ type System interface {
 	// EnsureUser makes sure the user exists, with its home directory, and
 	// returns it.
 	EnsureUser(name string, uid int, home string) (User, error)
+	// LookupUser finds an account by name, or by uid when nameOrUID is
+	// a number; false when there is none.
+	LookupUser(nameOrUID string) (User, bool, error)
 	SetTime(t time.Time) error
 	DiskUsage(path string) (used, total uint64, err error)
 	// Poweroff is called by shutdown after the agent stopped and every
@@ -171,16 +206,20 @@ type session struct {
 
 	wg sync.WaitGroup // every goroutine but the writer and the reader
 
-	mu      sync.Mutex
-	agent   *agentProc
-	execs   map[string]*execProc
-	env     map[string]string // start.env, for the agent and execs
-	caEnv   map[string]string // points tools at the CA of a start's ca_cert
-	workdir string
-	users   map[string]User
-	stats   bool
-	watch   bool // the workspace watcher runs
-	ports   bool // the ports watcher runs
+	mu    sync.Mutex
+	agent *agentProc
+	execs map[string]*execProc
+	env   map[string]string // start.env, for the agent and execs
+	// imageEnv is the image's environment (start.image.env, see
+	// imageEnv), for the agent and execs; nil on Sandbar's own root.
+	imageEnv map[string]string
+	caEnv    map[string]string // points tools at the CA of a start's ca_cert
+	workdir  string
+	users    map[string]User
+	image    *protocol.ImageConfig // the last start's
+	stats    bool
+	watch    bool // the workspace watcher runs
+	ports    bool // the ports watcher runs
 }
 
 func newSession(ctx context.Context, cfg Config, conn io.ReadWriter) *session {
@@ -297,6 +336,8 @@ func (s *session) handle(ctx context.Context, c protocol.Command) {
 		s.chat(c)
 	case protocol.CmdStop:
 		s.stop(c)
+	case protocol.CmdInterrupt:
+		s.interrupt(c)
 	case protocol.CmdExec:
 		s.exec(c)
 	case protocol.CmdExecKill:

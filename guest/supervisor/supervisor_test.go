@@ -84,6 +84,36 @@ func TestChat(t *testing.T) {
 	}
 }
 
+// TestInterrupt: interrupt is Ctrl-C for an agent without a terminal.
+// SIGINT reaches the tool the agent runs (its group's member), which
+// dies of it; the agent, which handles SIGINT, lives on and reads its
+// next message. Without an agent, interrupt is refused.
+func TestInterrupt(t *testing.T) {
+	h := newHost(t)
+	h.start("s", `trap 'echo interrupted' INT; echo ready; while read line; do sh -c "$line"; echo "done:$?"; done`, nil)
+	h.waitLine("ready")
+	h.send(protocol.Command{Cmd: protocol.CmdChat, ID: "c1", Text: "echo tool; sleep 4242"})
+	h.waitLine("tool")
+	// A shell defers SIGINT while it forks: the signal must find the
+	// sleep running, as a person's Ctrl-C does.
+	waitProc(t, "sleep\x004242\x00")
+	h.send(protocol.Command{Cmd: protocol.CmdInterrupt, ID: "i1"})
+	events := h.waitLine("done:130") // the tool died of SIGINT
+	for _, e := range events {
+		if e.Ev == protocol.EvError {
+			t.Errorf("interrupt answered %+v", e)
+		}
+	}
+	h.send(protocol.Command{Cmd: protocol.CmdChat, ID: "c2", Text: "echo next"})
+	h.waitLine("next")
+	h.send(protocol.Command{Cmd: protocol.CmdStop, Grace: 2000})
+	h.until(protocol.EvAgentExit, "")
+	h.send(protocol.Command{Cmd: protocol.CmdInterrupt, ID: "i2"})
+	if e := h.next(); e.Ev != protocol.EvError || e.ID != "i2" || !strings.Contains(e.Message, "nothing to interrupt") {
+		t.Errorf("interrupt without agent: %+v, want error", e)
+	}
+}
+
 func TestStop(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -359,4 +389,21 @@ func TestReadyNetError(t *testing.T) {
 			t.Fatalf("Serve after EOF: %v", err)
 		}
 	}
+}
+
+// waitProc waits until a process of this machine has the command line
+// cmdline (NUL-separated, as /proc shows it).
+func waitProc(t *testing.T, cmdline string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, p := range paths {
+			if b, err := os.ReadFile(p); err == nil && string(b) == cmdline {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no process runs %q after 30 s", cmdline)
 }

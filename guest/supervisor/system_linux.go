@@ -50,6 +50,11 @@ func (LinuxSystem) EnsureUser(name string, uid int, home string) (User, error) {
 	return u, nil
 }
 
+// LookupUser finds an account in /etc/passwd, by name or by uid.
+func (LinuxSystem) LookupUser(nameOrUID string) (User, bool, error) {
+	return lookupUser("/etc/passwd", nameOrUID)
+}
+
 // ensureUser does the /etc part of EnsureUser under etc.
 func ensureUser(etc, name string, uid int, home string) (User, error) {
 	passwd := filepath.Join(etc, "passwd")
@@ -64,26 +69,33 @@ func ensureUser(etc, name string, uid int, home string) (User, error) {
 	if err := appendLine(passwd, fmt.Sprintf("%s:x:%d:%d::%s:%s", name, uid, gid, home, shell)); err != nil {
 		return User{}, err
 	}
-	if err := appendIfMissing(filepath.Join(etc, "group"), name, fmt.Sprintf("%s:x:%d:", name, gid)); err != nil {
+	if err := appendIfMissing(filepath.Join(etc, "group"), name, fmt.Sprintf("%s:x:%d:", name, gid), true); err != nil {
 		return User{}, err
 	}
 	days := time.Now().Unix() / 86400
-	err := appendIfMissing(filepath.Join(etc, "shadow"), name, fmt.Sprintf("%s:*:%d:0:99999:7:::", name, days))
+	err := appendIfMissing(filepath.Join(etc, "shadow"), name, fmt.Sprintf("%s:*:%d:0:99999:7:::", name, days), false)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return User{}, err
 	}
 	return User{Name: name, UID: uid, GID: gid, Home: home}, nil
 }
 
+// lookupUser finds name in passwd; a name that is a number is a uid,
+// which finds the first account of that uid.
 func lookupUser(passwd, name string) (User, bool, error) {
 	data, err := os.ReadFile(passwd)
+	if errors.Is(err, fs.ErrNotExist) {
+		return User{}, false, nil // an image without users yet
+	}
 	if err != nil {
 		return User{}, false, fmt.Errorf("read %s: %w", passwd, err)
 	}
+	_, numErr := strconv.Atoi(name)
+	byUID := numErr == nil
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		f := strings.Split(sc.Text(), ":")
-		if len(f) < 7 || f[0] != name {
+		if len(f) < 7 || (byUID && f[2] != name) || (!byUID && f[0] != name) {
 			continue
 		}
 		uid, err1 := strconv.Atoi(f[2])
@@ -91,13 +103,19 @@ func lookupUser(passwd, name string) (User, bool, error) {
 		if err1 != nil || err2 != nil {
 			return User{}, false, fmt.Errorf("%s: bad entry for %s: fix or remove it", passwd, name)
 		}
-		return User{Name: name, UID: uid, GID: gid, Home: f[5]}, true, nil
+		return User{Name: f[0], UID: uid, GID: gid, Home: f[5]}, true, nil
 	}
 	return User{}, false, nil
 }
 
-func appendIfMissing(path, name, line string) error {
+// appendIfMissing appends line to path unless an entry for name is there.
+// A missing file is made when create says so (an image without users
+// yet), else it is an error.
+func appendIfMissing(path, name, line string, create bool) error {
 	data, err := os.ReadFile(path)
+	if create && errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
@@ -110,7 +128,7 @@ func appendIfMissing(path, name, line string) error {
 }
 
 func appendLine(path, line string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}

@@ -48,12 +48,9 @@ func (e *benchEnv) manager(b *testing.B, root string) (*session.Manager, config.
 	return m, paths
 }
 
-// BenchmarkSessionStart: Start → agent started through the real manager,
-// store, git clone and VM, and where the time goes (clone, boot, ready,
-// agent spawn).
-func BenchmarkSessionStart(b *testing.B) {
-	e := setup(b)
-	root := b.TempDir()
+// emptyRepo makes root/repo, a repository with one empty commit.
+func emptyRepo(b *testing.B, root string) string {
+	b.Helper()
 	repo := filepath.Join(root, "repo")
 	os.MkdirAll(repo, 0o755)
 	for _, args := range [][]string{
@@ -64,6 +61,32 @@ func BenchmarkSessionStart(b *testing.B) {
 			b.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
+	return repo
+}
+
+// waitEvent returns when the first event ok takes arrives, failing b
+// (naming what) if ctx ends first.
+func waitEvent(b *testing.B, ctx context.Context, events <-chan session.Event, what string, ok func(session.Event) bool) time.Time {
+	b.Helper()
+	for {
+		select {
+		case ev := <-events:
+			if ok(ev) {
+				return time.Now()
+			}
+		case <-ctx.Done():
+			b.Fatalf("no %s", what)
+		}
+	}
+}
+
+// BenchmarkSessionStart: Start → agent started through the real manager,
+// store, git clone and VM, and where the time goes (clone, boot, ready,
+// agent spawn).
+func BenchmarkSessionStart(b *testing.B) {
+	e := setup(b)
+	root := b.TempDir()
+	repo := emptyRepo(b, root)
 	m, _ := e.manager(b, root)
 	total := &series{Metric: "session Start → agent started (2 vCPU, 2 GiB)", Key: "start", Unit: "ms"}
 	parts := map[string]*series{}

@@ -19,15 +19,27 @@ type plan struct {
 	Channel string // unix socket of the virtio-serial port org.sandbar.0; "" for none
 	// VsockCID is the guest's vsock CID when the host channel is vsock
 	// (ShapeVZ), 0 otherwise.
-	VsockCID  uint32
-	QMP       string // unix socket of the QMP monitor
+	VsockCID uint32
+	QMP      string // unix socket of the QMP monitor
+	// QMPEvents is a second QMP monitor's socket, held open for the life
+	// of the VM to hear its events (watchEvents): a monitor serves one
+	// client at a time, so commands keep the first one free.
+	QMPEvents string
 	PIDFile   string
 	Virtiofsd []virtiofsdJob
 	// NoTHP starts QEMU with transparent huge pages off (see
 	// startWithoutTHP): under emulation, not under KVM.
 	NoTHP bool
-	// ExtraFiles are inherited by QEMU as fds 3, 4, ...: the NIC's socket.
+	// ExtraFiles are inherited by QEMU as fds 3, 4, ...: the console's
+	// socket (ExtraFiles[ConsoleFile], set at start) and the NIC's socket.
 	ExtraFiles []*os.File
+	// Console is the console log Sandbar writes from what QEMU sends on
+	// its console socket, capped at ConsoleMax bytes; "" means none.
+	Console    string
+	ConsoleMax int64
+	// ConsoleFile is the index in ExtraFiles of the console socket's QEMU
+	// end, which start makes (-1 when there is no console).
+	ConsoleFile int
 	// ParentDeath has the kernel kill QEMU and its virtiofsd when this
 	// process dies (see procAttr).
 	ParentDeath bool
@@ -77,12 +89,14 @@ func buildPlan(spec vm.Spec, st settings) (plan, error) {
 		Binary:  st.Binary,
 		Channel: filepath.Join(st.SocketDir, "channel.sock"),
 		QMP:     filepath.Join(st.SocketDir, "qmp.sock"),
-		PIDFile: filepath.Join(spec.Dir, PIDFile),
-		NoTHP:   !st.KVM,
+
+		QMPEvents: filepath.Join(st.SocketDir, "qmpev.sock"),
+		PIDFile:   filepath.Join(spec.Dir, PIDFile),
+		NoTHP:     !st.KVM,
 
 		ParentDeath: st.ParentDeath,
 	}
-	for _, s := range []string{p.Channel, p.QMP} {
+	for _, s := range []string{p.Channel, p.QMP, p.QMPEvents} {
 		if len(s) > 107 {
 			return plan{}, fmt.Errorf("socket path %s is longer than the 107 bytes unix sockets allow", s)
 		}
@@ -141,8 +155,18 @@ func buildPlan(spec vm.Spec, st settings) (plan, error) {
 	}
 	a = append(a, "-append", strings.Join(cmdline, " "))
 
+	p.ConsoleFile = -1
 	if spec.ConsoleLog != "" {
-		a = append(a, "-chardev", "file,id=console,path="+escape(spec.ConsoleLog))
+		// QEMU writes the console to a socket whose other end Sandbar
+		// reads and writes, capped, to the log (startConsole): with
+		// QEMU's file backend the guest could fill the host's disk.
+		p.Console, p.ConsoleMax = spec.ConsoleLog, spec.ConsoleMax
+		if p.ConsoleMax <= 0 {
+			p.ConsoleMax = vm.DefaultConsoleMax
+		}
+		p.ConsoleFile = len(p.ExtraFiles)
+		p.ExtraFiles = append(p.ExtraFiles, nil)
+		a = append(a, "-chardev", "socket,id=console,fd="+strconv.Itoa(3+p.ConsoleFile))
 		if vz {
 			// One port: the device then offers no multiport, as vz's
 			// console device does not, and hvc0 appears at its probe.
@@ -162,6 +186,12 @@ func buildPlan(spec vm.Spec, st settings) (plan, error) {
 		opt := fmt.Sprintf("id=%s,file=%s,format=raw,if=none,cache=writeback,discard=unmap", id, escape(d.Path))
 		if d.ReadOnly {
 			opt += ",readonly=on"
+		} else {
+			// A write that finds the host's disk full pauses the VM
+			// (QMP BLOCK_IO_ERROR with nospace, then STOP) until Sandbar
+			// sees room again and continues it (vm.DiskPauser); any other
+			// error reaches the guest as its disk's error.
+			opt += ",werror=enospc,rerror=report"
 		}
 		a = append(a, "-drive", opt, "-device", dev("blk")+",drive="+id)
 	}
@@ -222,6 +252,8 @@ func buildPlan(spec vm.Spec, st settings) (plan, error) {
 		// path holding "=" as an option.
 		"-chardev", "socket,id=qmp,path="+escape(p.QMP)+",server=on,wait=off",
 		"-mon", "chardev=qmp,mode=control",
+		"-chardev", "socket,id=qmpev,path="+escape(p.QMPEvents)+",server=on,wait=off",
+		"-mon", "chardev=qmpev,mode=control",
 	)
 	p.Args = a
 	return p, nil

@@ -63,6 +63,11 @@ func TestPlanEmulation(t *testing.T) {
 	if len(drives) != 2 || !strings.Contains(drives[0], "file=/img/root,,fs.ext4") || !strings.Contains(drives[0], "readonly=on") || strings.Contains(drives[1], "readonly") {
 		t.Errorf("drives = %v", drives)
 	}
+	// A full host disk pauses the VM (vm.DiskPauser) on a writable disk:
+	// the guest never takes ENOSPC on its scratch disk for a broken disk.
+	if len(drives) == 2 && (strings.Contains(drives[0], "werror") || !strings.Contains(drives[1], ",werror=enospc,rerror=report")) {
+		t.Errorf("drives = %v: want werror=enospc on the writable disk only", drives)
+	}
 	fsdev := argsOf(a, "-fsdev")
 	if len(fsdev) != 2 || !strings.Contains(fsdev[0], "path=/home/ann/my répo") || strings.Contains(fsdev[0], "readonly") || !strings.Contains(fsdev[1], "readonly=on") {
 		t.Errorf("fsdev = %v", fsdev)
@@ -124,6 +129,8 @@ func TestPlanSocketPathsWithOptionCharacters(t *testing.T) {
 	for _, want := range []string{
 		"socket,id=qmp,path=/tmp/vcpus=2,,x/qmp.sock,server=on,wait=off",
 		"-mon chardev=qmp,mode=control",
+		"socket,id=qmpev,path=/tmp/vcpus=2,,x/qmpev.sock,server=on,wait=off",
+		"-mon chardev=qmpev,mode=control",
 		"socket,id=channel,path=/tmp/vcpus=2,,x/channel.sock,server=on",
 	} {
 		if !strings.Contains(args, want) {
@@ -182,13 +189,18 @@ func TestPlanSocketNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := argsOf(p.Args, "-netdev"); !slices.Equal(got, []string{"socket,id=net0,fd=3"}) {
-		t.Errorf("-netdev %v, want the socket on fd 3", got)
+	// fd 3 is the console's socket, which start makes.
+	if got := argsOf(p.Args, "-chardev"); len(got) == 0 || got[0] != "socket,id=console,fd=3" || p.ConsoleFile != 0 || p.Console != s.ConsoleLog || p.ConsoleMax != vm.DefaultConsoleMax {
+		t.Errorf("-chardev %v, console file %d, log %q capped at %d: want the console's socket on fd 3, written to %s capped at %d",
+			got, p.ConsoleFile, p.Console, p.ConsoleMax, s.ConsoleLog, vm.DefaultConsoleMax)
+	}
+	if got := argsOf(p.Args, "-netdev"); !slices.Equal(got, []string{"socket,id=net0,fd=4"}) {
+		t.Errorf("-netdev %v, want the socket on fd 4", got)
 	}
 	if !slices.Contains(argsOf(p.Args, "-device"), "virtio-net-device,netdev=net0,mac=5a:94:ef:01:02:03,host_mtu=65520") {
 		t.Errorf("no NIC device with the MAC and MTU in %v", argsOf(p.Args, "-device"))
 	}
-	if len(p.ExtraFiles) != 1 || p.ExtraFiles[0] != f {
+	if len(p.ExtraFiles) != 2 || p.ExtraFiles[1] != f {
 		t.Errorf("extra files %v, want the NIC's socket", p.ExtraFiles)
 	}
 	if strings.Contains(strings.Join(p.Args, " "), "user,") {

@@ -10,11 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"sandbar/vm"
+	"sandbar/vm/caplog"
 )
 
 // machine is one QEMU process and its channel.
@@ -26,11 +29,18 @@ type machine struct {
 	helpers []*exec.Cmd // virtiofsd daemons
 	conn    io.ReadWriteCloser
 	stderr  *tailBuffer
-	sockDir string // removed at exit when it is a private temp dir
+	// console is Sandbar's end of the console socket; consoleDone is
+	// closed when the goroutine copying it to the log has finished.
+	console     net.Conn
+	consoleDone chan struct{}
+	sockDir     string // removed at exit when it is a private temp dir
 
 	done    chan struct{}
 	waitErr error
 	once    sync.Once
+	// diskEvents is fed by watchEvents (vm.DiskPauser), which ends, and
+	// closes it, before done is closed.
+	diskEvents chan vm.DiskEvent
 }
 
 func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *slog.Logger) (*machine, error) {
@@ -38,11 +48,11 @@ func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *
 	if err := checkPIDFile(p.PIDFile); err != nil {
 		return nil, err
 	}
-	m := &machine{spec: spec, plan: p, log: log, stderr: &tailBuffer{max: 8 << 10}, done: make(chan struct{})}
+	m := &machine{spec: spec, plan: p, log: log, stderr: &tailBuffer{max: 8 << 10}, done: make(chan struct{}), diskEvents: make(chan vm.DiskEvent, 1)}
 	if privateSockDir {
 		m.sockDir = filepath.Dir(p.Channel)
 	}
-	for _, s := range []string{p.Channel, p.QMP} {
+	for _, s := range []string{p.Channel, p.QMP, p.QMPEvents} {
 		if s != "" {
 			os.Remove(s)
 		}
@@ -56,8 +66,21 @@ func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *
 	m.cmd = exec.Command(p.Binary, p.Args...)
 	m.cmd.SysProcAttr = procAttr(m.plan.ParentDeath)
 	m.cmd.Stdout, m.cmd.Stderr = m.stderr, m.stderr
-	m.cmd.ExtraFiles = p.ExtraFiles
-	if err := p.start(m.cmd); err != nil {
+	m.cmd.ExtraFiles = slices.Clone(p.ExtraFiles)
+	qemuEnd, err := m.startConsole()
+	if err != nil {
+		m.cleanup()
+		return nil, err
+	}
+	if qemuEnd != nil {
+		m.cmd.ExtraFiles[p.ConsoleFile] = qemuEnd
+	}
+	err = p.start(m.cmd)
+	if qemuEnd != nil {
+		qemuEnd.Close() // QEMU has its own copy
+	}
+	if err != nil {
+		m.stopConsole()
 		m.cleanup()
 		return nil, fmt.Errorf("start %s: %w", p.Binary, err)
 	}
@@ -65,12 +88,20 @@ func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *
 	if err := writePIDFile(m.plan.PIDFile, m.cmd.Process.Pid); err != nil {
 		m.log.Warn("no pid file: a crash of this process would leave the VM for no one to find", "err", err)
 	}
+	exited, watching := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watching)
+		m.watchEvents(exited)
+	}()
 	go func() {
 		err := m.cmd.Wait()
 		if err != nil {
 			err = fmt.Errorf("qemu exited: %w: %s", err, strings.TrimSpace(m.stderr.String()))
 		}
 		m.waitErr = err
+		close(exited)
+		<-watching
+		m.stopConsole()
 		m.cleanup()
 		close(m.done)
 	}()
@@ -177,6 +208,7 @@ func (m *machine) cleanup() {
 			os.Remove(m.plan.Channel)
 		}
 		os.Remove(m.plan.QMP)
+		os.Remove(m.plan.QMPEvents)
 		if m.sockDir != "" {
 			os.RemoveAll(m.sockDir)
 		}
@@ -280,4 +312,69 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf)
+}
+
+// consoleMarker begins each console log file started after older console
+// output was dropped.
+const consoleMarker = "[sandbar: earlier console output trimmed]\n"
+
+// consoleDrainWait bounds how long the console's last bytes are read
+// after QEMU exits.
+const consoleDrainWait = 2 * time.Second
+
+// startConsole makes the console socket when the plan has a console,
+// starts copying Sandbar's end into the capped log (this boot's console
+// only), and returns QEMU's end; nil when there is no console.
+func (m *machine) startConsole() (*os.File, error) {
+	if m.plan.ConsoleFile < 0 {
+		return nil, nil
+	}
+	if err := caplog.Remove(m.plan.Console); err != nil {
+		return nil, fmt.Errorf("remove the last boot's console log: %w", err)
+	}
+	log, err := caplog.Open(m.plan.Console, m.plan.ConsoleMax, []byte(consoleMarker), 0)
+	if err != nil {
+		return nil, fmt.Errorf("console log: %w", err)
+	}
+	// Close-on-exec under ForkLock, as the standard library makes its
+	// own descriptors (macOS has no SOCK_CLOEXEC): no other child may
+	// keep QEMU's end open.
+	syscall.ForkLock.RLock()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err == nil {
+		syscall.CloseOnExec(fds[0])
+		syscall.CloseOnExec(fds[1])
+	}
+	syscall.ForkLock.RUnlock()
+	if err != nil {
+		log.Close()
+		return nil, fmt.Errorf("console socket: %w", err)
+	}
+	ours := os.NewFile(uintptr(fds[0]), "console")
+	conn, err := net.FileConn(ours)
+	ours.Close() // FileConn has its own copy
+	if err != nil {
+		syscall.Close(fds[1])
+		log.Close()
+		return nil, fmt.Errorf("console socket: %w", err)
+	}
+	m.console, m.consoleDone = conn, make(chan struct{})
+	go func() {
+		defer close(m.consoleDone)
+		if err := caplog.Drain(conn, log); err != nil {
+			m.log.Warn("the console log stopped; the guest's console is read and dropped", "err", err)
+		}
+	}()
+	return os.NewFile(uintptr(fds[1]), "console-qemu"), nil
+}
+
+// stopConsole waits for the console's last bytes, at most
+// consoleDrainWait, and closes Sandbar's end.
+func (m *machine) stopConsole() {
+	if m.console == nil {
+		return
+	}
+	m.console.SetReadDeadline(time.Now().Add(consoleDrainWait))
+	<-m.consoleDone
+	m.console.Close()
 }

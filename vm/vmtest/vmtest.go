@@ -127,6 +127,8 @@ func (h *Hypervisor) Boot(ctx context.Context, spec vm.Spec) (vm.Machine, error)
 		Sys:  &supervisor.HostSystem{Home: home},
 		conn: hostEnd,
 		done: make(chan struct{}),
+
+		diskEvents: make(chan vm.DiskEvent, 1),
 	}
 	if spec.ConsoleLog != "" {
 		os.WriteFile(spec.ConsoleLog, []byte("vmtest: in-process machine\n"), 0o644)
@@ -139,6 +141,7 @@ func (h *Hypervisor) Boot(ctx context.Context, spec vm.Spec) (vm.Machine, error)
 	m.cancel = cancel
 	go func() {
 		defer close(m.done)
+		defer m.closeDiskEvents()
 		defer guestEnd.Close()
 		if h.NeverReady {
 			<-sctx.Done()
@@ -277,6 +280,60 @@ type Machine struct {
 	clockMu sync.Mutex
 	clock   []time.Time
 	clockCh chan struct{} // closed and replaced at each setting
+
+	diskMu     sync.Mutex
+	diskEvents chan vm.DiskEvent // closed (and nil) once the machine is done
+	paused     bool
+}
+
+var _ vm.DiskPauser = (*Machine)(nil)
+
+// DiskEvents implements vm.DiskPauser.
+func (m *Machine) DiskEvents() <-chan vm.DiskEvent {
+	m.diskMu.Lock()
+	defer m.diskMu.Unlock()
+	return m.diskEvents
+}
+
+// PauseOnFullDisk reports a pause on a full disk, as QEMU's would: the
+// in-process guest itself runs on (a thin fake: what is tested is what
+// Sandbar does with the event).
+func (m *Machine) PauseOnFullDisk() { m.setPaused(true) }
+
+// Paused says whether the machine is paused (PauseOnFullDisk, no Resume
+// since).
+func (m *Machine) Paused() bool {
+	m.diskMu.Lock()
+	defer m.diskMu.Unlock()
+	return m.paused
+}
+
+// Resume implements vm.DiskPauser.
+func (m *Machine) Resume(context.Context) error {
+	select {
+	case <-m.done:
+		return vm.ErrNotRunning
+	default:
+	}
+	m.setPaused(false)
+	return nil
+}
+
+func (m *Machine) setPaused(p bool) {
+	m.diskMu.Lock()
+	defer m.diskMu.Unlock()
+	if m.diskEvents == nil {
+		return
+	}
+	m.paused = p
+	vm.SendLatest(m.diskEvents, vm.DiskEvent{Paused: p, NoSpace: p, Disk: "disk1", Time: time.Now()})
+}
+
+func (m *Machine) closeDiskEvents() {
+	m.diskMu.Lock()
+	defer m.diskMu.Unlock()
+	close(m.diskEvents)
+	m.diskEvents = nil
 }
 
 // clockSys is the machine's System, recording where the supervisor sets

@@ -26,25 +26,36 @@ type machine struct {
 	plan Plan
 	log  *slog.Logger
 	conn net.Conn
+	// console copies the guest's console into its capped log; nil when
+	// the VM has none.
+	console *console
 
 	// done is closed by watch, the one goroutine that follows the VM's
 	// state, once the VM has stopped; waitErr is set before.
 	done    chan struct{}
 	waitErr error
+
+	// diskEvents and resumeReq belong to watchSpace (pause_darwin.go).
+	diskEvents chan vm.DiskEvent
+	resumeReq  chan chan error
 }
 
-func start(ctx context.Context, cfg *vzapi.VirtualMachineConfiguration, p Plan, connectTimeout time.Duration, log *slog.Logger) (*machine, error) {
+func start(ctx context.Context, cfg *vzapi.VirtualMachineConfiguration, p Plan, cons *console, connectTimeout time.Duration, log *slog.Logger) (*machine, error) {
 	v, err := vzapi.NewVirtualMachine(cfg)
 	if err != nil {
+		cons.stop()
 		return nil, fmt.Errorf("create VM: %w", err)
 	}
 	if err := v.Start(); err != nil {
+		cons.stop()
 		return nil, fmt.Errorf("start VM (console log: %s): %w", p.ConsoleLog, err)
 	}
-	m := &machine{vm: v, plan: p, log: log, done: make(chan struct{})}
+	m := &machine{vm: v, plan: p, log: log, console: cons, done: make(chan struct{}),
+		diskEvents: make(chan vm.DiskEvent, 1), resumeReq: make(chan chan error)}
 	// The notification channel is unbounded and the framework only reports
 	// changes, so watching from here on misses nothing since Start.
 	go m.watch(v.StateChangedNotify())
+	go m.watchSpace()
 	log.Debug("vz VM started", "cpus", p.CPUs, "memory_mib", p.Memory/vm.MiB)
 
 	conn, err := m.connect(ctx, connectTimeout)
@@ -62,6 +73,7 @@ func start(ctx context.Context, cfg *vzapi.VirtualMachineConfiguration, p Plan, 
 // closes done when the VM has stopped for good.
 func (m *machine) watch(states <-chan vzapi.VirtualMachineState) {
 	defer close(m.done)
+	defer m.console.stop()
 	for s := range states {
 		switch s {
 		case vzapi.VirtualMachineStateStopped:

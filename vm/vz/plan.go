@@ -58,6 +58,9 @@ type Plan struct {
 	// a VZFileHandleNetworkDeviceAttachment over a datagram socket.
 	NIC        *NIC
 	ConsoleLog string // "" means no console device
+	// ConsoleMax caps the console log with its older copy (see
+	// vm/caplog): Sandbar writes it from a pipe the framework writes.
+	ConsoleMax int64
 	Entropy    bool
 	Balloon    bool
 	// Adjusted says, in words for the log, where the Spec was clamped to
@@ -133,8 +136,12 @@ func buildPlan(spec vm.Spec, limits Limits) (Plan, error) {
 		NAT:        spec.Network == vm.NetworkNAT,
 		NIC:        nic,
 		ConsoleLog: spec.ConsoleLog,
+		ConsoleMax: spec.ConsoleMax,
 		Entropy:    true,
 		Balloon:    true,
+	}
+	if p.ConsoleMax <= 0 {
+		p.ConsoleMax = vm.DefaultConsoleMax
 	}
 	// hvc0 is the virtio console; the framework has no emulated UART for
 	// Linux guests, and no TSC calibration flag is needed on hardware.

@@ -259,3 +259,24 @@ func TestDiskSizeProblem(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanImageRoot: on another image's root, Sandbar's own root is a
+// fifth disk, read-only, which the command line names sandbar.tools.
+func TestPlanImageRoot(t *testing.T) {
+	spec := testSpec()
+	spec.Shares = nil
+	spec.Disks[0].Path = "/env/sha256-abc.ext4"
+	spec.Disks = append(spec.Disks, vm.Disk{Path: "/p/bases/base-abc.ext4", ReadOnly: true}, vm.Disk{Path: "/img/rootfs.ext4", ReadOnly: true})
+	spec.CommandLine = vm.GuestArgs(vm.GuestOptions{Root: 0, Agent: 1, Scratch: 2, Workspace: 3, Tools: 4, Share: "none", Net: GuestNet})
+	p, err := buildPlan(spec, macLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Disks) != 5 || p.Disks[0].Path != "/env/sha256-abc.ext4" || !p.Disks[0].ReadOnly ||
+		p.Disks[4] != (Disk{Path: "/img/rootfs.ext4", ReadOnly: true, Caching: CachingCached, Sync: SyncFull}) {
+		t.Errorf("disks %+v: want the image's root first and Sandbar's own read-only as the fifth", p.Disks)
+	}
+	if !strings.Contains(p.CommandLine, "sandbar.root=/dev/vda") || !strings.Contains(p.CommandLine, "sandbar.tools=/dev/vde") {
+		t.Errorf("command line %q", p.CommandLine)
+	}
+}

@@ -165,15 +165,25 @@ func (h *Hypervisor) Boot(ctx context.Context, spec vm.Spec) (vm.Machine, error)
 	for _, note := range p.Adjusted {
 		log.Info("spec adjusted to the framework's limits", "change", note)
 	}
-	cfg, err := configure(p)
+	cons, err := openConsole(p, log)
 	if err != nil {
 		return nil, err
 	}
-	return start(ctx, cfg, p, h.cfg.ConnectTimeout, log)
+	cfg, err := configure(p, cons)
+	if err != nil {
+		cons.stop()
+		return nil, err
+	}
+	m, err := start(ctx, cfg, p, cons, h.cfg.ConnectTimeout, log)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
-// configure is the only place a Plan becomes framework objects.
-func configure(p Plan) (*vzapi.VirtualMachineConfiguration, error) {
+// configure is the only place a Plan becomes framework objects; cons is
+// the console's pipe (nil when the plan has no console).
+func configure(p Plan, cons *console) (*vzapi.VirtualMachineConfiguration, error) {
 	boot, err := vzapi.NewLinuxBootLoader(p.Kernel, vzapi.WithCommandLine(p.CommandLine), vzapi.WithInitrd(p.Initrd))
 	if err != nil {
 		return nil, fmt.Errorf("boot loader for kernel %s: %w", p.Kernel, err)
@@ -247,15 +257,10 @@ func configure(p Plan) (*vzapi.VirtualMachineConfiguration, error) {
 		cfg.SetNetworkDevicesVirtualMachineConfiguration([]*vzapi.VirtioNetworkDeviceConfiguration{nic})
 	}
 
-	if p.ConsoleLog != "" {
-		// The framework opens the file itself; creating it first keeps the
-		// permissions ours and makes a missing directory fail here, clearly.
-		f, err := os.OpenFile(p.ConsoleLog, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-		if err != nil {
-			return nil, fmt.Errorf("console log: %w", err)
-		}
-		f.Close()
-		att, err := vzapi.NewFileSerialPortAttachment(p.ConsoleLog, false)
+	if cons != nil {
+		// Not a file attachment: the framework would write the file
+		// itself, as fast and as far as the guest writes its console.
+		att, err := vzapi.NewFileHandleSerialPortAttachment(cons.in, cons.w)
 		if err != nil {
 			return nil, fmt.Errorf("console log %s: %w", p.ConsoleLog, err)
 		}

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"log"
@@ -28,8 +30,16 @@ type APIConfig struct {
 	Credentials []Credential
 	// Transport reaches the upstream; default: keep-alives, HTTP/2 to TLS
 	// upstreams, 10 s to dial and to shake hands, 5 minutes for response
-	// headers (the model may think long), no limit on a streaming body.
+	// headers (the model may think long), no limit on a streaming body,
+	// with Proxy and RootCAs below.
 	Transport http.RoundTripper
+	// Proxy is the default Transport's proxy (hostproxy.Config.HTTPProxy:
+	// the host's proxy, as the engine was configured); nil connects
+	// directly. The guest's environment never sets it.
+	Proxy func(*http.Request) (*url.URL, error)
+	// RootCAs verify a TLS upstream with the default Transport; nil means
+	// the system's roots.
+	RootCAs *x509.CertPool
 	// OnRequest, if set, is called once per request when its response is
 	// done, on the request's goroutine: keep it quick.
 	OnRequest func(RequestInfo)
@@ -87,7 +97,7 @@ func NewAPI(cfg APIConfig) (*API, error) {
 	}
 	tr := cfg.Transport
 	if tr == nil {
-		tr = newAPITransport()
+		tr = newAPITransport(cfg.Proxy, cfg.RootCAs)
 	}
 	f := newForwarder(&forwarder{
 		host:      host,
@@ -105,11 +115,17 @@ func NewAPI(cfg APIConfig) (*API, error) {
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.fwd.ServeHTTP(w, r) }
 
 // newAPITransport is the default Transport: tuned for a few long-lived,
-// long-thinking streams to one host. It never consults proxy variables:
-// the host's environment is not the session's configuration.
-func newAPITransport() *http.Transport {
+// long-thinking streams to one host. It never reads proxy variables
+// itself: the engine's proxy configuration comes in as proxy.
+func newAPITransport(proxy func(*http.Request) (*url.URL, error), roots *x509.CertPool) *http.Transport {
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	var tc *tls.Config
+	if roots != nil {
+		tc = &tls.Config{RootCAs: roots}
+	}
 	return &http.Transport{
+		Proxy:                  proxy,
+		TLSClientConfig:        tc,
 		DialContext:            d.DialContext,
 		ForceAttemptHTTP2:      true,
 		TLSHandshakeTimeout:    10 * time.Second,

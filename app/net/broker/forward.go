@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -28,6 +29,10 @@ type RequestInfo struct {
 	// and written back to it.
 	RequestBytes, ResponseBytes int64
 	Brokered                    []string // names of the credentials swapped in
+	// Refused says the request was a write to a read-only host, answered
+	// 403 by the broker; What says what it was ("git push").
+	Refused bool
+	What    string
 }
 
 // forwarder is the core both front ends share: swap sentinels, forward to
@@ -43,6 +48,11 @@ type forwarder struct {
 	log       *slog.Logger
 	// fail writes the broker's own error response in the front end's shape.
 	fail func(w http.ResponseWriter, status int, kind, msg string)
+	// readOnly refuses requests that are not reads (IsRead), saying
+	// howToAllow, and tells onRefused.
+	readOnly   bool
+	howToAllow string
+	onRefused  func(RequestInfo)
 }
 
 func newForwarder(f *forwarder, transport http.RoundTripper) *forwarder {
@@ -53,16 +63,30 @@ func newForwarder(f *forwarder, transport http.RoundTripper) *forwarder {
 		ModifyResponse: f.modifyResponse,
 		ErrorHandler:   f.upstreamError,
 		ErrorLog:       slog.NewLogLogger(f.log.Handler(), slog.LevelDebug),
+		BufferPool:     copyBuffers{},
 	}
 	return f
 }
+
+// copyBuffers are the buffers response bodies are copied through: larger
+// than ReverseProxy's own 32 KiB, so a large download goes to the guest in
+// fewer writes (each one a pass through the session's network stack).
+type copyBuffers struct{}
+
+var bodyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+func (copyBuffers) Get() []byte  { return *bodyBufs.Get().(*[]byte) }
+func (copyBuffers) Put(b []byte) { bodyBufs.Put(&b) }
 
 func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(f.base) // the Host header becomes the upstream's
 	// Ask for a plain body, so the scrubber can read it. An *http.Transport
 	// then asks for gzip itself and undoes it: the upstream leg stays
-	// compressed, the guest's in-memory leg is plain.
-	pr.Out.Header.Del("Accept-Encoding")
+	// compressed, the guest's in-memory leg is plain. With nothing to
+	// scrub the guest's own ask goes on, and its bytes come back as sent.
+	if len(f.scrub.patterns) > 0 {
+		pr.Out.Header.Del("Accept-Encoding")
+	}
 	// No protocol upgrades: an upgraded stream would pass unscrubbed.
 	pr.Out.Header.Del("Upgrade")
 	pr.Out.Header.Del("Connection")
@@ -100,6 +124,16 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.fail(rec, http.StatusMisdirectedRequest, "invalid_request_error",
 			"This connection is to "+f.host+": Sandbar does not send requests for another host over it.")
 		return
+	}
+	if f.readOnly {
+		if ok, what := IsRead(r); !ok {
+			info.Refused, info.What, info.Path = true, what, printable(r.URL.Path)
+			refuseWrite(rec, f.host, what, r.Method, info.Path, f.howToAllow)
+			if f.onRefused != nil {
+				f.onRefused(RequestInfo{Method: printable(r.Method), Host: f.host, Path: info.Path, Status: http.StatusForbidden, Refused: true, What: what})
+			}
+			return
+		}
 	}
 	h := r.Header.Clone()
 	used, err := f.swap.swap(h)
@@ -144,6 +178,23 @@ func (f *forwarder) upstreamError(w http.ResponseWriter, r *http.Request, err er
 	}
 	f.log.Warn("upstream unreachable", "upstream", f.host, "path", r.URL.Path, "err", msg)
 	f.fail(w, http.StatusBadGateway, "api_error", "Sandbar could not reach "+where+": "+msg)
+}
+
+// printable is guest text made fit for a message: at most 200 bytes,
+// anything but printable ASCII as "?", so no terminal or log reads a
+// control sequence from it.
+func printable(s string) string {
+	const max = 200
+	b := []byte(s)
+	if len(b) > max {
+		b = append(b[:max:max], "..."...)
+	}
+	for i, c := range b {
+		if c < 0x20 || c >= 0x7f {
+			b[i] = '?'
+		}
+	}
+	return string(b)
 }
 
 // sameHost reports whether the authority hostport names host.

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -43,18 +44,38 @@ type Target struct {
 	// Dial reaches the real upstream: the network has already approved and
 	// resolved it.
 	Dial func(ctx context.Context) (net.Conn, error)
+	// ReadOnly lets only reads through (IsRead): any other request is
+	// answered 403 and goes no further. A read-only connection may also
+	// speak plain HTTP (an archive on port 80); its requests then carry no
+	// brokered secret.
+	ReadOnly bool
+	// HowToAllow ends a refused write's 403: how the person allows writes
+	// ("sandbar net ID allow HOST write").
+	HowToAllow string
+	// OnRefused, if set, hears each refused write.
+	OnRefused func(RequestInfo)
 }
 
 const (
 	handshakeTimeout = 10 * time.Second
-	idleTimeout      = 5 * time.Minute
+	// firstByteTimeout bounds the wait for what the guest sends first, and
+	// guestHandshakeTimeout its TLS handshake after that. They are long
+	// because a client may connect before it reads its CA bundle (curl
+	// with GnuTLS does), which under software emulation takes seconds.
+	firstByteTimeout      = time.Minute
+	guestHandshakeTimeout = 30 * time.Second
+	idleTimeout           = 5 * time.Minute
 )
 
 // Serve handles one guest connection until the guest closes it, it idles
 // for 5 minutes, or ctx ends; it closes guest. A ClientHello naming another
 // host than t.Host is refused (an alert, then close) and reported as an
-// error; so is a handshake not done within 10 s. Only HTTP/1.1 is offered.
-// Serve returns nil when the guest simply went away.
+// error; so is a guest that sends nothing for a minute, or whose
+// handshake is not done 30 s after that. Only HTTP/1.1 is offered to the
+// guest (see guestALPN); the upstream is spoken to in HTTP/1.1. A
+// connection that does not start with a TLS handshake is served as plain
+// HTTP when t.ReadOnly, and refused otherwise. Serve returns nil when the
+// guest simply went away.
 func (i *Interceptor) Serve(ctx context.Context, guest net.Conn, t Target) error {
 	defer guest.Close()
 	host := strings.ToLower(strings.TrimSuffix(t.Host, "."))
@@ -70,10 +91,36 @@ func (i *Interceptor) Serve(ctx context.Context, guest net.Conn, t Target) error
 		logger = slog.New(slog.DiscardHandler)
 	}
 	logger = logger.With("host", host)
+	port := t.Port
+	if port == 0 {
+		port = 443
+	}
 
-	tc := tls.Server(guest, &tls.Config{
+	guest.SetReadDeadline(time.Now().Add(firstByteTimeout))
+	conn, isTLS, err := sniff(guest)
+	guest.SetReadDeadline(time.Time{})
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read the first bytes the guest sent to %s: %w", host, err)
+	case !isTLS && !t.ReadOnly:
+		return fmt.Errorf("the guest spoke plain text to %s:%d, where Sandbar brokers a secret over HTTPS only", host, port)
+	case !isTLS:
+		// No secret goes over plain HTTP: every sentinel passes unchanged.
+		for k := range swap.bound {
+			swap.elsewhere[k] = true
+		}
+		clear(swap.bound)
+		tr := i.transport(func(ctx context.Context, _, _ string) (net.Conn, error) { return t.Dial(ctx) }, nil)
+		defer tr.CloseIdleConnections()
+		fwd := i.forwarder(t, host, &url.URL{Scheme: "http", Host: authority(host, port, 80)}, swap, logger, tr)
+		return serveConn(ctx, conn, fwd, logger)
+	}
+
+	tc := tls.Server(conn, &tls.Config{
 		MinVersion: tls.VersionTLS12,
-		NextProtos: []string{"http/1.1"},
+		NextProtos: guestALPN(),
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 			sni := strings.ToLower(strings.TrimSuffix(hello.ServerName, "."))
 			if sni != host && !(sni == "" && net.ParseIP(host) != nil) {
@@ -82,46 +129,67 @@ func (i *Interceptor) Serve(ctx context.Context, guest net.Conn, t Target) error
 			return i.CA.Certificate(host)
 		},
 	})
-	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	hctx, cancel := context.WithTimeout(ctx, guestHandshakeTimeout)
 	err = tc.HandshakeContext(hctx)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("TLS handshake with the guest for %s: %w", host, err)
 	}
+	tr := i.transport(nil, func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return i.dialUpstream(ctx, t, host)
+	})
+	defer tr.CloseIdleConnections()
+	fwd := i.forwarder(t, host, &url.URL{Scheme: "https", Host: authority(host, port, 443)}, swap, logger, tr)
+	return serveConn(ctx, tc, fwd, logger)
+}
 
-	port := t.Port
-	if port == 0 {
-		port = 443
+// guestALPN is what the interceptor offers the guest. Not HTTP/2: the
+// guest's curl (Debian bookworm's 7.88, which git uses) stalls mid-upload
+// over HTTP/2 against Go's server now and then (a 3 MiB git push hung in 1
+// of ~30 runs, both ends waiting for the other), and HTTP/1.1 never did
+// in 60. An upload that hangs for ever is worse than a download that
+// multiplexes less.
+func guestALPN() []string { return []string{"http/1.1"} }
+
+// authority is host[:port] for a URL, the port left out when it is the
+// scheme's own.
+func authority(host string, port, schemePort uint16) string {
+	if port != schemePort {
+		return net.JoinHostPort(host, strconv.Itoa(int(port)))
 	}
-	authority := host
 	if strings.Contains(host, ":") {
-		authority = "[" + host + "]"
+		return "[" + host + "]"
 	}
-	if port != 443 {
-		authority = net.JoinHostPort(host, strconv.Itoa(int(port)))
-	}
-	tr := &http.Transport{
-		DialTLSContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return i.dialUpstream(ctx, t, host)
-		},
+	return host
+}
+
+// transport reaches one upstream, by dial (plain) or dialTLS.
+func (i *Interceptor) transport(dial, dialTLS func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Transport {
+	return &http.Transport{
+		DialContext:            dial,
+		DialTLSContext:         dialTLS,
 		ResponseHeaderTimeout:  5 * time.Minute,
 		ExpectContinueTimeout:  1 * time.Second,
 		IdleConnTimeout:        90 * time.Second,
 		MaxIdleConnsPerHost:    2,
 		MaxResponseHeaderBytes: 1 << 20,
 	}
-	defer tr.CloseIdleConnections()
-	fwd := newForwarder(&forwarder{
-		host:      host,
-		base:      &url.URL{Scheme: "https", Host: authority},
-		checkHost: true,
-		swap:      swap,
-		scrub:     newScrubber(i.Credentials),
-		onRequest: i.OnRequest,
-		log:       logger,
-		fail:      writeTextError,
+}
+
+func (i *Interceptor) forwarder(t Target, host string, base *url.URL, swap *swapper, logger *slog.Logger, tr http.RoundTripper) *forwarder {
+	return newForwarder(&forwarder{
+		host:       host,
+		base:       base,
+		checkHost:  true,
+		swap:       swap,
+		scrub:      newScrubber(i.Credentials),
+		onRequest:  i.OnRequest,
+		log:        logger,
+		fail:       writeTextError,
+		readOnly:   t.ReadOnly,
+		howToAllow: t.HowToAllow,
+		onRefused:  t.OnRefused,
 	}, tr)
-	return serveConn(ctx, tc, fwd, logger)
 }
 
 // dialUpstream opens a verified TLS connection to the real host.

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"sandbar/app/net/hostproxy"
 )
 
 // Proto names a transport protocol.
@@ -46,6 +48,13 @@ type Verdict struct {
 	Reason string
 	// Rule is the rule that decided, as written; "" when none did.
 	Rule string
+	// Proxy says the rules allowed the connection and the host's proxy
+	// refused it (Reason is the proxy's answer): no rule of Sandbar's
+	// would change that.
+	Proxy bool
+	// ReadOnly says an allowed TCP connection may carry only HTTP reads:
+	// Intercept must take it (the broker reads each request).
+	ReadOnly bool
 }
 
 // Attempt is one connection the guest tried to open.
@@ -84,9 +93,15 @@ type Config struct {
 	LocalAddrs func() ([]netip.Addr, error)
 	// Dial opens a connection on the host; default a net.Dialer.
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	// Proxy is the host's proxy: TCP connections the policy allowed go
+	// through it (by the address the policy approved) unless its NO_PROXY
+	// exempts them, opened with Dial. Nil, or nothing set, dials
+	// directly. UDP always goes directly: HTTP CONNECT carries TCP only.
+	Proxy *hostproxy.Config
 	// Intercept, when it returns non-nil for an allowed TCP Dest, gets
-	// the connection instead of a dial (HTTPS credential brokering).
-	Intercept func(Dest) Interceptor
+	// the connection instead of a dial (HTTPS credential brokering, and
+	// the read-only hosts' requests); v is the verdict that allowed it.
+	Intercept func(d Dest, v Verdict) Interceptor
 	// GuestMAC is the guest NIC's Ethernet address; frames from any other
 	// are dropped.
 	GuestMAC net.HardwareAddr
@@ -102,7 +117,11 @@ type Config struct {
 	// UDPIdle ends a UDP flow that has carried nothing either way for
 	// this long; default 60 s.
 	UDPIdle time.Duration
-	Logger  *slog.Logger
+	// Origin names the origin published ports open on in a browser:
+	// http://<Origin>.localhost:PORT/ (see OriginLabel). Default
+	// "sandbar".
+	Origin string
+	Logger *slog.Logger
 }
 
 // Stats counts what crossed the link.

@@ -17,6 +17,8 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
 	"gvisor.dev/gvisor/pkg/waiter"
+
+	"sandbar/app/net/hostproxy"
 )
 
 // destFor says where a packet to addr:port is going, as the policy sees
@@ -159,22 +161,44 @@ func (n *Network) approve(ctx context.Context, d Dest, v Verdict) ([]netip.Addr,
 	return nil, v, fmt.Errorf("%s has no address to connect to (IPv4, unicast, not 0.0.0.0)", d.Name)
 }
 
-// dialAny connects to the first of addrs that answers.
-func (n *Network) dialAny(ctx context.Context, network string, addrs []netip.Addr, port uint16) (net.Conn, error) {
+// dialAny connects to the first of addrs (which name resolved to, if
+// the guest used a name) that answers: TCP through the host's proxy
+// where one applies. A proxy's refusal ends it: the proxy would answer
+// the next address the same.
+func (n *Network) dialAny(ctx context.Context, network, name string, addrs []netip.Addr, port uint16) (net.Conn, error) {
 	var first error
 	for _, a := range addrs {
-		c, err := n.cfg.Dial(ctx, network, netip.AddrPortFrom(a, port).String())
+		ap := netip.AddrPortFrom(a, port)
+		var c net.Conn
+		var err error
+		if network == "tcp" && n.cfg.Proxy.Set() {
+			c, err = n.cfg.Proxy.DialTCP(ctx, n.cfg.Dial, name, ap)
+		} else {
+			c, err = n.cfg.Dial(ctx, network, ap.String())
+		}
 		if err == nil {
 			return c, nil
 		}
 		if first == nil {
 			first = err
 		}
-		if ctx.Err() != nil {
+		var refused *hostproxy.RefusedError
+		if ctx.Err() != nil || errors.As(err, &refused) {
 			break
 		}
 	}
 	return nil, first
+}
+
+// proxyRefusal is the verdict for a connection the rules allowed and the
+// host's proxy refused: it is listed among the denied ones, with the
+// proxy's answer.
+func proxyRefusal(err error) (Verdict, bool) {
+	var refused *hostproxy.RefusedError
+	if !errors.As(err, &refused) {
+		return Verdict{}, false
+	}
+	return Verdict{Reason: refused.Error(), Proxy: true}, true
 }
 
 // take reserves a forwarded connection; false when MaxConns are in use.
@@ -238,13 +262,24 @@ func (n *Network) forwardTCP(r *tcp.ForwarderRequest) {
 	if d.Name != "" {
 		d.Addr = addrs[0]
 	}
-	intercept := n.cfg.Intercept(d)
+	intercept := n.cfg.Intercept(d, v)
+	if intercept == nil && v.ReadOnly {
+		// Read-only means each request is read; a connection nobody reads
+		// could carry a push.
+		cancel()
+		r.Complete(true)
+		n.report(d, Verdict{Reason: v.Reason + ", for reads only, and Sandbar cannot read this connection's requests (its CA is not at hand): allow the host with write to reach it", Rule: v.Rule}, nil, false)
+		return
+	}
 	var out net.Conn
 	if intercept == nil {
-		out, err = n.dialAny(ctx, "tcp", addrs, d.Port)
+		out, err = n.dialAny(ctx, "tcp", d.Name, addrs, d.Port)
 		if err != nil {
 			cancel()
 			r.Complete(true)
+			if pv, ok := proxyRefusal(err); ok {
+				v, err = pv, nil
+			}
 			n.report(d, v, err, false)
 			return
 		}
@@ -266,7 +301,7 @@ func (n *Network) forwardTCP(r *tcp.ForwarderRequest) {
 	if intercept != nil {
 		stop := context.AfterFunc(n.ctx, func() { guest.Close() })
 		intercept(n.ctx, guest, func(ctx context.Context) (net.Conn, error) {
-			return n.dialAny(ctx, "tcp", addrs, d.Port)
+			return n.dialAny(ctx, "tcp", d.Name, addrs, d.Port)
 		})
 		stop()
 		guest.Close()
@@ -343,7 +378,7 @@ func (n *Network) forwardUDP(r *udp.ForwarderRequest) {
 		addrs, v, err := n.approve(ctx, d, v)
 		var out net.Conn
 		if err == nil && v.Allow {
-			out, err = n.dialAny(ctx, "udp", addrs, d.Port)
+			out, err = n.dialAny(ctx, "udp", d.Name, addrs, d.Port)
 		}
 		if d.Name != "" && len(addrs) > 0 {
 			d.Addr = addrs[0]

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -274,7 +275,7 @@ func TestTCPMaxConns(t *testing.T) {
 // TestTCPIntercept hands an allowed connection to Config.Intercept, which
 // reaches the destination through the dial it is given.
 func TestTCPIntercept(t *testing.T) {
-	tn := newTestNet(t, netOptions{cfg: Config{Intercept: func(d Dest) Interceptor {
+	tn := newTestNet(t, netOptions{cfg: Config{Intercept: func(d Dest, _ Verdict) Interceptor {
 		if d.Name != "broker.test" {
 			return nil
 		}
@@ -304,6 +305,36 @@ func TestTCPIntercept(t *testing.T) {
 	}
 	if at := tn.attempt(t); !at.Intercepted || !at.Verdict.Allow || at.Dest.Addr != loopback {
 		t.Errorf("attempt %+v, want an allowed, intercepted one", at)
+	}
+}
+
+// TestReadOnlyNeedsInterceptor: a connection the policy allows for reads
+// only is refused when nothing takes it to read its requests, so it is
+// never spliced through unread; with an interceptor it goes to it.
+func TestReadOnlyNeedsInterceptor(t *testing.T) {
+	readOnly := func(d Dest) Verdict {
+		v := testPolicy(d)
+		v.ReadOnly = v.Allow && d.Name == "registry.test"
+		return v
+	}
+	var got atomic.Value
+	tn := newTestNet(t, netOptions{cfg: Config{Decide: readOnly, Intercept: func(d Dest, v Verdict) Interceptor {
+		got.Store(v)
+		return nil
+	}}})
+	port := hostServer(t, echo)
+	c, err := tn.guest.dialTCP(dialCtx(t), tn.lookup(t, "registry.test"), port)
+	if !isRefused(err) {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("dial registry.test: %v; want it refused", err)
+	}
+	if v, _ := got.Load().(Verdict); !v.ReadOnly {
+		t.Errorf("Intercept was given %+v; want the read-only verdict", v)
+	}
+	if at := tn.attempt(t); at.Verdict.Allow || !strings.Contains(at.Verdict.Reason, "for reads only") {
+		t.Errorf("attempt %+v; want a refusal saying the host is for reads only", at)
 	}
 }
 

@@ -14,6 +14,9 @@
 // the name resolves to on the host. A refused TCP connection is reset at
 // once. Every attempt is reported (Config.OnAttempt). Connections to
 // Sandbar's own services and to the session's subnet are never forwarded.
+// Allowed TCP goes through the host's proxy when one is set
+// (Config.Proxy), to the address the policy approved; a proxy's refusal
+// is reported as a denial with its answer.
 //
 // It is not the policy (Config.Decide is the caller's) and not the
 // credential broker (Config.Intercept and Listen are where the caller
@@ -135,7 +138,7 @@ func New(cfg Config) (*Network, error) {
 		cfg.Dial = d.DialContext
 	}
 	if cfg.Intercept == nil {
-		cfg.Intercept = func(Dest) Interceptor { return nil }
+		cfg.Intercept = func(Dest, Verdict) Interceptor { return nil }
 	}
 	n := &Network{
 		cfg: cfg, log: cfg.Logger, names: newNames(0),

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -16,11 +17,45 @@ type Port struct {
 	Guest uint16
 	// Host is the port on 127.0.0.1 that reaches it.
 	Host uint16
+	// URL is where a browser opens it: http://<session>.localhost:HOST/,
+	// an origin of the session's own. Browsers keep cookies by host name,
+	// not by port (RFC 6265 §8.5), so at http://localhost:HOST/ the
+	// guest's server would be sent the cookies of every app the person
+	// runs on localhost; a name under .localhost (RFC 6761) still leads
+	// to the loopback, where the listener is.
+	URL string
 }
 
 // String is "127.0.0.1:HOST → GUEST".
 func (p Port) String() string {
 	return fmt.Sprintf("127.0.0.1:%d → %d", p.Host, p.Guest)
+}
+
+// OriginLabel makes a session's id (or any name) into the DNS label its
+// published ports open under, <label>.localhost: lower case letters,
+// digits and inner hyphens, at most 63 of them; "sandbar" when nothing is
+// left.
+func OriginLabel(name string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(name) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			b.WriteRune(r)
+		}
+	}
+	l := b.String()
+	if len(l) > 63 {
+		l = l[:63]
+	}
+	if l = strings.Trim(l, "-"); l == "" {
+		return "sandbar"
+	}
+	return l
+}
+
+// PortURL is where a browser opens a port published on host for the
+// origin label (see Port.URL).
+func PortURL(label string, host uint16) string {
+	return fmt.Sprintf("http://%s.localhost:%d/", OriginLabel(label), host)
 }
 
 // ErrPortInUse says the host port asked for is taken.
@@ -65,7 +100,7 @@ func (n *Network) Publish(guest, host uint16) (Port, error) {
 		return Port{}, fmt.Errorf("publish %d on 127.0.0.1:%d: %w", guest, host, err)
 	}
 	got := uint16(ln.Addr().(*net.TCPAddr).Port)
-	p := &published{port: Port{Guest: guest, Host: got}, ln: ln}
+	p := &published{port: Port{Guest: guest, Host: got, URL: PortURL(n.cfg.Origin, got)}, ln: ln}
 
 	n.mu.Lock()
 	if old, ok := n.published[guest]; ok || n.closed {

@@ -2,6 +2,7 @@ package netstack
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -80,6 +81,24 @@ func takenPort(t *testing.T) uint16 {
 	return uint16(ln.Addr().(*net.TCPAddr).Port)
 }
 
+func TestOriginLabel(t *testing.T) {
+	for in, want := range map[string]string{
+		"a1b2c3d4e5":            "a1b2c3d4e5",
+		"My Session_1":          "mysession1",
+		"-x-":                   "x",
+		"":                      "sandbar",
+		"é/..":                  "sandbar",
+		strings.Repeat("a", 70): strings.Repeat("a", 63),
+	} {
+		if got := OriginLabel(in); got != want {
+			t.Errorf("OriginLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := PortURL("ab12", 41873); got != "http://ab12.localhost:41873/" {
+		t.Errorf("PortURL = %q", got)
+	}
+}
+
 func TestPublish(t *testing.T) {
 	tn := newTestNet(t, netOptions{})
 	// A guest port published on the same number, free on the host.
@@ -91,7 +110,7 @@ func TestPublish(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Publish(%d, %d): %v", same, same, err)
 	}
-	if p != (Port{Guest: same, Host: same}) {
+	if p.Guest != same || p.Host != same {
 		t.Errorf("Publish(%d, %d) = %v, want the same number on the host", same, same, p)
 	}
 	roundTrip(t, dialHost(t, p.Host), "through the published port")
@@ -129,6 +148,12 @@ func TestPublish(t *testing.T) {
 	slices.SortFunc(want, func(a, b Port) int { return int(a.Guest) - int(b.Guest) })
 	if got := tn.Published(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Published() = %v, want %v", got, want)
+	}
+
+	for _, p := range want {
+		if u := fmt.Sprintf("http://sandbar.localhost:%d/", p.Host); p.URL != u {
+			t.Errorf("port %d opens at %q, want %q (no Config.Origin: the default label)", p.Guest, p.URL, u)
+		}
 	}
 
 	if _, err := tn.Publish(0, 0); err == nil {

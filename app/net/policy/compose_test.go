@@ -183,8 +183,8 @@ func TestComposeHandBuilt(t *testing.T) {
 		`network rules from an unknown source ("elsewhere") are ignored: the default allowlist is built in, and a layer is Sandbar's, the project's, the repository's or the session's`,
 		`a host line in the project's settings is left out: "bad name" has " ": a name has only letters, digits, "-", "_" and dots`,
 		"a host line in the project's settings is left out: fe80::1%eth0 is not an address without a zone",
-		`a rule in the project's settings is left out: "permit bad.example.com": a rule starts with allow or deny, not "permit": write allow HOST[:PORTS][/tcp|udp] or deny HOST[:PORTS][/tcp|udp]`,
-		`a rule in the project's settings is left out: "allow exa mple.com": a host has no spaces: write allow HOST[:PORTS][/tcp|udp]`,
+		`a rule in the project's settings is left out: "permit bad.example.com": a rule starts with allow or deny, not "permit": write allow HOST[:PORTS][/tcp|udp] [read|write] or deny HOST[:PORTS][/tcp|udp]`,
+		`a rule in the project's settings is left out: "allow exa mple.com": a host has no spaces: write allow HOST[:PORTS][/tcp|udp] [read|write]`,
 	}
 	if !slices.Equal(notes, wantNotes) {
 		t.Errorf("notes\n got %s\nwant %s", strings.Join(notes, "\n     "), strings.Join(wantNotes, "\n     "))

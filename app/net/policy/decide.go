@@ -24,6 +24,10 @@ type Decision struct {
 	// Rule is a copy of the rule that decided; nil when none did (the
 	// mode, a closed address, or nothing in the allowlist).
 	Rule *Rule
+	// ReadOnly says the connection is allowed for HTTP reads only (the
+	// deciding rule's Access is AccessRead): the network must read each
+	// request and refuse the rest.
+	ReadOnly bool
 	// Reason says why in plain words for a person, and what to write to
 	// change it where that is the person's to do.
 	Reason string
@@ -81,11 +85,9 @@ func (p *Policy) Decide(d Dest) Decision {
 	if addr.IsValid() {
 		if closed, words := Forbidden(addr); closed {
 			mapped := name != "" && p.hosts[name] == addr
-			for i := range p.rules {
-				if r := &p.rules[i]; r.Action == Allow && r.matches(name, addr, d.Port, proto, false) && r.opensClosed(name, mapped) {
-					return Decision{Allow: true, Rule: copyRule(r),
-						Reason: fmt.Sprintf("allowed by %q in %s, which opens %s (%s)", r.String(), r.Source.where(), addr, words)}
-				}
+			if r := p.allowBy(func(r *Rule) bool { return r.matches(name, addr, d.Port, proto, false) && r.opensClosed(name, mapped) }); r != nil {
+				return Decision{Allow: true, Rule: copyRule(r), ReadOnly: r.ReadOnly(),
+					Reason: fmt.Sprintf("allowed by %q in %s, which opens %s (%s)", r.String(), r.Source.where(), addr, words)}
 			}
 			return Decision{Reason: closedReason(name, addr, words, d.Port, proto, mapped)}
 		}
@@ -93,16 +95,37 @@ func (p *Policy) Decide(d Dest) Decision {
 	if p.mode == ModeOpen {
 		return Decision{Allow: true, Reason: "the session's network is open"}
 	}
-	for i := range p.rules {
-		if r := &p.rules[i]; r.Action == Allow && r.matches(name, addr, d.Port, proto, false) {
-			return Decision{Allow: true, Rule: copyRule(r), Reason: fmt.Sprintf("allowed by %q in %s", r.String(), r.Source.where())}
-		}
+	if r := p.allowBy(func(r *Rule) bool { return r.matches(name, addr, d.Port, proto, false) }); r != nil {
+		return Decision{Allow: true, Rule: copyRule(r), ReadOnly: r.ReadOnly(), Reason: fmt.Sprintf("allowed by %q in %s", r.String(), r.Source.where())}
 	}
 	host := name
 	if host == "" {
 		host = hostText(netip.PrefixFrom(addr, addr.BitLen()))
 	}
 	return Decision{Reason: fmt.Sprintf("%s:%d (%s) is not in the session's allowlist", host, d.Port, proto)}
+}
+
+// allowBy returns the allow rule that decides among those ok accepts: the
+// first, unless it lets only reads through and a later one from
+// Sandbar's, the project's or the session's rules lets anything through.
+// The person's own word widens a read-only rule (the default allowlist's
+// registries and forges); a repository's .sandbar/network does not, so a
+// merged "allow github.com" cannot reopen pushes. nil when none is ok.
+func (p *Policy) allowBy(ok func(*Rule) bool) *Rule {
+	var read *Rule
+	for i := range p.rules {
+		r := &p.rules[i]
+		switch {
+		case r.Action != Allow || !ok(r):
+		case read == nil && !r.ReadOnly():
+			return r
+		case read == nil:
+			read = r
+		case !r.ReadOnly() && r.Source != SourceRepository && r.Source != SourceDefault:
+			return r
+		}
+	}
+	return read
 }
 
 // matches reports whether the rule covers a connection: the port in its

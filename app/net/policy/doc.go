@@ -19,7 +19,7 @@
 // LF or CRLF.
 //
 //	mode allowlist|open|off
-//	allow HOST[:PORTS][/PROTO]
+//	allow HOST[:PORTS][/PROTO] [read|write]
 //	deny  HOST[:PORTS][/PROTO]
 //	host  NAME ADDRESS   # Sandbar's DNS answers NAME with ADDRESS in this session
 //	defaults off         # leave out the default allowlist (rarely wanted)
@@ -55,6 +55,16 @@
 //
 //	allow time.example.com:123/udp
 //	allow 10.0.0.0/8:*/udp
+//
+// An allow rule may end in read or write (tcp only). read lets only
+// HTTP reads through the connections it allows: GET, HEAD, OPTIONS, git's
+// fetch and the read APIs of package clients; the network reads each
+// request (terminating TLS with Sandbar's CA, which the guest trusts) and
+// refuses the rest with 403. write, or no word, lets anything through.
+// The default allowlist's registries and code hosts are read.
+//
+//	allow github.com read
+//	allow registry.example write
 //
 // ADDRESS in a host line is an IPv4 or IPv6 address, IPv6 with or without
 // brackets. Each source holds at most 1 MiB of text and 10,000 allow, deny
@@ -122,6 +132,14 @@
 //  4. Mode open allows everything else.
 //  5. Mode allowlist allows what an allow rule matches, and denies the
 //     rest: example.com:443 (tcp) is not in the session's allowlist.
+//
+// Among the allow rules that match, the first decides, except that a
+// read rule gives way to a later one that lets anything through from
+// Sandbar's, the project's or the session's rules ("Allow writes for this
+// session" adds "allow HOST:PORT write"). A repository's rules never widen
+// a read rule, so a merged "allow github.com" cannot reopen pushes.
+// Decision.ReadOnly says the deciding rule is read. Mode open allows
+// everything, writes included.
 //
 // A rule matches when the port is in its range, the protocol is the same,
 // and the host matches: a name rule (exact or wildcard) the name, an

@@ -103,16 +103,27 @@ func TestDefaults(t *testing.T) {
 		}
 		seen[r.String()] = true
 	}
+	// The model API takes writes (it is all POSTs); every registry and
+	// code host in the list is read-only: each takes a push or publish
+	// made with a token the agent brings (issue 21, finding 7).
+	if r := rules[0]; r.String() != "allow api.anthropic.com" || r.ReadOnly() {
+		t.Errorf("the first default is %q; want the model API, not read-only", r.String())
+	}
+	for _, r := range rules[1:] {
+		if !r.ReadOnly() {
+			t.Errorf("default %q lets writes through; a registry or code host in the defaults is read-only: write %s read", r.Text, r.String())
+		}
+	}
 	for _, want := range []string{
-		"allow api.anthropic.com", "allow registry.npmjs.org", "allow registry.yarnpkg.com",
-		"allow pypi.org", "allow files.pythonhosted.org", "allow proxy.golang.org", "allow sum.golang.org",
-		"allow crates.io", "allow index.crates.io", "allow static.crates.io",
-		"allow rubygems.org", "allow index.rubygems.org", "allow repo.maven.apache.org", "allow repo1.maven.org",
-		"allow deb.debian.org:80", "allow deb.debian.org:443", "allow security.debian.org:80", "allow security.debian.org:443",
-		"allow archive.ubuntu.com:80", "allow archive.ubuntu.com:443", "allow security.ubuntu.com:80",
-		"allow security.ubuntu.com:443", "allow ports.ubuntu.com:80", "allow ports.ubuntu.com:443",
-		"allow github.com", "allow codeload.github.com", "allow objects.githubusercontent.com",
-		"allow raw.githubusercontent.com", "allow gitlab.com",
+		"allow api.anthropic.com", "allow registry.npmjs.org read", "allow registry.yarnpkg.com read",
+		"allow pypi.org read", "allow files.pythonhosted.org read", "allow proxy.golang.org read", "allow sum.golang.org read",
+		"allow crates.io read", "allow index.crates.io read", "allow static.crates.io read",
+		"allow rubygems.org read", "allow index.rubygems.org read", "allow repo.maven.apache.org read", "allow repo1.maven.org read",
+		"allow deb.debian.org:80 read", "allow deb.debian.org:443 read", "allow security.debian.org:80 read", "allow security.debian.org:443 read",
+		"allow archive.ubuntu.com:80 read", "allow archive.ubuntu.com:443 read", "allow security.ubuntu.com:80 read",
+		"allow security.ubuntu.com:443 read", "allow ports.ubuntu.com:80 read", "allow ports.ubuntu.com:443 read",
+		"allow github.com read", "allow codeload.github.com read", "allow objects.githubusercontent.com read",
+		"allow raw.githubusercontent.com read", "allow gitlab.com read",
 	} {
 		if !seen[want] {
 			t.Errorf("the default allowlist lacks %q", want)

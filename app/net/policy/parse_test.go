@@ -72,7 +72,7 @@ func TestParseFileErrors(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
 		{"line number counts blank and comment lines",
 			"# settings\n\nallow exa mple.com\n",
-			`line 3: "allow exa mple.com": a host has no spaces: write allow HOST[:PORTS][/tcp|udp]`},
+			`line 3: "allow exa mple.com": a host has no spaces: write allow HOST[:PORTS][/tcp|udp] [read|write]`},
 		{"line number with CRLF",
 			"allow a.com\r\nallow b.com:0\r\n",
 			`line 2: "allow b.com:0": "0" is not a port: write a number 1-65535, a range like 8000-8999, or * for every port`},

@@ -79,6 +79,22 @@ const (
 	Deny  Action = "deny"
 )
 
+// Access is what an allow rule lets through a connection it allows.
+type Access string
+
+// The accesses. A rule that names none lets anything through, as
+// AccessWrite does; the word is there so a person can write it where a
+// read-only rule would otherwise decide (see Decide).
+const (
+	AccessAny Access = ""
+	// AccessRead lets only HTTP reads through (see the package doc):
+	// GET, HEAD, OPTIONS and git's fetch. Sandbar's network reads each
+	// request, terminating TLS with Sandbar's CA, and refuses the rest.
+	AccessRead Access = "read"
+	// AccessWrite lets any request through; it implies read.
+	AccessWrite Access = "write"
+)
+
 // Rule is one allow or deny line, in canonical form.
 type Rule struct {
 	Action Action
@@ -100,7 +116,10 @@ type Rule struct {
 	// PortGiven is true when the rule wrote its port(s), "*" included.
 	PortGiven bool
 	Proto     Proto
-	Source    Source
+	// Access is what an allow rule lets through: AccessRead for HTTP
+	// reads only, else anything. A deny rule has none.
+	Access Access
+	Source Source
 	// Line is the rule's line in its source, 1-based; 0 when it was
 	// parsed alone (ParseRule) or built by AllowRuleFor.
 	Line int
@@ -134,8 +153,15 @@ func (r Rule) String() string {
 		b.WriteByte('/')
 		b.WriteString(string(r.Proto))
 	}
+	if r.Access != AccessAny {
+		b.WriteByte(' ')
+		b.WriteString(string(r.Access))
+	}
 	return b.String()
 }
+
+// ReadOnly reports whether the rule lets only HTTP reads through.
+func (r *Rule) ReadOnly() bool { return r.Access == AccessRead }
 
 // prefixHost writes a prefix as a rule's host: the bare address for a
 // full-length prefix, else the CIDR.
@@ -159,8 +185,17 @@ func portsText(lo, hi uint16) string {
 // ruleUsage is how to write an allow or deny line, for error messages.
 const ruleUsage = "HOST[:PORTS][/tcp|udp]"
 
+// usage is how to write what follows action: an allow rule may end in
+// read or write.
+func usage(action Action) string {
+	if action == Allow {
+		return ruleUsage + " [read|write]"
+	}
+	return ruleUsage
+}
+
 // ParseRule reads one allow or deny line ("allow example.com:8000-8999",
-// "deny 10.0.0.0/8:*/udp"); a trailing # comment is dropped. The rule's
+// "deny 10.0.0.0/8:*/udp", "allow github.com read"); a trailing # comment is dropped. The rule's
 // Source is src and its Line 0. A failure is a *LineError (Line 0) that
 // says what is wrong and what to write instead.
 func ParseRule(s string, src Source) (Rule, error) {
@@ -173,11 +208,11 @@ func ParseRule(s string, src Source) (Rule, error) {
 	}
 	f := fields(text)
 	if len(f) == 0 {
-		return Rule{}, &LineError{Text: text, Problem: "there is no rule: write allow " + ruleUsage + " or deny " + ruleUsage}
+		return Rule{}, &LineError{Text: text, Problem: "there is no rule: write allow " + usage(Allow) + " or deny " + ruleUsage}
 	}
 	kw := strings.ToLower(f[0])
 	if kw != string(Allow) && kw != string(Deny) {
-		return Rule{}, &LineError{Text: text, Problem: fmt.Sprintf("a rule starts with allow or deny, not %q: write allow %s or deny %s", cut(f[0]), ruleUsage, ruleUsage)}
+		return Rule{}, &LineError{Text: text, Problem: fmt.Sprintf("a rule starts with allow or deny, not %q: write allow %s or deny %s", cut(f[0]), usage(Allow), ruleUsage)}
 	}
 	r, p := parseRuleFields(Action(kw), f[1:])
 	if p != "" {
@@ -192,9 +227,22 @@ func ParseRule(s string, src Source) (Rule, error) {
 func parseRuleFields(action Action, f []string) (Rule, string) {
 	switch {
 	case len(f) == 0:
-		return Rule{}, fmt.Sprintf("%s needs a host: write %s %s", action, action, ruleUsage)
-	case len(f) > 1:
-		return Rule{}, fmt.Sprintf("a host has no spaces: write %s %s", action, ruleUsage)
+		return Rule{}, fmt.Sprintf("%s needs a host: write %s %s", action, action, usage(action))
+	case len(f) > 2:
+		return Rule{}, fmt.Sprintf("a host has no spaces: write %s %s", action, usage(action))
+	}
+	var access Access
+	if len(f) == 2 {
+		switch a := Access(strings.ToLower(f[1])); {
+		case a != AccessRead && a != AccessWrite && action == Allow && onlyLetters(f[1]):
+			return Rule{}, fmt.Sprintf("after the host comes read, write or nothing, not %q: write allow %s", cut(f[1]), usage(action))
+		case a != AccessRead && a != AccessWrite:
+			return Rule{}, fmt.Sprintf("a host has no spaces: write %s %s", action, usage(action))
+		case action == Deny:
+			return Rule{}, fmt.Sprintf("deny takes no %s: to let a host be read but not written, write allow HOST read", a)
+		default:
+			access = a
+		}
 	}
 	spec := f[0]
 	proto := TCP
@@ -214,6 +262,9 @@ func parseRuleFields(action Action, f []string) (Rule, string) {
 	if p != "" {
 		return Rule{}, p
 	}
+	if access != AccessAny && proto != TCP {
+		return Rule{}, fmt.Sprintf("%s is for HTTP, which goes over tcp: leave out /%s, or the word %s", access, proto, access)
+	}
 	return Rule{
 		Action:    action,
 		Host:      t.host,
@@ -223,6 +274,7 @@ func parseRuleFields(action Action, f []string) (Rule, string) {
 		PortHi:    t.hi,
 		PortGiven: t.portGiven,
 		Proto:     proto,
+		Access:    access,
 	}, ""
 }
 

@@ -23,6 +23,7 @@ const (
 	EntryResult     EntryKind = "result"      // end of a turn: cost, duration
 	EntrySystem     EntryKind = "system"      // agent start-up facts (model, tools)
 	EntryRetry      EntryKind = "api_retry"   // a failed request to the model API, retried: Text says it
+	EntryTrimmed    EntryKind = "trimmed"     // older entries were dropped or not read: Text says it
 )
 
 // Entry is one item of a transcript, as a TranscriptView shows it.

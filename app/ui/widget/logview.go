@@ -96,6 +96,7 @@ type LogView struct {
 	// The rest belongs to the UI goroutine.
 	ring      logRing
 	evicted   int64 // lines dropped, from the ring or from pending
+	trimmed   bool  // the log's oldest lines were dropped where it is kept
 	follow    bool
 	unseen    int // lines added while paused
 	query     string
@@ -365,6 +366,9 @@ func (v *LogView) rowBackground(abs int64) color.Color {
 func (v *LogView) updateChrome() {
 	if n := v.older(); n > 0 {
 		msg := formatCount(n) + " older lines are not shown here"
+		if v.trimmed {
+			msg = "Earlier output trimmed: " + msg
+		}
 		if v.OnOpenOlder != nil {
 			v.openOld.Show()
 		} else if v.olderHint != "" {
@@ -408,6 +412,24 @@ func (v *LogView) older() int64 {
 		}
 	}
 	return v.evicted
+}
+
+// SetTrimmed says that the log's oldest lines were dropped where it is
+// kept (the store's caps), so the note about older lines begins "Earlier
+// output trimmed". It may be called from any goroutine.
+func (v *LogView) SetTrimmed() {
+	v.Post(func() {
+		v.trimmed = true
+		v.updateChrome()
+	})
+}
+
+// Note is the note shown under the log ("" when hidden).
+func (v *LogView) Note() string {
+	if !v.note.Visible() {
+		return ""
+	}
+	return v.note.Text
 }
 
 // Following reports whether the view follows the tail.

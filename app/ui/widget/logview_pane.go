@@ -21,6 +21,9 @@ import (
 //
 // Scrolling, dragging the bar or the keys move the view by whole rows;
 // moving it off the bottom pauses the tail, moving it back resumes it.
+// A long line is cut at the row's end; the view scrolls sideways by
+// whole characters (a sideways scroll, Shift with the wheel, or the
+// Left and Right keys) to read the rest of it.
 type logPane struct {
 	widget.BaseWidget
 	v *LogView
@@ -30,6 +33,9 @@ type logPane struct {
 	rows   int     // rows that fit
 	stride float32 // a row's height with its spacing
 	cols   int     // characters that fit in a row
+	left   int     // characters scrolled off to the left
+	hfrac  float32 // sideways scrolling not yet a whole character
+	charW  float32 // a character's width
 	stale  bool    // the lines were replaced: redraw every row
 	r      *logPaneRenderer
 }
@@ -92,8 +98,47 @@ func (p *logPane) show(id int) {
 	p.Refresh()
 }
 
-// Scrolled implements fyne.Scrollable.
+// maxLeft is how far the rows shown can scroll sideways: until the end
+// of the longest of them shows.
+func (p *logPane) maxLeft() int {
+	const stamp = 10 // "15:04:05  "
+	const limit = 1 << 16
+	widest := 0
+	for i := 0; i < p.rows; i++ {
+		if abs := p.v.rowAbs(p.top + i); abs >= 0 {
+			widest = max(widest, logLineWidth(p.v.ring.at(abs).text, limit))
+		}
+	}
+	return max(0, widest-(p.cols-stamp)+2)
+}
+
+// scrollLeft scrolls sideways to show the rows from character left
+// (clamped) on.
+func (p *logPane) scrollLeft(left int) {
+	left = min(max(left, 0), p.maxLeft())
+	if left == p.left {
+		return
+	}
+	p.left, p.stale = left, true
+	p.Refresh()
+}
+
+// Scrolled implements fyne.Scrollable: the wheel scrolls rows, a
+// sideways scroll (or Shift with the wheel) characters.
 func (p *logPane) Scrolled(ev *fyne.ScrollEvent) {
+	dx := ev.Scrolled.DX
+	if dx == 0 && shiftHeld() {
+		dx = ev.Scrolled.DY
+	}
+	if dx != 0 {
+		p.hfrac -= dx / max(p.charW, 1)
+		d := int(p.hfrac)
+		p.hfrac -= float32(d)
+		if d != 0 {
+			p.scrollLeft(p.left + d)
+		}
+		return
+	}
 	p.frac -= ev.Scrolled.DY / p.stride
 	d := int(p.frac)
 	p.frac -= float32(d)
@@ -125,7 +170,22 @@ func (p *logPane) TypedKey(ev *fyne.KeyEvent) {
 		p.scrollTo(0, true)
 	case fyne.KeyEnd:
 		p.scrollTo(p.maxTop(), true)
+	case fyne.KeyLeft:
+		p.scrollLeft(p.left - sidewaysStep)
+	case fyne.KeyRight:
+		p.scrollLeft(p.left + sidewaysStep)
 	}
+}
+
+// sidewaysStep is how many characters the Left and Right keys scroll.
+const sidewaysStep = 8
+
+// shiftHeld reports whether Shift is held on a desktop driver.
+func shiftHeld() bool {
+	if d, ok := fyne.CurrentApp().Driver().(desktop.Driver); ok {
+		return d.CurrentKeyModifiers()&fyne.KeyModifierShift != 0
+	}
+	return false
 }
 
 // TypedShortcut copies with the platform's copy shortcut.
@@ -181,6 +241,7 @@ func (r *logPaneRenderer) Layout(size fyne.Size) {
 	p.rows = max(1, int(size.Height/p.stride))
 	pad := theme.Padding()
 	charW := fyne.MeasureText("M", theme.Size(theme.SizeNameText), fyne.TextStyle{Monospace: true}).Width
+	p.charW = charW
 	if cols := max(int((size.Width-barW-2*pad)/charW), 1); cols != p.cols {
 		p.cols, p.stale = cols, true
 	}
@@ -233,7 +294,7 @@ func (r *logPaneRenderer) update() {
 		if abs >= 0 {
 			l := v.ring.at(abs)
 			if row.abs != abs || row.txt.Text == "" {
-				text = logDisplayText(l, p.cols)
+				text = logDisplayText(l, p.cols, p.left)
 			} else {
 				text = row.txt.Text
 			}

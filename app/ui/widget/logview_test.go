@@ -265,15 +265,15 @@ func TestLogViewSearch(t *testing.T) {
 
 func TestLogViewDisplay(t *testing.T) {
 	l := &logLine{at: time.Date(2026, 1, 2, 15, 4, 5, 0, time.Local).UnixNano(), text: "\x1b[1;31mred\x1b[0m\tdone\r"}
-	if got := logDisplayText(l, 80); got != "15:04:05  red    done" {
+	if got := logDisplayText(l, 80, 0); got != "15:04:05  red    done" {
 		t.Errorf("display %q", got)
 	}
 	l.text = strings.Repeat("é", 100)
-	if got := logDisplayText(l, 30); got != "15:04:05  "+strings.Repeat("é", 19)+"…" {
+	if got := logDisplayText(l, 30, 0); got != "15:04:05  "+strings.Repeat("é", 19)+"…" {
 		t.Errorf("a line cut at 30 columns shows as %q", got)
 	}
 	l.text = strings.Repeat("x", 1<<20)
-	if got := logDisplayText(l, 30); len(got) != 10+19+len("…") {
+	if got := logDisplayText(l, 30, 0); len(got) != 10+19+len("…") {
 		t.Errorf("a 1 MiB line cut at 30 columns shows as %d bytes", len(got))
 	}
 	for _, c := range []struct{ s, q string }{{"Hello World", "o w"}, {"ÉTÉ chaud", "été"}} {

@@ -39,18 +39,32 @@ func streamCode(s string) uint8 {
 
 // logDisplayText is a line as a row of cols characters draws it: the
 // time, then the text with tabs expanded and terminal escapes removed,
-// cut with "…" where the row ends (Copy gives the whole line).
-func logDisplayText(l *logLine, cols int) string {
+// cut with "…" where the row ends (Copy gives the whole line). left is
+// how many characters of the text are scrolled off to the left; a "…"
+// then stands for them.
+func logDisplayText(l *logLine, cols, left int) string {
 	const stamp = "15:04:05  "
 	cols = max(cols-len(stamp), 8)
 	t := l.text
 	// Only the start of a long line can show: clean no more than that.
 	long := false
-	if limit := max(8*cols, 256); len(t) > limit {
+	if limit := max(8*(cols+left), 256); len(t) > limit {
 		t, long = t[:limit], true
 	}
 	if strings.IndexByte(t, '\x1b') >= 0 || strings.IndexByte(t, '\t') >= 0 || strings.IndexByte(t, '\r') >= 0 {
 		t = cleanTerminalText(t)
+	}
+	if left > 0 {
+		skip := 0
+		for n := 0; skip < len(t) && n < left; n++ {
+			_, w := utf8.DecodeRuneInString(t[skip:])
+			skip += w
+		}
+		if skip >= len(t) && !long {
+			t = ""
+		} else {
+			t = "…" + t[skip:]
+		}
 	}
 	if long || len(t) > cols {
 		cut, n := 0, 0
@@ -65,6 +79,18 @@ func logDisplayText(l *logLine, cols int) string {
 		}
 	}
 	return time.Unix(0, l.at).Format("15:04:05") + "  " + t
+}
+
+// logLineWidth is how many characters a line's text draws, counted up
+// to limit (a line of a megabyte is not counted whole to scroll it).
+func logLineWidth(text string, limit int) int {
+	if len(text) > limit*4 {
+		text = text[:limit*4]
+	}
+	if strings.IndexByte(text, '\x1b') >= 0 || strings.IndexByte(text, '\t') >= 0 || strings.IndexByte(text, '\r') >= 0 {
+		text = cleanTerminalText(text)
+	}
+	return min(utf8.RuneCountInString(text), limit)
 }
 
 // cleanTerminalText expands tabs and drops ANSI escape sequences and

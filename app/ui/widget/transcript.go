@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -33,7 +34,8 @@ type TranscriptView struct {
 	dropped *widget.Label
 	tools   map[string]*toolRow // by tool id, to attach results
 	rows    []transcriptRow
-	gone    int // rows dropped by trim
+	gone    int    // rows dropped by trim
+	trimmed string // what an EntryTrimmed said: older entries are not there
 	content fyne.CanvasObject
 }
 
@@ -52,6 +54,11 @@ type toolRow struct {
 	title  string
 	result *widget.Label
 	done   bool
+	// started is when the agent called the tool; ended is set when its
+	// turn ended without the call's result (an interrupt, a stop), so
+	// the row's clock stops.
+	started time.Time
+	ended   bool
 }
 
 // NewTranscriptView returns an empty transcript.
@@ -83,6 +90,7 @@ func (t *TranscriptView) SetEntries(es []Entry) {
 	t.box.RemoveAll()
 	t.rows = t.rows[:0]
 	t.gone = 0
+	t.trimmed = ""
 	t.dropped.Hide()
 	clear(t.tools)
 	for _, e := range es {
@@ -149,11 +157,20 @@ func (t *TranscriptView) showEmpty() {
 }
 
 func (t *TranscriptView) add(e Entry) {
+	if e.Kind == EntryTrimmed {
+		t.trimmed = e.Text
+		t.showDropped()
+		return
+	}
 	if e.Kind == EntryToolResult {
 		if tr := t.tools[e.ToolID]; tr != nil {
 			tr.setResult(e)
 			return
 		}
+	}
+	if e.Kind == EntryResult {
+		// The turn is over: a call still without a result runs no more.
+		t.EndTools()
 	}
 	obj, tr := transcriptObject(e)
 	if obj == nil {
@@ -187,8 +204,33 @@ func (t *TranscriptView) trim() {
 	t.box.Objects = objs
 	t.box.Refresh()
 	t.gone += over
-	t.dropped.SetText(fmt.Sprintf("%s earlier entries are not shown (the whole transcript is in transcript.jsonl)", formatCount(int64(t.gone))))
+	t.showDropped()
+}
+
+// showDropped says what of the transcript is not shown: entries the
+// view let go, and older ones the read did not have.
+func (t *TranscriptView) showDropped() {
+	var parts []string
+	if t.trimmed != "" {
+		parts = append(parts, strings.ToUpper(t.trimmed[:1])+t.trimmed[1:])
+	}
+	if t.gone > 0 {
+		parts = append(parts, fmt.Sprintf("%s earlier entries are not shown (transcript.jsonl keeps the newest)", formatCount(int64(t.gone))))
+	}
+	if len(parts) == 0 {
+		t.dropped.Hide()
+		return
+	}
+	t.dropped.SetText(strings.Join(parts, "; "))
 	t.dropped.Show()
+}
+
+// Dropped is the note above the transcript ("" when hidden).
+func (t *TranscriptView) Dropped() string {
+	if !t.dropped.Visible() {
+		return ""
+	}
+	return t.dropped.Text
 }
 
 // transcriptObject makes the row for e; tool calls also return their
@@ -249,7 +291,7 @@ func newToolRow(e Entry) *toolRow {
 	heading := func(s string) *widget.Label {
 		return widget.NewLabelWithStyle(s, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	}
-	tr := &toolRow{title: toolTitle(e), result: result}
+	tr := &toolRow{title: toolTitle(e), result: result, started: e.Time}
 	tr.item = widget.NewAccordionItem("⋯ "+tr.title, container.NewVBox(heading("Input"), input, heading("Result"), result))
 	tr.acc = widget.NewAccordion(tr.item)
 	return tr
@@ -272,6 +314,43 @@ func (tr *toolRow) setResult(e Entry) {
 	tr.result.Refresh()
 	tr.item.Title = mark + tr.title
 	tr.acc.Refresh()
+}
+
+// Tick shows how long each tool call of the current turn has been
+// running, on its folded line ("⋯ Bash go test ./... · 42 s"). The
+// window calls it every second while the session runs.
+func (t *TranscriptView) Tick(now time.Time) {
+	for _, tr := range t.tools {
+		if tr.done || tr.ended || tr.started.IsZero() {
+			continue
+		}
+		title := "⋯ " + tr.title + " · " + Elapsed(now.Sub(tr.started))
+		if title != tr.item.Title {
+			tr.item.Title = title
+			tr.acc.Refresh()
+		}
+	}
+}
+
+// EndTools stops the clock of every call still without a result: its
+// turn ended, or its session did.
+func (t *TranscriptView) EndTools() {
+	for _, tr := range t.tools {
+		if !tr.done && !tr.ended {
+			tr.ended = true
+			tr.item.Title = "⋯ " + tr.title
+			tr.acc.Refresh()
+		}
+	}
+}
+
+// Elapsed is a running tool's time in words: "42 s", "3 min 05 s".
+func Elapsed(d time.Duration) string {
+	s := int(max(d, 0) / time.Second)
+	if s < 60 {
+		return fmt.Sprintf("%d s", s)
+	}
+	return fmt.Sprintf("%d min %02d s", s/60, s%60)
 }
 
 // Title is the tool call's folded line.

@@ -142,3 +142,32 @@ func TestTranscriptHoldsLongEntries(t *testing.T) {
 		t.Errorf("the transcript's entries ask for %.0f points of width in an 800-point window", got)
 	}
 }
+
+// TestTranscriptToolElapsed: a running tool call's line shows how long
+// it has run, each tick; its result, or its turn's end without one,
+// stops the clock.
+func TestTranscriptToolElapsed(t *testing.T) {
+	test.NewTempApp(t)
+	v := NewTranscriptView()
+	t0 := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	v.Add(Entry{Kind: EntryToolUse, Time: t0, Tool: "Bash", ToolID: "a", Input: `{"command":"go test ./..."}`})
+	v.Add(Entry{Kind: EntryToolUse, Time: t0, Tool: "Bash", ToolID: "b", Input: `{"command":"sleep 60"}`})
+	v.Tick(t0.Add(42 * time.Second))
+	if got, _, _ := v.Tool("a"); got != "⋯ Bash  go test ./... · 42 s" {
+		t.Errorf("after 42 s the running call reads %q", got)
+	}
+	v.Add(Entry{Kind: EntryToolResult, ToolID: "a", Text: "ok"})
+	v.Tick(t0.Add(125 * time.Second))
+	if got, _, _ := v.Tool("a"); got != "✓ Bash  go test ./..." {
+		t.Errorf("a finished call reads %q", got)
+	}
+	if got, _, _ := v.Tool("b"); got != "⋯ Bash  sleep 60 · 2 min 05 s" {
+		t.Errorf("after 125 s the running call reads %q", got)
+	}
+	// The turn ends (an interrupt) before b's result: its clock stops.
+	v.Add(Entry{Kind: EntryResult, Time: t0.Add(126 * time.Second), IsError: true})
+	v.Tick(t0.Add(200 * time.Second))
+	if got, _, _ := v.Tool("b"); got != "⋯ Bash  sleep 60" {
+		t.Errorf("a call whose turn ended reads %q", got)
+	}
+}

@@ -21,10 +21,22 @@ type config struct {
 	// session's clone, mounted at /workspace under a copy-on-write layer
 	// kept on the scratch disk.
 	workspace string
-	share     string // sandbar.share: "virtiofs", "9p" or "none" (default)
-	net       netConfig
-	time      int64 // sandbar.time: unix seconds; 0 when not given
-	debug     bool  // sandbar.debug=1
+	// tools (sandbar.tools) is Sandbar's own root disk when root is
+	// another image's: mounted read-only at toolsRoot for Sandbar's own
+	// tools (mkfs here; git, sh and the rest for the supervisor's saves).
+	tools string
+	// env (sandbar.env) is a prepared environment's read-only disk: its
+	// root/ goes between the image and the session's layer, its
+	// workspace/ between the clone and the session's (see prepared.go).
+	env string
+	// capture (sandbar.capture) is the blank disk a capture fills from
+	// the preparing machine's scratch disk; the machine runs nothing
+	// else, then powers off.
+	capture string
+	share   string // sandbar.share: "virtiofs", "9p" or "none" (default)
+	net     netConfig
+	time    int64 // sandbar.time: unix seconds; 0 when not given
+	debug   bool  // sandbar.debug=1
 	// trial (sandbar.trial=1) prints trialMarker and powers off at once:
 	// the host's KVM trial boot and the boot benchmark's floor.
 	trial bool
@@ -87,6 +99,12 @@ func parseCmdline(s string) (config, error) {
 			c.scratch = val
 		case "sandbar.workspace":
 			c.workspace = val
+		case "sandbar.tools":
+			c.tools = val
+		case "sandbar.env":
+			c.env = val
+		case "sandbar.capture":
+			c.capture = val
 		case "sandbar.share":
 			switch val {
 			case "virtiofs", "9p", "none":
@@ -121,7 +139,7 @@ func parseCmdline(s string) (config, error) {
 			c.unknown = append(c.unknown, key)
 		}
 	}
-	for _, dev := range []struct{ key, val string }{{"root", c.root}, {"agent", c.agent}, {"scratch", c.scratch}, {"workspace", c.workspace}} {
+	for _, dev := range []struct{ key, val string }{{"root", c.root}, {"agent", c.agent}, {"scratch", c.scratch}, {"workspace", c.workspace}, {"tools", c.tools}, {"env", c.env}, {"capture", c.capture}} {
 		if dev.val != "" && !strings.HasPrefix(dev.val, "/dev/") {
 			return c, fmt.Errorf("sandbar.%s=%q: want a device path under /dev/", dev.key, dev.val)
 		}
@@ -179,7 +197,7 @@ func parseNet(v string) (netConfig, error) {
 // and the workspace share's.
 func (c config) filesystems() []string {
 	var out []string
-	if c.root != "" || c.agent != "" || c.scratch != "" || c.workspace != "" {
+	if c.root != "" || c.agent != "" || c.scratch != "" || c.workspace != "" || c.tools != "" || c.env != "" || c.capture != "" {
 		out = append(out, "fs-ext4")
 	}
 	if c.root != "" || c.workspace != "" {

@@ -86,6 +86,13 @@ func TestParseCmdline(t *testing.T) {
 		},
 		{name: "workspace not a device", in: "sandbar.workspace=../x", wantErr: "sandbar.workspace=\"../x\""},
 		{
+			name: "an image's root, Sandbar's own for its tools",
+			in:   "sandbar.root=/dev/vda sandbar.agent=/dev/vdb sandbar.scratch=/dev/vdc sandbar.workspace=/dev/vdd sandbar.tools=/dev/vde",
+			want: config{root: "/dev/vda", agent: "/dev/vdb", scratch: "/dev/vdc", workspace: "/dev/vdd", tools: "/dev/vde", share: "none",
+				net: netConfig{mode: "none"}, modParams: map[string][]string{}},
+		},
+		{name: "tools not a device", in: "sandbar.tools=vde", wantErr: "sandbar.tools=\"vde\""},
+		{
 			name: "the host names its channel",
 			in:   "console=hvc0 sandbar.channel=vsock",
 			want: config{share: "none", net: netConfig{mode: "none"}, modParams: map[string][]string{}, console: "hvc0", channel: "vsock"},

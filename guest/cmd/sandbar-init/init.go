@@ -53,6 +53,9 @@ func runInit() {
 	if err := mountEarly(); err != nil {
 		c.fatal("mount kernel filesystems", err)
 	}
+	if err := restrictPtrace(ptraceScopeFile); err != nil {
+		c.mark("%v", err)
+	}
 	raw, err := os.ReadFile("/proc/cmdline")
 	if err != nil {
 		c.fatal("read /proc/cmdline", err)
@@ -78,7 +81,10 @@ func runInit() {
 	}
 
 	c.debugf("kernel file systems mounted")
-	supervisor := startSupervisor(c, cfg)
+	var supervisor supervisorProc
+	if cfg.capture == "" {
+		supervisor = startSupervisor(c, cfg)
+	}
 	loopback := loopbackUp()
 
 	start := time.Now()
@@ -103,6 +109,15 @@ func runInit() {
 	// root is assembled.
 	consoleFile := c.attachWhenReady(cfg.console, consoleWait)
 
+	if cfg.capture != "" {
+		rep, err := runCapture(c, cfg)
+		if err != nil {
+			c.fatal("capture the prepared environment", err)
+		}
+		c.write(captureMarker(rep) + "\n")
+		powerOff(c)
+	}
+
 	if cfg.root != "" {
 		if err := assembleRoot(c, cfg); err != nil {
 			c.fatal("assemble root", err)
@@ -115,6 +130,12 @@ func runInit() {
 	}
 	if cfg.share != "none" {
 		c.mark("workspace mounted (%s)", cfg.share)
+	}
+	if cfg.root != "" && cfg.tools != "" {
+		if err := bindTools(); err != nil {
+			c.fatal("Sandbar's own tools", err)
+		}
+		c.mark("the root is an image's; Sandbar's own tools at %s", toolsRoot)
 	}
 	if err := setHostname("sandbar", "/etc/hosts"); err != nil {
 		c.fatal("set hostname", err)

@@ -15,7 +15,10 @@
 // host waiting for it.
 //
 // The host drives it through the kernel command line (see parseCmdline):
-// sandbar.root, sandbar.agent, sandbar.scratch, sandbar.share, sandbar.net
+// sandbar.root, sandbar.agent, sandbar.scratch, sandbar.workspace,
+// sandbar.tools (Sandbar's own root when sandbar.root is another image's:
+// mounted read-only at /opt/sandbar/root for Sandbar's tools, see
+// tools.go), sandbar.share, sandbar.net
 // (none, dhcp or static:<ip>/<prefix>,<gateway>,<dns>[,mtu=<n>]),
 // sandbar.channel (auto, serial or vsock: how the supervisor reaches the
 // host), sandbar.time and sandbar.debug. A network that does not come up

@@ -85,7 +85,20 @@ const agentStage = "/agent"
 // The agent disk mounts beside the root disk: each mount mostly waits on
 // its disk (~20 ms under emulation), and the two waits overlap.
 func assembleRoot(c *console, cfg config) error {
-	var agent chan error
+	var agent, tools chan error
+	if cfg.tools != "" {
+		// Sandbar's own root, beside another image's: read-only, and
+		// nosuid, so its sudo is never the way to root in an image that
+		// has none of its own.
+		tools = make(chan error, 1)
+		go func() {
+			if err := waitDevice(cfg.tools, 5*time.Second); err != nil {
+				tools <- err
+				return
+			}
+			tools <- mountSpec{cfg.tools, toolsStage, "ext4", unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV, ""}.mount()
+		}()
+	}
 	if cfg.agent != "" {
 		agent = make(chan error, 1)
 		go func() {
@@ -103,9 +116,28 @@ func assembleRoot(c *console, cfg config) error {
 		return err
 	}
 	c.mark("root mounted (%s)", cfg.root)
+	envMount := ""
+	if cfg.env != "" {
+		if err := waitDevice(cfg.env, 5*time.Second); err != nil {
+			return err
+		}
+		if err := (mountSpec{cfg.env, envStage, "ext4", unix.MS_RDONLY | unix.MS_NOATIME, ""}).mount(); err != nil {
+			return fmt.Errorf("the prepared environment's disk: %w", err)
+		}
+		envMount = envStage
+		c.mark("prepared environment mounted (%s)", cfg.env)
+	}
 
+	mkfsRoot := "/lower"
+	if tools != nil {
+		if err := <-tools; err != nil {
+			return err
+		}
+		c.mark("Sandbar's own root mounted for its tools (%s)", cfg.tools)
+		mkfsRoot = toolsStage
+	}
 	if cfg.scratch != "" {
-		if err := mountScratch(c, cfg.scratch); err != nil {
+		if err := mountScratch(c, cfg.scratch, mkfsRoot); err != nil {
 			return err
 		}
 	} else if err := (mountSpec{"tmpfs", "/scratch", "tmpfs", 0, "mode=0755"}).mount(); err != nil {
@@ -117,11 +149,16 @@ func assembleRoot(c *console, cfg config) error {
 		}
 	}
 	if err := (mountSpec{"overlay", "/newroot", "overlay", 0,
-		"lowerdir=/lower,upperdir=/scratch/upper,workdir=/scratch/work"}).mount(); err != nil {
+		"lowerdir=" + envLowers(envMount, "/lower") + ",upperdir=/scratch/upper,workdir=/scratch/work"}).mount(); err != nil {
 		return err
 	}
+	if tools != nil {
+		if err := moveTools("/newroot"); err != nil {
+			return err
+		}
+	}
 	if cfg.workspace != "" {
-		if err := mountWorkspace(c, cfg.workspace, "/newroot/workspace"); err != nil {
+		if err := mountWorkspace(c, cfg.workspace, "/newroot/workspace", envMount); err != nil {
 			return err
 		}
 	}
@@ -165,7 +202,7 @@ const (
 // layer on the scratch disk, which keeps the session's changes across
 // reboots. The agent writes only that layer: the base disk is read-only
 // to the hypervisor as well.
-func mountWorkspace(c *console, dev, target string) error {
+func mountWorkspace(c *console, dev, target, envMount string) error {
 	if err := waitDevice(dev, 5*time.Second); err != nil {
 		return err
 	}
@@ -185,7 +222,7 @@ func mountWorkspace(c *console, dev, target string) error {
 		}
 	}
 	if err := (mountSpec{"overlay", target, "overlay", unix.MS_NODEV | unix.MS_NOSUID,
-		"lowerdir=" + workspaceBase + "/" + workspaceRoot + ",upperdir=" + workspaceUpper + ",workdir=" + workspaceWork}).mount(); err != nil {
+		"lowerdir=" + workspaceLowers(envMount, workspaceBase+"/"+workspaceRoot) + ",upperdir=" + workspaceUpper + ",workdir=" + workspaceWork}).mount(); err != nil {
 		return err
 	}
 	c.mark("workspace mounted (%s)", dev)
@@ -194,7 +231,7 @@ func mountWorkspace(c *console, dev, target string) error {
 
 // mountScratch mounts the writable scratch disk at /scratch, formatting it
 // first when it is blank (a new session's sparse file).
-func mountScratch(c *console, dev string) error {
+func mountScratch(c *console, dev, mkfsRoot string) error {
 	if err := waitDevice(dev, 5*time.Second); err != nil {
 		return err
 	}
@@ -204,7 +241,7 @@ func mountScratch(c *console, dev string) error {
 	}
 	if !ok {
 		start := time.Now()
-		if err := formatScratch(dev); err != nil {
+		if err := formatScratch(dev, mkfsRoot); err != nil {
 			return err
 		}
 		c.mark("scratch formatted (%s in %dms)", dev, time.Since(start).Milliseconds())
@@ -223,23 +260,31 @@ func mountScratch(c *console, dev string) error {
 	return nil
 }
 
-// formatScratch runs the root image's own mkfs.ext4 inside /lower, so the
-// initramfs carries no filesystem tools. The scratch disk holds the
-// session's clone (the workspace's writable layer), which must survive a
-// VM that is killed: it has a journal (initialised lazily, so formatting
-// stays quick) and no blocks reserved for root.
-func formatScratch(dev string) error {
-	if err := unix.Mount("/dev", "/lower/dev", "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+// formatScratch runs mkfs.ext4 of the root at mkfsRoot (the root image's,
+// or Sandbar's own beside another image's root, which may have none)
+// chrooted there, so the initramfs carries no filesystem tools. The
+// scratch disk holds the session's clone (the workspace's writable
+// layer), which must survive a VM that is killed: it has a journal
+// (initialised lazily, so formatting stays quick) and no blocks reserved
+// for root.
+func formatScratch(dev, mkfsRoot string) error {
+	return formatExt4(dev, mkfsRoot, "sandbar-scratch")
+}
+
+// formatExt4 formats dev as ext4 labelled label with the mkfs.ext4 of the
+// root at mkfsRoot.
+func formatExt4(dev, mkfsRoot, label string) error {
+	if err := unix.Mount("/dev", mkfsRoot+"/dev", "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind /dev into the root for mkfs: %w", err)
 	}
-	defer unix.Unmount("/lower/dev", unix.MNT_DETACH)
+	defer unix.Unmount(mkfsRoot+"/dev", unix.MNT_DETACH)
 	cmd := exec.Command("/usr/sbin/mkfs.ext4", "-q", "-F", "-m", "0",
-		"-E", "lazy_itable_init=1,lazy_journal_init=1", "-L", "sandbar-scratch", dev)
-	cmd.SysProcAttr = &unix.SysProcAttr{Chroot: "/lower"}
+		"-E", "lazy_itable_init=1,lazy_journal_init=1", "-L", label, dev)
+	cmd.SysProcAttr = &unix.SysProcAttr{Chroot: mkfsRoot}
 	cmd.Dir = "/"
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("format scratch disk %s with the root image's mkfs.ext4 (is e2fsprogs in the image?): %w: %s", dev, err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("format the disk %s with the root image's mkfs.ext4 (is e2fsprogs in the image?): %w: %s", dev, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

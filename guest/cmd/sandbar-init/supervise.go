@@ -60,12 +60,15 @@ func supervise() int {
 		guest = guestAddress(log, cfg.net)
 	}
 	s := supervisor.New(supervisor.Config{
-		Sys:      supervisor.LinuxSystem{},
-		Logger:   log,
-		CABundle: supervisor.SystemCABundle,
-		CAFile:   supervisor.SandbarCAFile,
-		GuestIP:  guest,
-		NetError: netErr,
+		Sys:         supervisor.LinuxSystem{},
+		Logger:      log,
+		CABundle:    supervisor.SystemCABundle,
+		CAFile:      supervisor.SandbarCAFile,
+		JVM:         supervisor.JVMTrust{Keytool: "keytool"},
+		SudoersFile: supervisor.SandbarSudoers,
+		ToolRoot:    toolRoot(cfg),
+		GuestIP:     guest,
+		NetError:    netErr,
 	})
 	if err := s.Serve(ctx, conn); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(os.Stderr, "sandbar-init: supervisor: %v\n", err)
@@ -207,4 +210,13 @@ func receiveGoAhead(fd int) (goAhead, error) {
 		g.console = fds[1]
 	}
 	return g, nil
+}
+
+// toolRoot is where Sandbar's own tools are: supervisor.ToolRoot when the
+// root is another image's (sandbar.tools), else "" (the root itself).
+func toolRoot(cfg config) string {
+	if cfg.root != "" && cfg.tools != "" {
+		return toolsRoot
+	}
+	return ""
 }

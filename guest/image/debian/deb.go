@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -42,6 +43,22 @@ func Control(debPath string) (map[string]string, error) {
 		err = fmt.Errorf("%s: control.tar has no control file: the package is damaged; delete it from the download cache", debPath)
 	}
 	return fields, err
+}
+
+// ControlFiles returns the named members of a .deb's control.tar
+// ("md5sums", "conffiles"); a member the package lacks is left out.
+func ControlFiles(debPath string, names ...string) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	err := walkMember(debPath, "control.tar", func(hdr *tar.Header, r io.Reader) error {
+		name := strings.TrimPrefix(hdr.Name, "./")
+		if hdr.Typeflag != tar.TypeReg || !slices.Contains(names, name) {
+			return nil
+		}
+		b, err := io.ReadAll(io.LimitReader(r, 64<<20))
+		files[name] = b
+		return err
+	})
+	return files, err
 }
 
 // walkMember finds the ar member whose name starts with prefix ("data.tar",

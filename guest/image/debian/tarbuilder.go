@@ -47,6 +47,10 @@ type TarBuilder struct {
 	// ModTime is the time of entries the builder makes itself; zero means
 	// the Unix epoch, so the same input makes the same bytes.
 	ModTime time.Time
+	// Modes sets the permission bits of the paths it names (merged-/usr,
+	// no leading slash), whoever adds them: the chmod a maintainer script
+	// would have done.
+	Modes map[string]int64
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 
@@ -71,16 +75,32 @@ func NewTarBuilder(w io.Writer) *TarBuilder {
 // AddDeb adds every entry of the package's data.tar, moved to its
 // merged-/usr place.
 func (b *TarBuilder) AddDeb(debPath string) error {
+	_, err := b.AddDebFiles(debPath)
+	return err
+}
+
+// AddDebFiles is AddDeb, and returns every path of the package's data.tar
+// as dpkg lists it in /var/lib/dpkg/info/<package>.list: absolute, as the
+// package names it (not moved to merged /usr), "/." for the root, in
+// archive order, skipped paths included.
+func (b *TarBuilder) AddDebFiles(debPath string) ([]string, error) {
 	if b.closed {
-		return errors.New("tar builder: AddDeb after Close")
+		return nil, errors.New("tar builder: AddDeb after Close")
 	}
+	var list []string
 	err := Unpack(debPath, func(hdr *tar.Header, r io.Reader) error {
+		name := strings.Trim(path.Clean("/"+hdr.Name), "/")
+		if name == "" {
+			list = append(list, "/.")
+		} else {
+			list = append(list, "/"+name)
+		}
 		return b.add(debPath, hdr, r)
 	})
 	if err != nil {
-		return fmt.Errorf("add %s to the root file system: %w", path.Base(debPath), err)
+		return nil, fmt.Errorf("add %s to the root file system: %w", path.Base(debPath), err)
 	}
-	return nil
+	return list, nil
 }
 
 // AddFile adds a regular file. name is folded like a package's paths
@@ -182,6 +202,9 @@ func (b *TarBuilder) write(name string, hdr *tar.Header, r io.Reader) error {
 	hdr.Name = name
 	hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = 0, 0, "root", "root"
 	hdr.Mode &= 0o7777
+	if m, ok := b.Modes[name]; ok && hdr.Typeflag != tar.TypeSymlink {
+		hdr.Mode = m
+	}
 	hdr.AccessTime, hdr.ChangeTime, hdr.PAXRecords, hdr.Format = time.Time{}, time.Time{}, nil, tar.FormatUnknown
 	switch hdr.Typeflag {
 	case tar.TypeDir:

@@ -178,3 +178,39 @@ func TestTarBuilderSkipNil(t *testing.T) {
 		t.Error("AddFile after Close succeeded")
 	}
 }
+
+func TestTarBuilderModesAndFiles(t *testing.T) {
+	deb := makeDeb(t, t.TempDir(), "sudo", ".xz", []entry{
+		dir("./"), dir("./etc/"), file("./etc/sudoers", "root ALL=(ALL) ALL\n"), dir("./bin/"), exe("./bin/x", "x"),
+	})
+	var out bytes.Buffer
+	b := NewTarBuilder(&out)
+	b.Modes = map[string]int64{"etc/sudoers": 0o440}
+	list, err := b.AddDebFiles(deb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(list, " "); got != "/. /etc /etc/sudoers /bin /bin/x" {
+		t.Errorf("file list = %q, want the package's own paths", got)
+	}
+	tr := tar.NewReader(&out)
+	found := false
+	for {
+		hdr, err := tr.Next()
+		if err != nil {
+			break
+		}
+		if hdr.Name == "etc/sudoers" {
+			found = true
+			if hdr.Mode != 0o440 {
+				t.Errorf("etc/sudoers mode %o, want 440", hdr.Mode)
+			}
+		}
+	}
+	if !found {
+		t.Error("no etc/sudoers in the tar")
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,6 +73,10 @@ type Cache struct {
 	// connecting after 15 s and waiting for headers after 30 s, but lets a
 	// big body take as long as it needs while data keeps coming.
 	Client *http.Client
+	// Proxy is the default client's proxy: the host's proxy as the
+	// engine was configured (hostproxy.Config.HTTPProxy). Nil connects
+	// directly; the environment is not read here.
+	Proxy func(*http.Request) (*url.URL, error)
 	// Progress, when set, is called at most about ten times a second per
 	// download and once when a download completes (then Done == Total).
 	// It may be called from several goroutines at once.
@@ -388,6 +393,7 @@ func (c *Cache) client() *http.Client {
 	}
 	c.once.Do(func() {
 		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.Proxy = c.Proxy
 		t.DialContext = (&net.Dialer{Timeout: 15 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 		t.TLSHandshakeTimeout = 15 * time.Second
 		t.ResponseHeaderTimeout = 30 * time.Second

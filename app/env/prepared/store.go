@@ -1,0 +1,329 @@
+// Package prepared keeps a project's prepared environments: the
+// read-only disks made once per environment key (see
+// devcontainer.Key) by a machine that ran the environment's setup, on
+// which the project's sessions boot under their own layers (see
+// sandbox.Capture and guest/cmd/sandbar-init/prepared.go).
+//
+// It stores and finds them; it makes none and boots nothing: that is the
+// session manager's.
+package prepared
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Store keeps prepared environments under Dir, one folder per project
+// and key:
+//
+//	Dir/<project>/<key>/env.img        the disk, read-only to every session
+//	Dir/<project>/<key>/env.json       what Env says of it
+//	Dir/<project>/<key>/prepare.log    the preparing machine's log
+//	Dir/<project>/tmp/<key>-<n>/       one being made, renamed into place whole
+//
+// A key's folder appears whole or not at all. A failed preparation keeps
+// its log (and env.json with State failed) for the person to read, never
+// its disk.
+type Store struct {
+	Dir string
+}
+
+// States of a prepared environment.
+const (
+	StateReady  = "ready"
+	StateFailed = "failed"
+)
+
+// Env is one prepared environment.
+type Env struct {
+	Project string `json:"project"`
+	// Key names its inputs, the repository's commit among them; BaseKey
+	// the same inputs but the commit: a session on another commit of
+	// the project boots on an Env of its BaseKey, and runs the
+	// environment's updateContentCommand first.
+	Key     string `json:"key"`
+	BaseKey string `json:"base_key"`
+	Commit  string `json:"commit"`
+	// Image is the image it was prepared on ("" for Sandbar's own) and
+	// its digest.
+	Image       string `json:"image,omitempty"`
+	ImageDigest string `json:"image_digest,omitempty"`
+	State       string `json:"state"`
+	// Error is why a failed one failed, in words.
+	Error string `json:"error,omitempty"`
+	// Made is when it was finished; Took how long its making took, and
+	// SetupTook how much of that the environment's own commands ran.
+	Made      time.Time     `json:"made"`
+	Took      time.Duration `json:"took"`
+	SetupTook time.Duration `json:"setup_took"`
+	// Files and Bytes are what the capture copied.
+	Files int64 `json:"files"`
+	Bytes int64 `json:"bytes"`
+
+	// Path is its disk; Log its preparing log; Size the disk's blocks
+	// on the host's disk; LastUse when a session last booted on it.
+	Path    string    `json:"-"`
+	Log     string    `json:"-"`
+	Size    int64     `json:"-"`
+	LastUse time.Time `json:"-"`
+}
+
+const (
+	diskFile = "env.img"
+	metaFile = "env.json"
+	logFile  = "prepare.log"
+	tmpDir   = "tmp"
+)
+
+// validName is what a project id and a key may be: they become folder
+// names.
+var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+func checkNames(project, key string) error {
+	if !validName.MatchString(project) || !validName.MatchString(key) {
+		return fmt.Errorf("prepared environments: %q/%q is not a project id and key", project, key)
+	}
+	return nil
+}
+
+// Build is a prepared environment being made: its folder under tmp until
+// Finish or Fail.
+type Build struct {
+	s            *Store
+	project, key string
+	dir          string
+}
+
+// Begin starts making the environment project/key: its disk and log go
+// in a fresh folder of their own (Disk, LogPath), whatever else is being
+// made beside it.
+func (s *Store) Begin(project, key string) (*Build, error) {
+	if err := checkNames(project, key); err != nil {
+		return nil, err
+	}
+	tmp := filepath.Join(s.Dir, project, tmpDir)
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, fmt.Errorf("prepared environments: %w", err)
+	}
+	dir, err := os.MkdirTemp(tmp, key+"-")
+	if err != nil {
+		return nil, fmt.Errorf("prepared environments: %w", err)
+	}
+	return &Build{s: s, project: project, key: key, dir: dir}, nil
+}
+
+// Disk is where the capture writes the environment's disk.
+func (b *Build) Disk() string { return filepath.Join(b.dir, diskFile) }
+
+// LogPath is where the preparing machine's log goes.
+func (b *Build) LogPath() string { return filepath.Join(b.dir, logFile) }
+
+// Dir is the build's own folder, for the machines that make it.
+func (b *Build) Dir() string { return b.dir }
+
+// Finish records e (its Project, Key and State are set here) and puts
+// the build in place of any environment of the same key.
+func (b *Build) Finish(e Env) (Env, error) {
+	e.Project, e.Key, e.State, e.Error = b.project, b.key, StateReady, ""
+	if _, err := os.Stat(b.Disk()); err != nil {
+		return Env{}, fmt.Errorf("prepared environment %s: its disk: %w", b.key, err)
+	}
+	if err := os.Chmod(b.Disk(), 0o400); err != nil {
+		return Env{}, err
+	}
+	return b.place(e)
+}
+
+// Fail records why the build failed and keeps its log, not its disk.
+func (b *Build) Fail(e Env, why error) (Env, error) {
+	e.Project, e.Key, e.State, e.Error = b.project, b.key, StateFailed, why.Error()
+	os.Remove(b.Disk())
+	return b.place(e)
+}
+
+// Abandon removes the build without a trace (its context ended).
+func (b *Build) Abandon() { os.RemoveAll(b.dir) }
+
+func (b *Build) place(e Env) (Env, error) {
+	if e.Made.IsZero() {
+		e.Made = time.Now().UTC()
+	}
+	data, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		return Env{}, err
+	}
+	if err := os.WriteFile(filepath.Join(b.dir, metaFile), data, 0o600); err != nil {
+		return Env{}, fmt.Errorf("prepared environment %s: %w", b.key, err)
+	}
+	final := filepath.Join(b.s.Dir, b.project, b.key)
+	old := final + ".old-" + filepath.Base(b.dir)
+	if err := os.Rename(final, old); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Env{}, err
+	}
+	if err := os.Rename(b.dir, final); err != nil {
+		os.Rename(old, final)
+		return Env{}, fmt.Errorf("prepared environment %s: %w", b.key, err)
+	}
+	os.RemoveAll(old)
+	return b.s.read(b.project, b.key)
+}
+
+// read reads project/key's folder.
+func (s *Store) read(project, key string) (Env, error) {
+	dir := filepath.Join(s.Dir, project, key)
+	data, err := os.ReadFile(filepath.Join(dir, metaFile))
+	if err != nil {
+		return Env{}, err
+	}
+	var e Env
+	if err := json.Unmarshal(data, &e); err != nil {
+		return Env{}, fmt.Errorf("prepared environment %s: %s does not parse: %w", key, metaFile, err)
+	}
+	if e.Project != project || e.Key != key {
+		return Env{}, fmt.Errorf("prepared environment %s: %s names another (%s/%s)", key, metaFile, e.Project, e.Key)
+	}
+	e.Log = filepath.Join(dir, logFile)
+	if e.State == StateReady {
+		e.Path = filepath.Join(dir, diskFile)
+		fi, err := os.Stat(e.Path)
+		if err != nil {
+			return Env{}, fmt.Errorf("prepared environment %s: its disk: %w", key, err)
+		}
+		e.LastUse = fi.ModTime()
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			e.Size = st.Blocks * 512
+		}
+	} else if fi, err := os.Stat(filepath.Join(dir, metaFile)); err == nil {
+		e.LastUse = fi.ModTime()
+	}
+	return e, nil
+}
+
+// List lists project's environments, the most recently made first. One
+// whose folder does not read is left out.
+func (s *Store) List(project string) ([]Env, error) {
+	if !validName.MatchString(project) {
+		return nil, fmt.Errorf("prepared environments: %q is not a project id", project)
+	}
+	entries, err := os.ReadDir(filepath.Join(s.Dir, project))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Env
+	for _, de := range entries {
+		if !de.IsDir() || de.Name() == tmpDir || strings.Contains(de.Name(), ".old-") {
+			continue
+		}
+		if e, err := s.read(project, de.Name()); err == nil {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b Env) int { return b.Made.Compare(a.Made) })
+	return out, nil
+}
+
+// Find returns the ready environment of project for baseKey, the one
+// made on commit when there is one, else the most recently made.
+func (s *Store) Find(project, baseKey, commit string) (Env, bool) {
+	all, err := s.List(project)
+	if err != nil {
+		return Env{}, false
+	}
+	var best Env
+	found := false
+	for _, e := range all {
+		if e.State != StateReady || e.BaseKey != baseKey {
+			continue
+		}
+		if e.Commit == commit {
+			return e, true
+		}
+		if !found {
+			best, found = e, true
+		}
+	}
+	return best, found
+}
+
+// Touch records a use of project/key now.
+func (s *Store) Touch(project, key string) error {
+	if err := checkNames(project, key); err != nil {
+		return err
+	}
+	now := time.Now()
+	return os.Chtimes(filepath.Join(s.Dir, project, key, diskFile), now, now)
+}
+
+// Remove deletes project/key.
+func (s *Store) Remove(project, key string) error {
+	if err := checkNames(project, key); err != nil {
+		return err
+	}
+	dir := filepath.Join(s.Dir, project, key)
+	gone := dir + ".old-removed"
+	if err := os.Rename(dir, gone); err != nil {
+		return err
+	}
+	return os.RemoveAll(gone)
+}
+
+// Prune removes what no session needs: of each project, every failed
+// environment but the newest of its base key, and every ready one older
+// than keep that is neither the newest ready one of its base key nor in
+// use; builds left in tmp by a process that died are removed too. used
+// says whether a session boots on a disk (by its path).
+func (s *Store) Prune(ctx context.Context, now time.Time, keep time.Duration, used func(path string) bool) (removed []Env, err error) {
+	projects, err := os.ReadDir(s.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range projects {
+		if ctx.Err() != nil {
+			return removed, ctx.Err()
+		}
+		if !p.IsDir() || !validName.MatchString(p.Name()) {
+			continue
+		}
+		tmps, _ := os.ReadDir(filepath.Join(s.Dir, p.Name(), tmpDir))
+		for _, t := range tmps {
+			if fi, err := t.Info(); err == nil && now.Sub(fi.ModTime()) > 24*time.Hour {
+				os.RemoveAll(filepath.Join(s.Dir, p.Name(), tmpDir, t.Name()))
+			}
+		}
+		all, err := s.List(p.Name())
+		if err != nil {
+			continue
+		}
+		newest := map[string]bool{} // state + base key seen
+		for _, e := range all {
+			first := !newest[e.State+" "+e.BaseKey]
+			newest[e.State+" "+e.BaseKey] = true
+			switch {
+			case first:
+				continue
+			case e.State == StateReady && (used(e.Path) || now.Sub(e.LastUse) < keep):
+				continue
+			}
+			if err := s.Remove(e.Project, e.Key); err == nil {
+				removed = append(removed, e)
+			}
+		}
+	}
+	return removed, nil
+}

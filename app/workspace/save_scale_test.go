@@ -1,0 +1,208 @@
+package workspace
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSaveSnapshotIsGitAddAll checks that the save's snapshot, made by
+// update-index from one listing of the changes (no process per file),
+// holds exactly the tree `git add -A` makes of the same working tree: new,
+// modified, deleted and renamed files, a file become a folder and a
+// folder become a file, symlinks, names with spaces, newlines, leading
+// dashes and quotes, an untracked repository inside the clone, ignored
+// files, and a file over 64 MiB that stays out (as a sparse file).
+func TestSaveSnapshotIsGitAddAll(t *testing.T) {
+	root := newRepo(t, testRemote)
+	c := sessionT(t, root, "addall")
+	d := c.dir
+	for _, f := range []string{"keep.txt", "gone.txt", "todir", "sub/inner.txt", "sub/x.txt", "mode.sh", "link-to-be"} {
+		writeFile(t, filepath.Join(d, f), "v1 "+f+"\n")
+	}
+	writeFile(t, filepath.Join(d, ".gitignore"), "*.log\nbuild/\n")
+	gitT(t, d, "add", "-A")
+	gitT(t, d, "-c", "user.name=A", "-c", "user.email=a@example.com", "commit", "-q", "-m", "files")
+
+	writeFile(t, filepath.Join(d, "keep.txt"), "v2\n")
+	os.Remove(filepath.Join(d, "gone.txt"))
+	os.Remove(filepath.Join(d, "todir"))
+	writeFile(t, filepath.Join(d, "todir", "now-inside.txt"), "inside\n")
+	os.RemoveAll(filepath.Join(d, "sub"))
+	writeFile(t, filepath.Join(d, "sub"), "a file where a folder was\n")
+	os.Chmod(filepath.Join(d, "mode.sh"), 0o755)
+	os.Remove(filepath.Join(d, "link-to-be"))
+	if err := os.Symlink("keep.txt", filepath.Join(d, "link-to-be")); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink("/nowhere", filepath.Join(d, "dangling"))
+	for _, name := range []string{"new file.txt", "-n", "--add", "quote\"d", "new\nline", "ü.txt", "dir/deep/er/f.txt"} {
+		writeFile(t, filepath.Join(d, name), "new "+name+"\n")
+	}
+	writeFile(t, filepath.Join(d, "debug.log"), "ignored\n")
+	writeFile(t, filepath.Join(d, "build", "out.o"), "ignored\n")
+	nested := filepath.Join(d, "nested")
+	os.MkdirAll(nested, 0o755)
+	gitT(t, nested, "init", "-q")
+	writeFile(t, filepath.Join(nested, "n.txt"), "n\n")
+	gitT(t, nested, "add", "-A")
+	gitT(t, nested, "-c", "user.name=A", "-c", "user.email=a@example.com", "commit", "-q", "-m", "nested")
+	big, err := os.Create(filepath.Join(d, "disk.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	big.Truncate(64<<20 + 1)
+	big.Close()
+	exact, _ := os.Create(filepath.Join(d, "exactly64.bin"))
+	exact.Truncate(64 << 20)
+	exact.Close()
+
+	info := c.save(t)
+	if strings.Contains(c.stderr, "update-index failed") {
+		t.Fatalf("the save fell back to git add -A:\n%s", c.stderr)
+	}
+	got := gitT(t, c.m.Dir, "ls-tree", "-r", "--full-tree", "-z", info.Snapshot)
+
+	// The same tree by git add -A, in a private index, excluding the
+	// file over 64 MiB as the save does.
+	idx := filepath.Join(t.TempDir(), "index")
+	cp(t, filepath.Join(d, ".git", "index"), idx)
+	add := gitCmd(d, "add", "-A", "--", ".", ":(exclude)disk.img")
+	add.Env = append(add.Env, "GIT_INDEX_FILE="+idx)
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("git add -A: %v\n%s", err, out)
+	}
+	wt := gitCmd(d, "write-tree")
+	wt.Env = append(wt.Env, "GIT_INDEX_FILE="+idx)
+	tree, err := wt.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := gitT(t, d, "ls-tree", "-r", "--full-tree", "-z", strings.TrimSpace(string(tree)))
+	if got != want {
+		t.Errorf("the snapshot's tree differs from git add -A's:\nsave:\n%s\ngit add -A:\n%s", strings.ReplaceAll(got, "\x00", "\n"), strings.ReplaceAll(want, "\x00", "\n"))
+	}
+	for _, name := range []string{"disk.img"} {
+		if strings.Contains(got, "\t"+name+"\x00") {
+			t.Errorf("%s (over 64 MiB) is in the snapshot", name)
+		}
+	}
+	if !strings.Contains(got, "\texactly64.bin\x00") {
+		t.Error("exactly64.bin (64 MiB, not over) is not in the snapshot")
+	}
+}
+
+// TestSaveManyFilesNoProcessPerFile saves 3,000 new files and counts the
+// processes the script started: a handful, whatever the number of files.
+func TestSaveManyFilesNoProcessPerFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes 3,000 files")
+	}
+	root := newRepo(t, testRemote)
+	c := sessionT(t, root, "many")
+	for i := range 3000 {
+		writeFile(t, filepath.Join(c.dir, fmt.Sprintf("d%02d", i%30), fmt.Sprintf("f%04d.txt", i)), fmt.Sprintf("file %d\n", i))
+	}
+	// A stat, sh or find on PATH that counts itself, before the real one.
+	bin := t.TempDir()
+	count := filepath.Join(t.TempDir(), "count")
+	for _, name := range []string{"stat", "find", "sh", "git", "awk", "sed", "cat", "tr", "wc", "cp"} {
+		real, err := lookPath(name)
+		if err != nil {
+			continue
+		}
+		script := fmt.Sprintf("#!/bin/sh\necho %s >> %q\nexec %q \"$@\"\n", name, count, real)
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	info := c.save(t)
+	if info.Snapshot == info.Head {
+		t.Fatal("nothing was saved")
+	}
+	n := gitT(t, c.m.Dir, "ls-tree", "-r", "--name-only", info.Snapshot)
+	if files := strings.Count(n, "\n") + 1; files < 3000 {
+		t.Errorf("the snapshot has %d files, want at least 3000", files)
+	}
+	data, _ := os.ReadFile(count)
+	if runs := strings.Count(string(data), "\n"); runs > 60 {
+		t.Errorf("the save started %d processes for 3,000 files (want a fixed few):\n%s", runs, tally(string(data)))
+	}
+}
+
+func tally(s string) string {
+	m := map[string]int{}
+	for _, l := range strings.Fields(s) {
+		m[l]++
+	}
+	return fmt.Sprint(m)
+}
+
+// gitCmd is git in dir in the package's scrubbed environment.
+func gitCmd(dir string, args ...string) *exec.Cmd {
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = gitEnv()
+	return cmd
+}
+
+func lookPath(name string) (string, error) { return exec.LookPath(name) }
+
+func cp(t testing.TB, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSaveKeepsEarlierSaves: a session's clone starts again from the base
+// (its disk was lost) and saves other work: the earlier saved commits
+// stay reachable in Sandbar's repository (git fsck finds no unreachable
+// commit, and gc keeps them), under saves/1; a save that only adds to the
+// last one keeps nothing more.
+func TestSaveKeepsEarlierSaves(t *testing.T) {
+	root := newRepo(t, testRemote)
+	c := sessionT(t, root, "again")
+	first := commitT(t, c.dir, "first.txt", "first\n", "first work")
+	if one := c.save(t); one.Branch != first {
+		t.Fatalf("first save's branch %s, want %s", one.Branch, first)
+	}
+	// A later save on top of the first keeps no extra ref.
+	commitT(t, c.dir, "second.txt", "second\n", "more")
+	writeFile(t, filepath.Join(c.dir, "wip.txt"), "uncommitted\n")
+	last := c.save(t)
+	if last.Snapshot == last.Branch {
+		t.Fatal("the uncommitted file made no snapshot")
+	}
+	if refs := gitT(t, c.m.Dir, "for-each-ref", "--format=%(refname)", "refs/sandbar/sessions/again/saves/"); refs != "" {
+		t.Errorf("a save that reaches the last one kept %s", refs)
+	}
+
+	// The clone starts again from the base and saves other work.
+	gitT(t, c.dir, "reset", "-q", "--hard", c.base)
+	os.Remove(filepath.Join(c.dir, "wip.txt"))
+	other := commitT(t, c.dir, "other.txt", "other\n", "other work")
+	two := c.save(t)
+	if two.Branch != other {
+		t.Fatalf("second save's branch %s, want %s", two.Branch, other)
+	}
+	for name, want := range map[string]string{"branch": last.Branch, "snapshot": last.Snapshot} {
+		if got := gitT(t, c.m.Dir, "rev-parse", "refs/sandbar/sessions/again/saves/1/"+name); got != want {
+			t.Errorf("saves/1/%s = %s, want the earlier save's %s", name, got, want)
+		}
+	}
+	gitT(t, c.m.Dir, "gc", "-q", "--prune=now")
+	if out := gitT(t, c.m.Dir, "fsck", "--unreachable", "--no-reflogs"); strings.Contains(out, "commit") {
+		t.Errorf("saved commits became unreachable:\n%s", out)
+	}
+	if got := gitT(t, c.m.Dir, "cat-file", "-t", first); got != "commit" {
+		t.Errorf("the first saved commit is %q after gc", got)
+	}
+}
