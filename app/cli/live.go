@@ -24,10 +24,11 @@ type livePrinter struct {
 	raw     bool
 	printed map[int]int64         // lines printed, by the tool's pid
 	said    map[int]time.Duration // elapsed last said, by pid
+	binary  map[int]bool          // "binary output" said, by pid
 }
 
 func newLivePrinter(env *Env, raw bool) *livePrinter {
-	return &livePrinter{env: env, raw: raw, printed: map[int]int64{}, said: map[int]time.Duration{}}
+	return &livePrinter{env: env, raw: raw, printed: map[int]int64{}, said: map[int]time.Duration{}, binary: map[int]bool{}}
 }
 
 func (p *livePrinter) line(s string) {
@@ -41,12 +42,17 @@ func (p *livePrinter) show(l session.LiveOutput) {
 	if l.Done {
 		delete(p.printed, l.PID)
 		delete(p.said, l.PID)
+		delete(p.binary, l.PID)
 		return
 	}
 	said, seen := p.said[l.PID]
 	if !seen || l.Elapsed-said >= liveEvery {
 		p.line(readable.LiveHeader(l))
 		p.said[l.PID] = l.Elapsed
+	}
+	if l.Binary && !p.binary[l.PID] {
+		p.line(readable.LiveSkipped(l))
+		p.binary[l.PID] = true
 	}
 	ended := l.Lines
 	if l.Partial {

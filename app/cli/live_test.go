@@ -33,3 +33,17 @@ func TestLivePrinter(t *testing.T) {
 		t.Errorf("printed\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// TestLivePrinterBinary: a tool writing binary data is said once to be
+// binary, with no line of its bytes.
+func TestLivePrinterBinary(t *testing.T) {
+	var out bytes.Buffer
+	p := newLivePrinter(&Env{Stdout: &out}, false)
+	p.show(session.LiveOutput{PID: 9, Elapsed: 100 * time.Millisecond, Binary: true, Skipped: 8192})
+	p.show(session.LiveOutput{PID: 9, Elapsed: 1100 * time.Millisecond, Binary: true, Skipped: 4200000})
+	p.show(session.LiveOutput{PID: 9, Done: true})
+	want := "⋯ running · 0.1 s\n  │ … binary output, not shown (8.2 kB so far)\n"
+	if out.String() != want {
+		t.Errorf("printed\n%q\nwant\n%q", out.String(), want)
+	}
+}

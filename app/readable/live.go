@@ -32,6 +32,9 @@ func LiveLine(text string) string { return "  │ " + text }
 // LiveSkipped says how much of a tool's output the live view left out;
 // "" when none.
 func LiveSkipped(l session.LiveOutput) string {
+	if l.Binary {
+		return fmt.Sprintf("  │ … binary output, not shown (%s so far)", sizeWords(l.Skipped))
+	}
 	if l.Skipped == 0 {
 		return ""
 	}
@@ -49,4 +52,17 @@ func LiveView(l session.LiveOutput) []string {
 		out = append(out, LiveLine(t))
 	}
 	return out
+}
+
+// sizeWords is n bytes in words: "812 bytes", "4.2 MB", "300 MB".
+func sizeWords(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1000*1000:
+		return fmt.Sprintf("%.1f kB", float64(n)/1000)
+	case n < 1000*1000*1000:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.1f GB", float64(n)/1e9)
 }

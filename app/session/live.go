@@ -48,6 +48,9 @@ type LiveOutput struct {
 	// Skipped counts the bytes left out (the tool wrote faster than the
 	// live view's rate).
 	Skipped int64 `json:"skipped,omitempty"`
+	// Binary says the tool writes binary data: none of it is shown,
+	// and Skipped counts it.
+	Binary bool `json:"binary,omitempty"`
 	// Done says the tool ended: its live view goes.
 	Done bool `json:"done,omitempty"`
 }
@@ -61,6 +64,7 @@ type liveTail struct {
 	cr      bool   // a carriage return came: the next text starts the line afresh
 	total   int64
 	skipped int64
+	binary  bool
 	esc     escState
 }
 

@@ -36,8 +36,9 @@ func (r *run) onToolOutput(ev sandbox.Event) {
 	}
 	t.write(ev.Payload())
 	t.skipped += ev.Skipped
+	t.binary = t.binary || ev.Binary
 	lv := LiveOutput{PID: ev.PID, Tool: l.tool, Input: l.input, Elapsed: time.Duration(ev.Elapsed) * time.Millisecond,
-		Skipped: t.skipped, Done: ev.Done}
+		Skipped: t.skipped, Binary: t.binary, Done: ev.Done}
 	lv.Lines, lv.Partial, lv.Total = t.snapshot(r.red.Redact)
 	if ev.Done {
 		delete(l.tails, ev.PID)

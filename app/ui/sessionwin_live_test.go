@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,11 @@ func TestSessionWindowLiveOutput(t *testing.T) {
 	h := newSWHarness(t)
 	repo := h.env.Repo(t, "live")
 	out := t.TempDir() + "/tool.output"
-	agent := `echo ready; read go; sh -c 'for i in 1 2 3 4 5 6 7 8; do printf "\033[31mlive %s\033[0m\n" $i; sleep 0.5; done' > ` + out + `; read x`
+	// The tool writes three lines, then waits for the test's word (a
+	// file) before its last: what is checked while it runs does not
+	// race the machine's load.
+	release := t.TempDir() + "/release"
+	agent := `echo ready; read go; sh -c 'for i in 1 2 3; do printf "\033[31mlive %s\033[0m\n" $i; done; while [ ! -e ` + release + ` ]; do sleep 0.1; done; printf "live 8\n"' > ` + out + `; read x`
 	s, err := h.env.Manager.Start(context.Background(), session.Options{Repo: repo, MemoryMiB: 512,
 		Agent: session.AgentSpec{Command: "sh", Args: []string{"-c", agent}}})
 	if err != nil {
@@ -33,7 +38,7 @@ func TestSessionWindowLiveOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seen string
-	h.q.WaitFor(t, 30*time.Second, "the tool's lines in the live area while it runs", func() bool {
+	h.q.WaitFor(t, 60*time.Second, "the tool's lines in the live area while it runs", func() bool {
 		seen = lt.liveArea.Text
 		return lt.liveArea.Visible() && strings.Contains(seen, "│ live 2") && !strings.Contains(seen, "live 8")
 	})
@@ -43,7 +48,10 @@ func TestSessionWindowLiveOutput(t *testing.T) {
 	if strings.Contains(seen, "\x1b") || strings.Contains(seen, "[31m") {
 		t.Errorf("the live area shows the tool's escape sequences:\n%q", seen)
 	}
-	h.q.WaitFor(t, 30*time.Second, "the live area gone once the tool ended", func() bool {
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.q.WaitFor(t, 60*time.Second, "the live area gone once the tool ended", func() bool {
 		return !lt.liveArea.Visible()
 	})
 }

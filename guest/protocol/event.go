@@ -66,6 +66,9 @@ type Event struct {
 	Elapsed int64 `json:"elapsed,omitempty"` // milliseconds
 	Skipped int64 `json:"skipped,omitempty"` // bytes
 	Done    bool  `json:"done,omitempty"`
+	// Binary says the file holds binary data (a NUL, or bytes that are
+	// not text): from then on none of it is sent, and Skipped counts it.
+	Binary bool `json:"binary,omitempty"`
 }
 
 // Port is one listening TCP port of a ports event, reachable at the

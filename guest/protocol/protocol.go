@@ -124,8 +124,9 @@ const (
 	// file (Claude Code's Bash tool writes its command's output to one):
 	// Data or B64 (new bytes, at most MaxToolChunk), PID (the oldest
 	// process holding the file), Elapsed (milliseconds since it
-	// started), Skipped (bytes left out for the rate bound) and Done
-	// (no process of the agent holds the file any more). It comes at
+	// started), Skipped (bytes left out for the rate bound, or because
+	// the file is binary: Binary) and Done (no process of the agent
+	// holds the file any more). It comes at
 	// least once a second while a tool runs, for its elapsed time. It is
 	// a courtesy view: the host keeps no more of it than it shows.
 	EvToolOutput = "tool:output"

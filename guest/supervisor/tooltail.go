@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"sandbar/guest/protocol"
 )
@@ -29,6 +30,9 @@ import (
 // most protocol.ToolOutputRate bytes a second go to the host, in events
 // of at most protocol.MaxToolChunk; a file that runs further ahead is
 // skipped to its newest bytes, and the event says how many were skipped.
+// A file that turns out to hold binary data (`head -c 300M /dev/urandom
+// > big.bin` has the tool's stdout on the agent's own data file) is not
+// read any further: its events say Binary and count its bytes skipped.
 
 // toolPoll is how often the process tree and the followed files are
 // read: the most a byte waits in the guest before it is sent.
@@ -54,6 +58,8 @@ type toolFile struct {
 	pid   int     // the oldest process holding it
 	start float64 // when that process started, seconds after boot
 	beat  time.Time
+	// binary: the file holds binary data; it is no longer read.
+	binary bool
 }
 
 // holder is a process of the agent's that holds a file as its output.
@@ -115,7 +121,7 @@ func (s *session) watchTools(a *agentProc) {
 			}
 			data, skipped := tf.read(int(tokens))
 			tokens -= float64(len(data))
-			ev.Skipped = skipped
+			ev.Skipped, ev.Binary = skipped, tf.binary
 			if len(data) > 0 {
 				ev.SetPayload(data)
 			}
@@ -166,6 +172,10 @@ func (tf *toolFile) read(budget int) (data []byte, skipped int64) {
 		tf.off = size
 		return nil, 0
 	}
+	if tf.binary {
+		skipped, tf.off = size-tf.off, size
+		return nil, skipped
+	}
 	if ahead := size - tf.off; ahead > protocol.ToolOutputRate {
 		skipped = ahead - protocol.MaxToolChunk
 		tf.off += skipped
@@ -180,7 +190,29 @@ func (tf *toolFile) read(budget int) (data []byte, skipped int64) {
 		return nil, skipped
 	}
 	tf.off += int64(got)
+	if looksBinary(buf[:got]) {
+		tf.binary = true
+		return nil, skipped + int64(got)
+	}
 	return buf[:got], skipped
+}
+
+// looksBinary reports whether b, a chunk of a tool's output, is not
+// text: it holds a NUL, or more than one byte in 16 that is neither
+// valid UTF-8 nor a cut rune at either end.
+func looksBinary(b []byte) bool {
+	if bytes.IndexByte(b, 0) >= 0 {
+		return true
+	}
+	bad := 0
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 && i >= 3 && len(b)-i > 3 {
+			bad++
+		}
+		i += max(n, 1)
+	}
+	return bad*16 > len(b)
 }
 
 // toolHolders finds the files the agent's tools write their output to:

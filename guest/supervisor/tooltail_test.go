@@ -95,3 +95,47 @@ func TestToolOutputLeavesPipes(t *testing.T) {
 		t.Errorf("a tool writing to a pipe was followed: %+v", tool)
 	}
 }
+
+// TestToolOutputSkipsBinary: a tool whose stdout is a binary file (the
+// agent's own data, as `head -c … /dev/urandom > big.bin` has it) sends
+// none of its bytes: its events say Binary and count them skipped.
+func TestToolOutputSkipsBinary(t *testing.T) {
+	h := newHost(t)
+	out := t.TempDir() + "/big.bin"
+	h.start("start", `sh -c 'for i in 1 2 3; do head -c 300000 /dev/urandom; sleep 0.4; done' > `+out+`; echo end`, nil)
+	tool, _ := toolEvents(t, h)
+	var sent, skipped int64
+	binary := false
+	for _, e := range tool {
+		sent += int64(len(e.Payload()))
+		skipped += e.Skipped
+		binary = binary || e.Binary
+	}
+	if sent != 0 {
+		t.Errorf("%d bytes of a binary file were sent as the tool's output", sent)
+	}
+	if !binary {
+		t.Errorf("no event said the file is binary: %+v", tool)
+	}
+	if skipped == 0 || skipped > 900000 {
+		t.Errorf("skipped %d bytes of a 900000-byte binary file", skipped)
+	}
+}
+
+func TestLooksBinary(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want bool
+	}{
+		{"plain text\n", false},
+		{"héllo wörld ✓ 日本語\n", false},
+		{"\xa9 cut rune at the start is text, and so at the end \xe6\x97", false},
+		{"a NUL\x00 inside", true},
+		{strings.Repeat("ab\xff\xfe", 8), true},
+		{"", false},
+	} {
+		if got := looksBinary([]byte(c.in)); got != c.want {
+			t.Errorf("looksBinary(%q) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
