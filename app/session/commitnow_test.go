@@ -49,8 +49,15 @@ func TestCommitNow(t *testing.T) {
 	if _, err := f.m.Commit(ctx, s.ID, ""); !errors.Is(err, ErrNothingToCommit) || !strings.Contains(err.Error(), "nothing to commit: the work is already saved at "+res.Commit[:7]) {
 		t.Errorf("commit again: %v, want nothing to commit at %s", err, res.Commit[:7])
 	}
-	if lines, _ := f.m.Logs(ctx, s.ID, 0, 0); !hasLogLine(lines, "committed the session's work (1 file) on "+s.Branch) {
-		t.Error("the log does not say what was committed")
+	// The log's lines are stored in batches: wait for this one.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if lines, _ := f.m.Logs(ctx, s.ID, 0, 0); hasLogLine(lines, "committed the session's work (1 file) on "+s.Branch) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Error("the log does not say what was committed")
+			break
+		}
 	}
 
 	if err := f.st.SetSetting(ctx, store.SettingDiskFloorMiB, "100000000"); err != nil {

@@ -265,6 +265,10 @@ func (r *run) resume(p vm.DiskPauser, free uint64) error {
 	if err := p.Resume(ctx); err != nil {
 		return err
 	}
+	// The run is resumed now, not when the hypervisor's event comes: a
+	// stop right after Resume must find it running, and save (the event
+	// then finds nothing paused).
+	r.diskResumed()
 	r.systemLine(fmt.Sprintf("resumed the VM: %s free on the disk holding Sandbar's data", megabytes(free)))
 	return nil
 }
