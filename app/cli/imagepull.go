@@ -47,6 +47,11 @@ func pullShowing(ctx context.Context, env *Env, ref string, opts ociimage.PullOp
 		bar.Update(imagebuild.Progress{Stage: "pull", Done: p.BytesDone, Total: p.BytesTotal,
 			Item: fmt.Sprintf("layer %d/%d", p.LayersDone, p.LayersTotal)})
 	}
+	if opts.Proxy == nil && env.Images != nil {
+		// The host's proxy, as main read it (a setting that does not
+		// parse fails the pull, saying which).
+		opts.Proxy = env.Images.Proxy
+	}
 	img, err := ociImages(env).Pull(ctx, ref, opts)
 	if err != nil {
 		return err

@@ -296,7 +296,7 @@ func (r *run) pullImage(ctx context.Context) error {
 	store := &ociimage.Store{Dir: r.m.cfg.Paths.EnvImages()}
 	began := time.Now()
 	var last time.Time
-	img, err := store.Pull(ctx, r.envImage, ociimage.PullOptions{Progress: func(p ociimage.Progress) {
+	img, err := store.Pull(ctx, r.envImage, ociimage.PullOptions{Proxy: r.m.cfg.Proxy.HTTPProxy, Progress: func(p ociimage.Progress) {
 		if p.Cached || time.Since(last) < 500*time.Millisecond && p.LayersDone < p.LayersTotal {
 			return
 		}

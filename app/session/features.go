@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -73,7 +75,7 @@ const featureInstall = `set -e; d=$(mktemp -d /tmp/sandbar-feature.XXXXXX); tar 
 // fetchFeatures fetches the features cfg names: from registries, and
 // "./folder" ones from the trusted files of review (never the working
 // tree read again). nil when it names none.
-func fetchFeatures(ctx context.Context, review RepoReview, cfg *devcontainer.Config) ([]features.Feature, error) {
+func fetchFeatures(ctx context.Context, review RepoReview, cfg *devcontainer.Config, proxy func(*http.Request) (*url.URL, error)) ([]features.Feature, error) {
 	if cfg == nil || len(cfg.Features) == 0 {
 		return nil, nil
 	}
@@ -85,7 +87,7 @@ func fetchFeatures(ctx context.Context, review RepoReview, cfg *devcontainer.Con
 	}
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
-	fs, err := features.Fetch(ctx, cfg, features.Options{Local: local, LocalFrom: ".devcontainer"})
+	fs, err := features.Fetch(ctx, cfg, features.Options{Local: local, LocalFrom: ".devcontainer", Proxy: proxy})
 	if err != nil && ctx.Err() == context.DeadlineExceeded {
 		err = fmt.Errorf("fetching the features took more than %s: check the registries' names and your network (%w)", fetchTimeout, err)
 	}

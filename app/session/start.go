@@ -55,7 +55,7 @@ func (m *Manager) Start(ctx context.Context, o Options) (_ store.Session, err er
 	// Features are fetched before anything is made for the session: one
 	// that cannot be fetched fails the start, naming it and what to do.
 	var feats *featureSet
-	if fetched, err := fetchFeatures(ctx, review, envCfg); err != nil {
+	if fetched, err := fetchFeatures(ctx, review, envCfg, m.cfg.Proxy.HTTPProxy); err != nil {
 		return store.Session{}, fmt.Errorf("project %s: %w", proj.Name, err)
 	} else if feats, err = newFeatureSet(fetched); err != nil {
 		return store.Session{}, err

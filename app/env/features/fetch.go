@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"path"
 	"sort"
 	"strings"
@@ -37,6 +38,9 @@ type Options struct {
 	// credential helpers (authn.DefaultKeychain, which honours
 	// DOCKER_CONFIG).
 	Keychain authn.Keychain
+	// Proxy is the host's proxy for the registry's connections
+	// (hostproxy.Config.HTTPProxy); nil connects directly.
+	Proxy func(*http.Request) (*url.URL, error)
 	// Local holds the files a "./folder" feature may come from, by
 	// slash-separated path from the repository's top: the trusted
 	// content, never the working tree read again.
@@ -219,7 +223,7 @@ func fetchRemote(ctx context.Context, id string, opts Options) (Feature, error) 
 	ropts := []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuth(auth),
-		remote.WithTransport(regclient.Transport(remote.DefaultTransport)),
+		remote.WithTransport(regclient.Transport(regclient.Base(opts.Proxy))),
 		remote.WithUserAgent("sandbar"),
 	}
 	desc, err := remote.Get(ref, ropts...)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -39,6 +41,9 @@ type PullOptions struct {
 	// credential helpers (authn.DefaultKeychain, which honours
 	// DOCKER_CONFIG).
 	Keychain authn.Keychain
+	// Proxy is the host's proxy for the registry's connections
+	// (hostproxy.Config.HTTPProxy); nil connects directly.
+	Proxy func(*http.Request) (*url.URL, error)
 	// LocalTools are the CLIs asked first whether they hold the image
 	// (`image inspect`), in order; nil means docker then podman. Set it
 	// to an empty non-nil slice to pull from the registry only.
@@ -126,7 +131,7 @@ func (s *Store) pullRemote(ctx context.Context, p *pull) (Image, error) {
 	ropts := []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuth(auth),
-		remote.WithTransport(regclient.Transport(remote.DefaultTransport)),
+		remote.WithTransport(regclient.Transport(regclient.Base(p.opts.Proxy))),
 		remote.WithUserAgent("sandbar"),
 	}
 	desc, err := remote.Get(p.ref, ropts...)

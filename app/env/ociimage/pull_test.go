@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"context"
 	"errors"
+	"net/http"
+	"net/url"
 	"os"
 	"reflect"
 	"runtime"
@@ -15,6 +17,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+
+	"sandbar/app/net/hostproxy/proxytest"
 )
 
 // registryOnly pulls without asking a local Docker or Podman.
@@ -294,5 +298,52 @@ func TestPullConcurrent(t *testing.T) {
 	list, _ := s.List()
 	if len(list) != 1 {
 		t.Errorf("the store holds %d images, want 1", len(list))
+	}
+}
+
+// TestPullThroughProxy: with the host's proxy given, every request of the
+// pull goes through it (the registry here is plain HTTP on loopback, so
+// the proxy forwards them; HTTPS would be a CONNECT), and the image
+// arrives whole. A proxy that refuses fails the pull.
+func TestPullThroughProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a registry")
+	}
+	reg := startRegistry(t, "", "")
+	dockerConfig(t, reg.Host, "", "")
+	img := image(t, runtime.GOARCH, v1.Config{Cmd: []string{"true"}},
+		layer(t, entry{name: "etc/", typ: tar.TypeDir}, entry{name: "etc/proxied.txt", body: "through the proxy\n"}))
+	ref := reg.Push(t, "sandbar/proxied:1", img)
+	p := proxytest.NewConnect(t)
+	proxy := func(*http.Request) (*url.URL, error) { return p.URL, nil }
+	s := &Store{Dir: t.TempDir()}
+	got, err := s.Pull(context.Background(), ref, registryOnly(PullOptions{Proxy: proxy}))
+	if err != nil {
+		t.Fatalf("pull through the proxy: %v", err)
+	}
+	if body := catFile(t, got.Path, "/etc/proxied.txt"); body != "through the proxy\n" {
+		t.Errorf("/etc/proxied.txt is %q", body)
+	}
+	reqs := p.Requests()
+	blobs := 0
+	for _, r := range reqs {
+		if !strings.Contains(r, reg.Host) {
+			t.Errorf("the proxy forwarded a request to somewhere else: %s", r)
+		}
+		if strings.Contains(r, "/blobs/") {
+			blobs++
+		}
+	}
+	if blobs < 2 {
+		t.Errorf("the proxy carried %d blob requests, want the config's and the layer's at least: %q", blobs, reqs)
+	}
+
+	p.Refuse(http.StatusForbidden)
+	_, err = (&Store{Dir: t.TempDir()}).Pull(context.Background(), ref, registryOnly(PullOptions{Proxy: proxy}))
+	if err == nil {
+		t.Fatal("a pull through a proxy that refuses succeeded")
+	}
+	if !strings.Contains(err.Error(), "403") && !strings.Contains(strings.ToLower(err.Error()), "forbidden") {
+		t.Errorf("a refused pull does not say the proxy's answer: %v", err)
 	}
 }

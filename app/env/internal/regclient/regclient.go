@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // ParseRef parses a reference. Plain HTTP is allowed only for a registry
@@ -48,6 +50,20 @@ func IsLoopback(hostport string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
+}
+
+// Base is the transport a pull starts from: the registry library's
+// default, through proxy when one is given (the host's proxy,
+// hostproxy.Config.HTTPProxy: CONNECT or SOCKS5, as the person's
+// settings say).
+func Base(proxy func(*http.Request) (*url.URL, error)) http.RoundTripper {
+	t, ok := remote.DefaultTransport.(*http.Transport)
+	if proxy == nil || !ok {
+		return remote.DefaultTransport
+	}
+	t = t.Clone()
+	t.Proxy = proxy
+	return t
 }
 
 // Transport wraps next so that it refuses plain HTTP to any host but
