@@ -29,6 +29,17 @@ import (
 // preferences folder, notifications' sender, the macOS bundle id.
 const appID = "dev.sandbar.app"
 
+// appName is what the desktop calls the app: the tray's title on Linux,
+// notifications' sender (FyneApp.toml's Name).
+const appName = "Sandbar"
+
+// appMetadata is what FyneApp.toml says of the app. Only `fyne package`
+// compiles that file in; a binary of plain `go build` has no metadata, and
+// Fyne's tray then titles itself with the app's id, "dev.sandbar.app".
+func appMetadata() fyne.AppMetadata {
+	return fyne.AppMetadata{ID: appID, Name: appName, Version: version, Build: 1}
+}
+
 // runGUI runs the menu-bar app over env's data directory until the
 // person quits: it builds the real session manager, becomes the data
 // directory's engine (CLI commands then reach its sessions), and hands
