@@ -12,12 +12,12 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/app"
-	"fyne.io/fyne/v2/driver/desktop"
+	fynedesktop "fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/systray"
 
 	"sandbar/app/cli"
 	"sandbar/app/config"
-	folders "sandbar/app/desktop"
+	"sandbar/app/desktop"
 	"sandbar/app/doctor"
 	"sandbar/app/engine"
 	"sandbar/app/session"
@@ -77,7 +77,7 @@ func runGUI(parent context.Context, p *parts, env *cli.Env) error {
 		return err
 	}
 
-	prepareMenuBarApp()
+	desktop.PrepareMenuBarApp()
 	app.SetMetadata(appMetadata())
 	a := app.NewWithID(appID)
 	a.SetIcon(assets.AppIcon)
@@ -93,8 +93,8 @@ func runGUI(parent context.Context, p *parts, env *cli.Env) error {
 	if r, ok, err := st.TakeRecovered(ctx); err == nil && ok {
 		u.Notice = strings.TrimSpace(u.Notice + " " + cli.RecoveredLine(r.IDs))
 	}
-	u.ScreenSize = screenSize
-	u.ChooseFolder = folders.FolderChooser()
+	u.ScreenSize = desktop.ScreenSize
+	u.ChooseFolder = desktop.FolderChooser()
 	u.Home, _ = os.UserHomeDir()
 
 	// Set on the UI goroutine (which, with Fyne's GLFW driver, is this
@@ -108,7 +108,7 @@ func runGUI(parent context.Context, p *parts, env *cli.Env) error {
 
 	// stop ends the engine and stops the sessions, once: after the app's
 	// loop ends, or earlier, off the UI goroutine, when the system asks
-	// the app to terminate (see menuBarApp).
+	// the app to terminate (see desktop.MenuBarApp).
 	var (
 		stopOnce sync.Once
 		stopErr  error
@@ -133,8 +133,8 @@ func runGUI(parent context.Context, p *parts, env *cli.Env) error {
 	}
 	// Without a tray host (some Linux desktops) there is no tray: then
 	// closing the last window quits, as Fyne does for an app without one.
-	desk, _ := a.(desktop.App)
-	if desk != nil && !trayHost() {
+	desk, _ := a.(fynedesktop.App)
+	if desk != nil && !desktop.TrayHost() {
 		p.logger.Warn("this desktop shows no tray icons (no StatusNotifierWatcher on the session bus): Sandbar quits when its last window closes")
 		desk = nil
 	}
@@ -145,7 +145,7 @@ func runGUI(parent context.Context, p *parts, env *cli.Env) error {
 			Tooltip: systray.SetTooltip})
 	}
 	a.Lifecycle().SetOnStarted(func() {
-		err := menuBarApp(func() {
+		err := desktop.MenuBarApp(func() {
 			p.logger.Info("the system asks Sandbar to quit (a logout, restart or shutdown?): stopping the sessions")
 			if err := stop(); err != nil {
 				p.logger.Error("quit for the system", "err", err)

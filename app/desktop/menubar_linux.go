@@ -1,4 +1,4 @@
-package main
+package desktop
 
 import (
 	"context"
@@ -7,11 +7,11 @@ import (
 	"github.com/godbus/dbus/v5"
 )
 
-// trayHost reports whether the desktop shows tray icons: on Linux, a
+// TrayHost reports whether the desktop shows tray icons: on Linux, a
 // StatusNotifierWatcher on the session bus (KDE, Xfce, GNOME with the
 // AppIndicator extension...). Without one a tray icon is never seen, and
 // an app kept alive by it, its windows closed, could not be reached.
-func trayHost() bool {
+func TrayHost() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	conn, err := dbus.ConnectSessionBus(dbus.WithContext(ctx))
@@ -24,10 +24,10 @@ func trayHost() bool {
 	return err == nil && owned
 }
 
-// prepareMenuBarApp: a Linux desktop needs nothing before the window
+// PrepareMenuBarApp: a Linux desktop needs nothing before the window
 // system starts (see the macOS version).
-func prepareMenuBarApp() {}
+func PrepareMenuBarApp() {}
 
-// menuBarApp: nothing to do on Linux, where the tray's Quit and SIGTERM
+// MenuBarApp: nothing to do on Linux, where the tray's Quit and SIGTERM
 // (main's context) quit the app; quit is not needed.
-func menuBarApp(quit func()) error { return nil }
+func MenuBarApp(quit func()) error { return nil }

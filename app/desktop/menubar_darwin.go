@@ -1,4 +1,4 @@
-package main
+package desktop
 
 /*
 #cgo LDFLAGS: -framework AppKit
@@ -27,30 +27,30 @@ import (
 //     with NSTerminateCancel (after asking each window to close), so a
 //     logout, restart or shutdown that asks Sandbar to quit is cancelled.
 //
-// The Objective-C half is main_gui_darwin.m.
+// The Objective-C half is menubar_darwin.m.
 
-// trayHost reports whether the desktop shows tray icons: the macOS menu
+// TrayHost reports whether the desktop shows tray icons: the macOS menu
 // bar always does.
-func trayHost() bool { return true }
+func TrayHost() bool { return true }
 
-// prepareMenuBarApp runs before the window system starts (before Fyne
+// PrepareMenuBarApp runs before the window system starts (before Fyne
 // creates a window or runs): GLFW is told not to make the app a regular
 // one, so no Dock icon shows even for a moment, and the app is made an
 // accessory one (LSUIElement's policy), which an unbundled binary is not
 // by itself. Main thread only, which main's goroutine is.
-func prepareMenuBarApp() {
+func PrepareMenuBarApp() {
 	glfw.InitHint(glfw.CocoaMenubar, glfw.False)
 	C.sandbarAccessory()
 }
 
-// menuBarApp runs once the window system is up (Fyne's OnStarted, on the
+// MenuBarApp runs once the window system is up (Fyne's OnStarted, on the
 // main thread, after GLFW's init, the only place GLFW sets the activation
 // policy): the app is an accessory one whatever happened before, and a
 // request to terminate it (a logout, restart or shutdown; Quit in Activity
 // Monitor or from a script) runs quit, which stops the sessions, on a
 // goroutine, and then lets the termination go on: the process exits and
 // the logout proceeds.
-func menuBarApp(quit func()) error {
+func MenuBarApp(quit func()) error {
 	C.sandbarAccessory()
 	if C.sandbarTakeTermination(C.uintptr_t(cgo.NewHandle(quit))) == 0 {
 		return errors.New("the app has no delegate to answer the system's requests to quit: a logout or restart with Sandbar running may be cancelled")

@@ -1,20 +1,20 @@
 //go:build linux || darwin
 
-package main
+package desktop
 
 import (
 	"fyne.io/fyne/v2"
 	"github.com/go-gl/glfw/v3.4/glfw"
 )
 
-// screenSize is the primary monitor's work area in Fyne's units, for the
+// ScreenSize is the primary monitor's work area in Fyne's units, for the
 // windows to open no bigger (ui.UI.ScreenSize): its video mode divided by
 // its content scale (2 on a Retina Mac, whose points Fyne counts; on
 // Linux Fyne finds its own scale from the monitor's DPI, so this is near,
 // not exact). It asks GLFW, which Fyne's desktop driver has started, and
 // so runs on the UI goroutine only; the zero size when there is no
 // monitor to ask.
-func screenSize() fyne.Size {
+func ScreenSize() fyne.Size {
 	m := glfw.GetPrimaryMonitor()
 	if m == nil {
 		return fyne.Size{}

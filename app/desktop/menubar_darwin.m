@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include "_cgo_export.h"
 
-// See main_gui_darwin.go.
+// See menubar_darwin.go.
 
 void sandbarAccessory(void) {
 	[NSApplication sharedApplication];
