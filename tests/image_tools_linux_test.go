@@ -115,7 +115,9 @@ func TestImageBuildsAGoProject(t *testing.T) {
 	}
 	id := w.startID("--repo", w.repo, "--agent", "sleep 3600", "--memory", "1024", "--disk", "2")
 	w.waitState(id, "running")
-	out, errOut, code := w.guestSh(id, "sudo apt-get update -q && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends golang-go && go version")
+	// 81 MB of packages unpacked to 464 MB under emulation: minutes on
+	// a loaded machine (170 s alone, over 5 min beside a benchmark).
+	out, errOut, code := w.runWithin(12*time.Minute, "", "exec", id, "--", "sh", "-c", "sudo apt-get update -q && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends golang-go && go version")
 	if code != 0 || !strings.Contains(out, "go version go1.") {
 		t.Fatalf("apt-get install golang-go: exit %d\nstdout: %s\nstderr: %s", code, clip(out), clip(errOut))
 	}

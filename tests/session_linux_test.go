@@ -98,7 +98,14 @@ func (w *world) git(args ...string) string {
 // run runs sandbar and returns stdout, stderr and the exit code.
 func (w *world) run(stdin string, args ...string) (string, string, int) {
 	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	return w.runWithin(5*time.Minute, stdin, args...)
+}
+
+// runWithin is run with its own bound: for a step that downloads and
+// installs under emulation on a loaded machine (exit -1 is the bound).
+func (w *world) runWithin(d time.Duration, stdin string, args ...string) (string, string, int) {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, w.bin, args...)
 	cmd.Env = w.env

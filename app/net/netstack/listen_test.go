@@ -57,13 +57,40 @@ func TestListenBounded(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 	// The ones past the bound were closed: the guest reads their end.
-	for _, c := range guests[max:] {
+	// Which ones they are is the accept order, not the dial order (the
+	// stack may finish the handshakes in another order): max stay open,
+	// the rest end.
+	ended := make(chan int, len(guests))
+	for i, c := range guests {
 		c.SetReadDeadline(time.Now().Add(wait))
-		if _, err := c.Read(make([]byte, 1)); err == nil || isTimeout(err) {
-			t.Errorf("a connection past the bound: read %v, want its end", err)
+		wg.Go(func() {
+			if _, err := c.Read(make([]byte, 1)); err != nil && !isTimeout(err) {
+				ended <- i
+			}
+		})
+	}
+	gone := map[int]bool{}
+	for len(gone) < len(guests)-max {
+		select {
+		case i := <-ended:
+			gone[i] = true
+		case <-time.After(wait):
+			t.Fatalf("%d of %d connections past the bound ended, want %d", len(gone), len(guests), len(guests)-max)
 		}
 	}
-	guests[0].Close()
+	select {
+	case i := <-ended:
+		t.Fatalf("connection %d ended too: only %d were past the bound", i+1, len(guests)-max)
+	case <-time.After(300 * time.Millisecond):
+	}
+	open := -1
+	for i, c := range guests {
+		c.SetReadDeadline(time.Now()) // the reads still waiting end
+		if !gone[i] && open < 0 {
+			open = i
+		}
+	}
+	guests[open].Close()
 	deadline := time.Now().Add(wait)
 	for {
 		c, err := tn.guest.dialTCP(dialCtx(t), GatewayIP, 8080)
