@@ -298,11 +298,11 @@ func (e *rulesEditor) doSave() {
 				return
 			}
 			e.saved = text
-			who := "every session"
+			who := "every session follows"
 			if e.scope == session.ScopeProject {
-				who = "this project's sessions"
+				who = "this project's sessions follow"
 			}
-			setStatus(e.status, widget.SuccessImportance, "Saved: "+who+" follow these rules from their next connection, running ones too.")
+			setStatus(e.status, widget.SuccessImportance, "Saved: "+who+" these rules from their next connection, running ones too.")
 			e.edited()
 		})
 	})

@@ -76,6 +76,9 @@ func TestSettingsNetworkRulesAreCheckedBeforeSaving(t *testing.T) {
 	retype(e.text, "mode open\nallow api.example.com:8443\n")
 	test.Tap(e.save)
 	h.q.WaitFor(t, 5*time.Second, "the rules saved", func() bool { return strings.HasPrefix(e.status.Text, "Saved") })
+	if !strings.HasPrefix(e.status.Text, "Saved: every session follows these rules") {
+		t.Errorf("status = %q, want it to say every session follows them", e.status.Text)
+	}
 	if v, _ := h.env.Manager.NetworkRules(ctx, session.ScopeSandbar, ""); v != "mode open\nallow api.example.com:8443\n" {
 		t.Errorf("saved rules = %q", v)
 	}
