@@ -13,6 +13,7 @@ import (
 
 	"sandbar/app/cli/termsafe"
 	"sandbar/app/net/netstack"
+	"sandbar/app/net/policy"
 	"sandbar/app/session"
 	"sandbar/app/store"
 )
@@ -54,6 +55,7 @@ const netUsage = `usage:
   sandbar net ID allow TARGET [read|write] [--project | --sandbar]
   sandbar net ID deny TARGET [--project | --sandbar]
   sandbar net rules [--project PROJECT | --session ID] [--set FILE]
+  sandbar net rules --defaults            the default allowlist: what every session reaches in allowlist mode
   sandbar net certs [on|off]              the certificates of this machine's that sessions trust
 
 TARGET is HOST[:PORTS][/tcp|udp]: a name (example.com), *.example.com, an
@@ -70,6 +72,8 @@ rules prints Sandbar's network rules (or a project's, or a session's own),
 one a line, as a .sandbar/network file holds them; --set replaces them
 with a file's ("-" for standard input): mode allowlist|open|off, allow
 and deny lines, "host NAME ADDRESS" to map a name for the sessions' DNS.
+In allowlist mode the default allowlist applies besides them (rules
+--defaults prints it), unless they say "defaults off".
 `
 
 func netCmd(ctx context.Context, env *Env, args []string) error {
@@ -203,9 +207,17 @@ func netRules(ctx context.Context, env *Env, args []string) error {
 	project := fs.String("project", "", "a project's rules (id, name or path)")
 	sessionID := fs.String("session", "", "a session's own rules")
 	set := fs.String("set", "", "replace the rules with this file's (- for standard input)")
+	defaults := fs.Bool("defaults", false, "print the default allowlist")
 	fs.Usage = func() { fmt.Fprint(env.Stderr, netUsage) }
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *defaults {
+		if *project != "" || *sessionID != "" || *set != "" {
+			return UsageError{Msg: "sandbar net rules --defaults: the default allowlist is the same for every session; give it alone"}
+		}
+		fmt.Fprint(env.Stdout, policy.DefaultText())
+		return nil
 	}
 	scope, ref := session.ScopeSandbar, ""
 	switch {
@@ -226,7 +238,14 @@ func netRules(ctx context.Context, env *Env, args []string) error {
 			return err
 		}
 		if strings.TrimSpace(text) == "" {
-			fmt.Fprintf(env.Stdout, "# no %s network rules: the default allowlist applies\n", scope)
+			// Commented out, the list still reads as no rules to --set.
+			fmt.Fprintf(env.Stdout, "# no %s network rules: only the default allowlist applies (sandbar net rules --defaults prints it plain):\n", scope)
+			for _, l := range strings.Split(strings.TrimRight(policy.DefaultText(), "\n"), "\n") {
+				if l != "" && !strings.HasPrefix(l, "#") {
+					l = "#   " + l
+				}
+				fmt.Fprintln(env.Stdout, l)
+			}
 			return nil
 		}
 		// A project's rules may come from its repository, which the

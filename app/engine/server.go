@@ -215,8 +215,10 @@ func (s *Server) yield() (YieldReply, error) {
 	switch {
 	case !s.mayYield:
 		return YieldReply{Reason: fmt.Sprintf("the Sandbar app (process %d) is the engine: quit it and try again", os.Getpid())}, nil
-	case len(s.m.Running()) > 0:
-		return YieldReply{Reason: fmt.Sprintf("the Sandbar engine (process %d) still runs %d session(s): stop them (`sandbar ls`, `sandbar stop ID`) and try again", os.Getpid(), len(s.m.Running()))}, nil
+	case len(s.m.Running()) == 1:
+		return YieldReply{Reason: fmt.Sprintf("the Sandbar engine (process %d) still runs a session: stop it (`sandbar ls`, `sandbar stop ID`) and try again", os.Getpid())}, nil
+	case len(s.m.Running()) > 1:
+		return YieldReply{Reason: fmt.Sprintf("the Sandbar engine (process %d) still runs %d sessions: stop them (`sandbar ls`, `sandbar stop ID`) and try again", os.Getpid(), len(s.m.Running()))}, nil
 	}
 	return YieldReply{Yielded: true}, nil
 }

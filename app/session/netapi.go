@@ -309,6 +309,8 @@ func (sn *sessionNet) publish(guest, host uint16, manual bool) (netstack.Port, e
 	}
 	sn.mu.Lock()
 	if manual {
+		// A person's port stays when the guest stops listening.
+		delete(sn.ports, guest)
 		sn.manual[guest] = p
 	} else {
 		sn.ports[guest] = p

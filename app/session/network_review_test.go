@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -132,5 +134,42 @@ func TestDeniedAttemptsBounded(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("the last line never came")
 		}
+	}
+}
+
+// TestPublishMovesTheGuestsOwnPort: `sandbar ports ID publish G:H` for a
+// port the guest's listening published already moves it to H, where it
+// stays once the guest stops listening; H taken, the error says so.
+func TestPublishMovesTheGuestsOwnPort(t *testing.T) {
+	f := newFixture(t)
+	r, sn := runningNet(t, f)
+	ctx := context.Background()
+	guest := freePort(t)
+	sn.guestPorts([]sandbox.Port{{Port: guest}})
+	auto := sn.n.Published()
+	if len(auto) != 1 {
+		t.Fatalf("published %v, want guest port %d", auto, guest)
+	}
+
+	taken, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	takenPort := uint16(taken.Addr().(*net.TCPAddr).Port)
+	if _, err := f.m.PublishPort(ctx, r.id, guest, takenPort); !errors.Is(err, netstack.ErrPortInUse) || !strings.Contains(err.Error(), "is taken") {
+		t.Errorf("publish %d:%d with %d taken: %v, want an error saying it is taken", guest, takenPort, takenPort, err)
+	}
+
+	p, err := f.m.PublishPort(ctx, r.id, guest, guest)
+	if err != nil {
+		t.Fatalf("publish %d:%d: %v", guest, guest, err)
+	}
+	if p.Host != guest {
+		t.Errorf("publish %d:%d = %v, want host port %d (the old mapping was %v)", guest, guest, p, guest, auto[0])
+	}
+	sn.guestPorts(nil)
+	if got := sn.n.Published(); len(got) != 1 || got[0] != p {
+		t.Errorf("after the guest stopped listening: %v, want %v kept (the person published it)", got, p)
 	}
 }

@@ -222,7 +222,7 @@ func (e Entry) Summary() string {
 		if e.IsError {
 			return "failed: " + lowerFirst(FailureReason(e))
 		}
-		return fmt.Sprintf("done: %d turns, %s, $%.4f", e.Turns, e.Duration.Round(time.Millisecond), e.CostUSD)
+		return fmt.Sprintf("done: %s, %s, $%.4f", plural(e.Turns, "turn", "turns"), e.Duration.Round(time.Millisecond), e.CostUSD)
 	}
 	return firstLine(e.Text)
 }

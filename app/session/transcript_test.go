@@ -48,6 +48,10 @@ func TestParseClaudeLine(t *testing.T) {
 	if s := got[7].Summary(); s != "done: 3 turns, 12.345s, $0.0123" {
 		t.Errorf("result summary %q", s)
 	}
+	one := Entry{Kind: EntryResult, Turns: 1, Duration: time.Second, CostUSD: 0.01}
+	if s := one.Summary(); s != "done: 1 turn, 1s, $0.0100" {
+		t.Errorf("one turn's summary %q", s)
+	}
 	if s := got[2].Summary(); !strings.HasPrefix(s, "→ Bash {") {
 		t.Errorf("tool summary %q", s)
 	}

@@ -100,6 +100,18 @@ func (m *Manager) Restore(ctx context.Context, ref string) (store.Session, error
 		}
 		return store.Session{}, err
 	}
+	if s.Reason == ReasonRemoved {
+		// Deleted while it ran: back from the trash it is a session the
+		// person stopped, not one that is "removed" (sandbar ls).
+		if back, err := m.cfg.Store.UpdateSession(ctx, s.ID, func(x *store.Session) error {
+			x.Reason = ReasonStoppedByUser
+			return nil
+		}); err != nil {
+			m.log.Warn("clear the removed reason of a restored session", "session", s.ID, "err", err)
+		} else {
+			s = back
+		}
+	}
 	m.log.Info("session restored from the trash", "session", s.ID)
 	m.publishState(s)
 	return s, nil

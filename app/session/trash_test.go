@@ -195,3 +195,33 @@ func TestTrashEmpties(t *testing.T) {
 		t.Errorf("the trash folder holds %d entries", len(es))
 	}
 }
+
+// TestRestoreClearsRemoved: a session deleted while it ran stopped with
+// the reason "removed"; back from the trash (Undo) it no longer says so
+// (sandbar ls said "stopped  removed" after Undo).
+func TestRestoreClearsRemoved(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s, err := f.m.Start(ctx, Options{Repo: f.repo, Agent: AgentSpec{Command: "sh", Args: []string{"-c", "echo up; sleep 600"}}, MemoryMiB: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, f, s.ID, "up")
+	if err := f.m.Remove(ctx, s.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	back, err := f.m.Restore(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Reason == ReasonRemoved {
+		t.Errorf("Restore returned the reason %q", back.Reason)
+	}
+	got, err := f.m.Get(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != StateStopped || got.Reason != ReasonStoppedByUser {
+		t.Errorf("restored session: %s, %q; want stopped, %q", got.State, got.Reason, ReasonStoppedByUser)
+	}
+}

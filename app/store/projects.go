@@ -170,7 +170,10 @@ func (s *Store) RemoveProject(ctx context.Context, id int64) error {
 			return s.fail(op, err)
 		}
 		if n > 0 {
-			return errorf(ErrInUse, "project %q still has %d session(s): delete them first (`sandbar ls`, then `sandbar rm ID`)", p.Name, n)
+			if n == 1 {
+				return errorf(ErrInUse, "project %q still has 1 session: delete it first (`sandbar ls`, then `sandbar rm ID`)", p.Name)
+			}
+			return errorf(ErrInUse, "project %q still has %d sessions: delete them first (`sandbar ls`, then `sandbar rm ID`)", p.Name, n)
 		}
 		// Its sessions in the trash go with it: none could be restored
 		// without it.

@@ -86,7 +86,7 @@ func TestProjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = s.RemoveProject(ctx, b.ID)
-	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), `"bee" still has 1 session`) || !strings.Contains(err.Error(), "sandbar rm") {
+	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), `"bee" still has 1 session: delete it`) || !strings.Contains(err.Error(), "sandbar rm") {
 		t.Errorf("remove a project with a session: %v", err)
 	}
 	if _, err := s.Project(ctx, b.ID); err != nil {

@@ -56,6 +56,9 @@ const folderChooserTitle = "Add a repository to Sandbar"
 type addRepoState struct {
 	win      *addRepoWindow // Add a Repository, while open
 	choosing bool           // the desktop's chooser is up
+	// noPortal: the desktop's chooser did not answer, so Choose Folder…
+	// opens Sandbar's own folder browser instead of asking it again.
+	noPortal bool
 }
 
 // AddRepository asks for a repository's folder in the desktop's own
@@ -83,7 +86,8 @@ func (u *UI) AddRepository(report func(addResult)) {
 			case errors.Is(err, desktop.ErrCanceled), ctx.Err() != nil:
 			case errors.Is(err, desktop.ErrUnavailable):
 				slog.Info("no desktop folder chooser", "err", err)
-				u.ShowAddByPath(report, "The desktop's folder chooser did not answer: type the repository's path, or pick a recent folder.")
+				u.addRepo.noPortal = true
+				u.ShowAddByPath(report, "The desktop's folder chooser did not answer: type the repository's path, pick a recent folder, or browse with Choose Folder….")
 			default: // it answered with something Sandbar cannot use
 				report(addResult{problems: []string{sentence(err.Error())}})
 			}

@@ -9,7 +9,9 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -47,6 +49,7 @@ type addRepoWindow struct {
 	list    *widget.List
 	items   []folderItem
 	add     *widget.Button
+	choose  *widget.Button
 
 	gen  int // the newest listing asked for; older ones are dropped
 	busy bool
@@ -108,15 +111,19 @@ func newAddRepoWindow(u *UI) *addRepoWindow {
 	w.add = widget.NewButtonWithIcon("Add", theme.ContentAddIcon(), w.submit)
 	w.add.Importance = widget.HighImportance
 	cancel := widget.NewButton("Cancel", func() { w.win.Close() })
-	buttons := container.NewHBox(layout.NewSpacer(), cancel, w.add)
-	if u.ChooseFolder != nil {
-		choose := widget.NewButtonWithIcon("Choose Folder…", theme.FolderOpenIcon(), func() {
-			report := w.report
-			w.win.Close()
-			u.AddRepository(report)
-		})
-		buttons = container.NewHBox(choose, layout.NewSpacer(), cancel, w.add)
-	}
+	// Choose Folder… asks the desktop's chooser; where there is none, or
+	// it did not answer, it opens Fyne's folder browser in this window
+	// (asking the chooser again reopened this same window).
+	w.choose = widget.NewButtonWithIcon("Choose Folder…", theme.FolderOpenIcon(), func() {
+		if u.ChooseFolder == nil || u.addRepo.noPortal {
+			w.browse()
+			return
+		}
+		report := w.report
+		w.win.Close()
+		u.AddRepository(report)
+	})
+	buttons := container.NewHBox(w.choose, layout.NewSpacer(), cancel, w.add)
 
 	top := container.NewVBox(w.why,
 		widget.NewLabelWithStyle("Repository folder", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
@@ -130,6 +137,39 @@ func newAddRepoWindow(u *UI) *addRepoWindow {
 	})
 	w.relist()
 	return w
+}
+
+// browse opens Sandbar's own folder browser, at the typed folder or the
+// home folder; the folder chosen is added as though typed.
+func (w *addRepoWindow) browse() {
+	d := dialog.NewFolderOpen(w.browsed, w.win)
+	start := strings.TrimSuffix(expandPath(w.entry.Text, w.u.Home), "/")
+	if start == "" {
+		start = w.u.Home
+	}
+	for dir := start; dir != "" && dir != "/" && dir != "."; dir = filepath.Dir(dir) {
+		if l, err := storage.ListerForURI(storage.NewFileURI(dir)); err == nil {
+			d.SetLocation(l)
+			break
+		}
+	}
+	d.Show()
+	d.Resize(w.win.Canvas().Size()) // only once shown: before, it has no content to size
+}
+
+// browsed takes the folder browser's answer: a folder is added as though
+// its path were typed (a refusal shows here, to fix); a cancel does
+// nothing.
+func (w *addRepoWindow) browsed(dir fyne.ListableURI, err error) {
+	if err != nil {
+		w.showProblem("The folder browser failed: " + sentence(err.Error()) + " Type the path instead.")
+		return
+	}
+	if dir == nil {
+		return
+	}
+	w.entry.SetText(tildePath(dir.Path(), w.u.Home))
+	w.submit()
 }
 
 // pick takes a listed folder: a repository's path is ready to add; any

@@ -329,25 +329,33 @@ func (mw *mainWindow) confirmRemoveProject(id int64) {
 		return
 	}
 	p := mw.projects[i]
+	if mw.counts[id] > 0 {
+		mw.confirmTrashProjectSessions(p)
+		return
+	}
 	d := dialog.NewConfirm("Remove "+p.Name+"?",
 		"Sandbar forgets the project; the repository at "+tildePath(p.Path, mw.u.Home)+" is not touched.",
 		func(ok bool) {
-			if !ok {
-				return
+			if ok {
+				mw.removeProject(p)
 			}
-			mw.u.background(func(ctx context.Context) {
-				err := mw.u.Backend.RemoveProject(ctx, fmt.Sprint(id))
-				mw.u.post(func() {
-					if err != nil {
-						mw.banner.show(bannerError, sentence(err.Error()))
-						return
-					}
-					mw.banner.show(bannerSuccess, "Removed "+p.Name+" from Sandbar.")
-					mw.reload()
-				})
-			})
 		}, mw.win)
 	d.SetConfirmText("Remove")
 	d.SetDismissText("Cancel")
 	d.Show()
+}
+
+// removeProject forgets p, off the UI goroutine, and says how it went.
+func (mw *mainWindow) removeProject(p store.Project) {
+	mw.u.background(func(ctx context.Context) {
+		err := mw.u.Backend.RemoveProject(ctx, fmt.Sprint(p.ID))
+		mw.u.post(func() {
+			if err != nil {
+				mw.banner.show(bannerError, sentence(err.Error()))
+				return
+			}
+			mw.banner.show(bannerSuccess, "Removed "+p.Name+" from Sandbar.")
+			mw.reload()
+		})
+	})
 }

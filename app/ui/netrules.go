@@ -8,6 +8,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -23,6 +24,10 @@ const tabNetwork = "Network"
 // rulesHelp is the line under a rules editor: the syntax, with examples.
 const rulesHelp = "A rule a line: allow HOST[:PORTS][/tcp|udp] or deny …, port 443 if none; host NAME ADDRESS maps a name; # comments. " +
 	"E.g. allow api.example.com · allow *.example.com:8000-8999 · allow ntp.example.com:123/udp · deny *:25"
+
+// rulesPlaceHolder is what the empty rules box says: a hint in words,
+// which no one could take for a rule already there.
+const rulesPlaceHolder = "No rules of your own yet: sessions reach only the default allowlist. Type a rule a line here."
 
 // modeChoice is one entry of a rules editor's mode select: the mode line
 // it writes ("" writes none).
@@ -142,6 +147,10 @@ type rulesEditor struct {
 	status  *widget.Label
 	content fyne.CanvasObject
 
+	// defaults shows the default allowlist, in win.
+	defaults *widget.Button
+	win      fyne.Window
+
 	saved   string // the text as last loaded or saved
 	loaded  bool
 	syncing bool // the select or the text is being set by the other
@@ -159,7 +168,7 @@ func newRulesEditor(u *UI, scope session.NetScope, ref string, projectID int64) 
 	e.hint = note("")
 	e.text = newMultiLineEntry()
 	e.text.TextStyle.Monospace = true
-	e.text.SetPlaceHolder("# no rules: the default allowlist applies\nallow api.example.com")
+	e.text.SetPlaceHolder(rulesPlaceHolder)
 	e.text.SetMinRowsVisible(4)
 	e.text.OnChanged = func(string) { e.edited() }
 	e.text.Disable() // until loaded
@@ -169,7 +178,9 @@ func newRulesEditor(u *UI, scope session.NetScope, ref string, projectID int64) 
 	e.status = statusLabel()
 	e.setChoices()
 	modeRow := container.New(layout.NewFormLayout(), widget.NewLabel("Mode"), e.mode)
-	top := container.NewVBox(modeRow, e.hint, heading("Rules"), note(rulesHelp))
+	e.defaults = widget.NewButtonWithIcon("Default allowlist…", theme.ListIcon(), e.showDefaults)
+	e.defaults.Importance = widget.LowImportance
+	top := container.NewVBox(modeRow, e.hint, container.NewBorder(nil, nil, nil, e.defaults, heading("Rules")), note(rulesHelp))
 	bottom := container.NewVBox(container.NewHBox(layout.NewSpacer(), e.save), e.status)
 	e.content = container.NewBorder(top, bottom, nil, nil, e.text)
 	return e
@@ -298,12 +309,30 @@ func (e *rulesEditor) doSave() {
 				return
 			}
 			e.saved = text
-			who := "every session"
+			who := "every session follows"
 			if e.scope == session.ScopeProject {
-				who = "this project's sessions"
+				who = "this project's sessions follow"
 			}
-			setStatus(e.status, widget.SuccessImportance, "Saved: "+who+" follow these rules from their next connection, running ones too.")
+			setStatus(e.status, widget.SuccessImportance, "Saved: "+who+" these rules from their next connection, running ones too.")
 			e.edited()
 		})
 	})
+}
+
+// showDefaults shows the default allowlist: what a session in Allowlist
+// mode reaches with no rule of the person's.
+func (e *rulesEditor) showDefaults() {
+	if e.win == nil {
+		return
+	}
+	list := widget.NewLabel(policy.DefaultText())
+	list.TextStyle.Monospace = true
+	list.Selectable = true
+	scroll := container.NewVScroll(list)
+	scroll.SetMinSize(fyne.NewSize(440, 360))
+	content := container.NewBorder(note("In Allowlist mode every session reaches these hosts, besides your rules. "+
+		"\"read\" lets only downloads through; \"allow HOST write\" in your rules lets pushes through too. "+
+		"A line \"defaults off\" in your rules leaves this list out."), nil, nil, nil, scroll)
+	d := dialog.NewCustom("The default allowlist", "Close", content, e.win)
+	d.Show()
 }

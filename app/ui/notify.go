@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"sandbar/app/session"
 	"sandbar/app/store"
@@ -143,11 +144,28 @@ func (u *UI) StartNotifications(send func(sessionNote)) *Notifier {
 	if send == nil {
 		send = u.desktopSend(n)
 	}
+	started := time.Now()
 	events := u.Backend.Subscribe(ctx, "")
 	go func() {
 		defer close(n.done)
 		tr := newTransitions()
+		// A session that ended before this start was told of then (or by
+		// the Sandbar that ran then): the state events a merge, a rename
+		// or a restore publish for it again are no news. Those that run
+		// are left to their events, which may already be queued.
+		if ss, err := u.Backend.List(ctx); err == nil {
+			for _, s := range ss {
+				if !session.Live(s.State) && !s.Ended.IsZero() && s.Ended.Before(started) {
+					tr.step(session.Event{Session: s.ID, Kind: session.EventState, State: s.State, Activity: s.Activity, Reason: s.Reason, ExitCode: s.ExitCode})
+				}
+			}
+		}
 		for ev := range events {
+			if ev.Kind == session.EventRemoved {
+				// Kept: a session back from the trash (Undo) publishes the
+				// state it had, which was told already.
+				continue
+			}
 			k, changed := tr.step(ev)
 			if !changed || k == noticeNone {
 				continue

@@ -251,3 +251,50 @@ func TestNotifierRealManager(t *testing.T) {
 		t.Errorf("unexpected notifications: %v", noteTitles(rec.all()))
 	}
 }
+
+// TestNotifierOncePerStateChange: a session that finished before Sandbar
+// started is not told of again when a merge or an Undo of its delete
+// publishes its state anew, nor one that finished while it ran (each
+// notification fired again after every restart of the app).
+func TestNotifierOncePerStateChange(t *testing.T) {
+	e := sessiontest.New(t)
+	repo := e.Repo(t, "notes app")
+	ctx := context.Background()
+	before, err := e.Manager.Start(ctx, session.Options{Repo: repo, Agent: sessiontest.Shell("echo done > done.txt"), Title: "Before"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.WaitState(t, before.ID, session.StateStopped, 30*time.Second)
+
+	u := New(test.NewTempApp(t), e.Manager, nil)
+	rec := newNoteRecorder()
+	n := u.StartNotifications(rec.send)
+	defer n.Stop()
+
+	during, err := e.Manager.Start(ctx, session.Options{Repo: repo, Agent: sessiontest.Shell("echo x > during.txt"), Title: "During"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, "During — finished", 1)
+	for _, id := range []string{before.ID, during.ID} {
+		if _, err := e.Manager.Merge(ctx, id, session.MergeOptions{}); err != nil {
+			t.Fatalf("merge %s: %v", id, err)
+		}
+		if err := e.Manager.Remove(ctx, id, false); err != nil {
+			t.Fatalf("remove %s: %v", id, err)
+		}
+		if _, err := e.Manager.Restore(ctx, id); err != nil {
+			t.Fatalf("restore %s: %v", id, err)
+		}
+	}
+	// Events reach the notifier in order: once a later session's
+	// notification is in, the merges and restores have been seen.
+	if _, err := e.Manager.Start(ctx, session.Options{Repo: repo, Agent: sessiontest.Shell("true"), Title: "After"}); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, "After — finished", 1)
+	n.Stop()
+	if got := rec.all(); len(got) != 2 || got[0].Title != "During — finished" || got[1].Title != "After — finished" {
+		t.Errorf("notifications %v, want During's and After's once each", noteTitles(got))
+	}
+}

@@ -116,6 +116,7 @@ func (w *projectSettingsWindow) load() {
 				// The project's path names it unambiguously (an id could be
 				// read as a session's).
 				w.rules = newRulesEditor(u, session.ScopeProject, p.Path, p.ID)
+				w.rules.win = w.win
 				w.tabs.Append(container.NewTabItemWithIcon(tabNetwork, theme.UploadIcon(), container.NewBorder(
 					note("Rules for every session of "+p.Name+", added to Sandbar's (the Network tab of Settings). A repository's .sandbar/network may add more, or narrow them."),
 					nil, nil, nil, w.rules.content)))

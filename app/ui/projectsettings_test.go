@@ -129,6 +129,9 @@ func TestProjectSettingsNetworkRules(t *testing.T) {
 	retype(e.text, "mode allowlist\nallow db.example.com:5432\n")
 	test.Tap(e.save)
 	h.q.WaitFor(t, 5*time.Second, "the rules saved", func() bool { return strings.HasPrefix(e.status.Text, "Saved") })
+	if !strings.HasPrefix(e.status.Text, "Saved: this project's sessions follow these rules") {
+		t.Errorf("status = %q, want it to say the project's sessions follow them", e.status.Text)
+	}
 	if v, _, _ := h.env.Store.ProjectSetting(ctx, p.ID, store.ProjectNetwork); v != "mode allowlist\nallow db.example.com:5432\n" {
 		t.Errorf("the project's rules are %q", v)
 	}

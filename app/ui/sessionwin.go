@@ -408,6 +408,9 @@ func (w *sessionWindow) applySession(s store.Session) {
 		w.chatNote.SetText(why)
 		w.chatNote.Show()
 	}
+	if w.gone {
+		w.disableGone()
+	}
 }
 
 func (w *sessionWindow) showUptime() {
@@ -433,7 +436,14 @@ func (w *sessionWindow) showUptime() {
 func (w *sessionWindow) removed() {
 	w.gone = true
 	w.trashedNotice()
-	for _, b := range []*widget.Button{w.interrupt, w.resume, w.stop, w.restart, w.branch, w.merge, w.del, w.chatSend, w.title.rename} {
+	w.disableGone()
+}
+
+// disableGone turns off every action of a deleted session's window: the
+// notice's Undo is all it offers. applySession calls it again, since the
+// state events of the stop that the delete made may come after it.
+func (w *sessionWindow) disableGone() {
+	for _, b := range []*widget.Button{w.interrupt, w.resume, w.stop, w.restart, w.commitNow, w.sync.btn, w.branch, w.merge, w.del, w.chatSend, w.title.rename, w.net.publish} {
 		b.Disable()
 	}
 	w.chat.Disable()

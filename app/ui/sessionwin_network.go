@@ -73,6 +73,11 @@ type netPanel struct {
 	empty                  *widget.Label
 	detail                 *widget.Label
 
+	// failedOnes are the destinations allowed but not reached, the
+	// latest first; showFailed lists them in detail.
+	failedOnes []store.NetAttempt
+	showFailed *widget.Button
+
 	ports       []netstack.Port
 	portList    *widget.List
 	portsNote   *widget.Label
@@ -127,12 +132,15 @@ func newNetPanel(w *sessionWindow) *netPanel {
 	}
 	p.empty = widget.NewLabelWithStyle("No connection was denied.", fyne.TextAlignCenter, fyne.TextStyle{Italic: true})
 	p.detail = note("Select a destination to read why it was denied, in full.")
+	p.showFailed = widget.NewButton("Show failed", p.listFailed)
+	p.showFailed.Importance = widget.LowImportance
+	p.showFailed.Hide()
 
 	head := container.NewBorder(nil, nil, nil, container.NewVBox(p.project), container.NewVBox(p.summary, p.notes, p.loadNote))
 	// The detail shows two lines, and scrolls for more.
 	detail := container.NewVScroll(p.detail)
 	detail.SetMinSize(fyne.NewSize(0, widget.NewLabel("1\n2").MinSize().Height))
-	denied := container.NewBorder(container.NewBorder(nil, nil, heading("Denied connections"), nil, p.counts), detail, nil, nil,
+	denied := container.NewBorder(container.NewBorder(nil, nil, heading("Denied connections"), p.showFailed, p.counts), detail, nil, nil,
 		container.NewStack(p.list, container.NewCenter(p.empty)))
 	split := container.NewVSplit(denied, p.portsPane())
 	split.Offset = 0.75
@@ -217,6 +225,7 @@ func (p *netPanel) setSummary(sum session.NetSummary) {
 // stays.
 func (p *netPanel) setAttempts(as []store.NetAttempt) {
 	p.allowed, p.failed, p.dests = 0, 0, 0
+	p.failedOnes = p.failedOnes[:0]
 	clear(p.reached)
 	for _, a := range as {
 		k := keyOf(a)
@@ -225,6 +234,7 @@ func (p *netPanel) setAttempts(as []store.NetAttempt) {
 			p.allowed += a.Count
 			if a.Error != "" {
 				p.failed += a.Count
+				p.failedOnes = append(p.failedOnes, a)
 			} else if a.Last.After(p.reached[k]) {
 				p.reached[k] = a.Last
 			}
@@ -243,6 +253,7 @@ func (p *netPanel) setAttempts(as []store.NetAttempt) {
 		}
 	}
 	slices.SortStableFunc(p.denied, func(x, y *deniedRow) int { return y.a.Last.Compare(x.a.Last) })
+	slices.SortStableFunc(p.failedOnes, func(x, y store.NetAttempt) int { return y.Last.Compare(x.Last) })
 	p.refreshList()
 }
 
@@ -332,7 +343,10 @@ func (p *netPanel) add(a store.NetAttempt) {
 func (p *netPanel) refreshList() {
 	counts := []string{fmt.Sprintf("%d allowed %s to %d %s", p.allowed, pluralWord(p.allowed, "connection", "connections"), p.dests, pluralWord(p.dests, "destination", "destinations"))}
 	if p.failed > 0 {
-		counts = append(counts, fmt.Sprintf("%d of them failed (see sandbar net %s)", p.failed, shortID(p.w.id)))
+		counts = append(counts, fmt.Sprintf("%d of them failed", p.failed))
+		p.showFailed.Show()
+	} else {
+		p.showFailed.Hide()
 	}
 	counts = append(counts, fmt.Sprintf("%d %s denied", len(p.denied), pluralWord(len(p.denied), "destination", "destinations")))
 	p.counts.SetText(strings.Join(counts, " · "))

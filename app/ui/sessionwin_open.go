@@ -34,6 +34,9 @@ type opener struct {
 	// path, when the command exits with an error at once (xdg-open with
 	// no file manager to hand the folder to).
 	noApp string
+	// url, for a web address's opener: failing at once (no browser), it
+	// offers to copy the address instead.
+	url string
 }
 
 // urlOpener opens a web address in the person's browser, with the
@@ -41,7 +44,8 @@ type opener struct {
 // as well.
 func urlOpener(url string, look func(string) (string, error)) opener {
 	o := fileOpener(url, look)
-	o.label, o.dir = url, ""
+	o.label, o.dir, o.url = url, "", url
+	o.noApp = "no browser is set up to open it"
 	return o
 }
 
@@ -189,7 +193,10 @@ func (w *sessionWindow) startOpener(o opener) {
 		defer t.Stop()
 		select {
 		case err := <-exited:
-			if err != nil {
+			switch {
+			case err != nil && o.url != "":
+				w.ui(func() { w.noBrowser(o.url, filepath.Base(o.argv[0])+" found no browser: "+o.noApp) })
+			case err != nil:
 				w.ui(func() { w.noFolderApp(o, o.dir, filepath.Base(o.argv[0])+" found no app to open the folder with") })
 			}
 		case <-t.C:
@@ -210,5 +217,16 @@ func (w *sessionWindow) noFolderApp(o opener, dir, what string) {
 		noticeAction{"Copy path", widget.HighImportance, func() {
 			w.u.App.Clipboard().SetContent(dir)
 			w.notice.show(widget.SuccessImportance, "Copied "+dir+".")
+		}})
+}
+
+// noBrowser says that a web address could not be opened, and why, with a
+// button to copy it for a browser of the person's choosing.
+func (w *sessionWindow) noBrowser(url, why string) {
+	w.notice.show(widget.WarningImportance,
+		"Could not open "+url+": "+why+". Copy the address and open it in a browser.",
+		noticeAction{"Copy URL", widget.HighImportance, func() {
+			w.u.App.Clipboard().SetContent(url)
+			w.notice.show(widget.SuccessImportance, "Copied "+url+".")
 		}})
 }

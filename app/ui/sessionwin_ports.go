@@ -130,7 +130,7 @@ func (p *netPanel) open(port netstack.Port) {
 	url := portURL(port)
 	o := urlOpener(url, p.look)
 	if o.missing != "" {
-		setStatus(p.portsStatus, widget.WarningImportance, "Cannot open "+url+": "+o.missing+". Open it in a browser.")
+		p.w.noBrowser(url, o.missing)
 		return
 	}
 	setStatus(p.portsStatus, widget.MediumImportance, "")

@@ -17,6 +17,7 @@ import (
 // the certificates this machine trusts (settings_certs.go).
 func (w *settingsWindow) networkTab() fyne.CanvasObject {
 	w.netRules = newRulesEditor(w.u, session.ScopeSandbar, "", 0)
+	w.netRules.win = w.win
 	w.publish = widget.NewCheck("Publish the ports a session listens on at this machine's 127.0.0.1", func(on bool) {
 		if !w.settingUp {
 			w.setPublish(on)

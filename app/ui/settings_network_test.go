@@ -8,6 +8,7 @@ import (
 
 	"fyne.io/fyne/v2/test"
 
+	"sandbar/app/net/policy"
 	"sandbar/app/session"
 	"sandbar/app/session/sessiontest"
 	"sandbar/app/store"
@@ -76,6 +77,9 @@ func TestSettingsNetworkRulesAreCheckedBeforeSaving(t *testing.T) {
 	retype(e.text, "mode open\nallow api.example.com:8443\n")
 	test.Tap(e.save)
 	h.q.WaitFor(t, 5*time.Second, "the rules saved", func() bool { return strings.HasPrefix(e.status.Text, "Saved") })
+	if !strings.HasPrefix(e.status.Text, "Saved: every session follows these rules") {
+		t.Errorf("status = %q, want it to say every session follows them", e.status.Text)
+	}
 	if v, _ := h.env.Manager.NetworkRules(ctx, session.ScopeSandbar, ""); v != "mode open\nallow api.example.com:8443\n" {
 		t.Errorf("saved rules = %q", v)
 	}
@@ -172,5 +176,41 @@ func TestSettingsSecretBroker(t *testing.T) {
 	h.q.WaitFor(t, 5*time.Second, "the binding removed", func() bool { return strings.HasPrefix(w.secretStatus.Text, "GITHUB_TOKEN is no longer brokered") })
 	if b, _ := h.env.Store.SecretBrokers(ctx); len(b) != 1 || b["REGISTRY_TOKEN"].Host != "registry.example.com" {
 		t.Errorf("bindings = %v, want REGISTRY_TOKEN's only", b)
+	}
+}
+
+// TestSettingsShowTheDefaultAllowlist: the rules box's placeholder reads
+// as a hint, not as a rule already there, and Default allowlist… shows
+// the hosts every session in Allowlist mode reaches (it was shown
+// nowhere).
+func TestSettingsShowTheDefaultAllowlist(t *testing.T) {
+	h := newAppHarness(t)
+	w := h.networkSettings(t)
+	e := w.netRules
+	if e.text.Text != "" {
+		t.Fatalf("a fresh data directory has rules %q", e.text.Text)
+	}
+	ph := e.text.PlaceHolder
+	if f, err := policy.Parse([]byte(ph), policy.SourceSandbar); err == nil {
+		t.Errorf("the placeholder %q parses as rules (%d of them): it reads as if they were there", ph, len(f.Rules))
+	}
+	if !strings.Contains(ph, "default allowlist") || !strings.Contains(ph, "Type") {
+		t.Errorf("the placeholder %q does not say what applies and what to do", ph)
+	}
+
+	test.Tap(e.defaults)
+	top := w.win.Canvas().Overlays().Top()
+	if top == nil {
+		t.Fatal("Default allowlist… showed nothing")
+	}
+	shown := strings.Join(texts(top), "\n")
+	for _, want := range []string{"allow api.anthropic.com", "allow github.com read", "allow proxy.golang.org read", "defaults off"} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("the default allowlist shown lacks %q:\n%s", want, shown)
+		}
+	}
+	test.Tap(overlayButton(t, w.win, "Close"))
+	if w.win.Canvas().Overlays().Top() != nil {
+		t.Error("Close left the default allowlist up")
 	}
 }

@@ -113,7 +113,7 @@ func storageRows(usage map[string]int64, sessions []store.Session, projects []st
 	seen := map[string]bool{}
 	for _, s := range sessions {
 		seen[s.ID] = true
-		rows = append(rows, storageRow{id: s.ID, label: names[s.ProjectID] + " · " + s.Branch, state: string(s.State), bytes: usage[s.ID]})
+		rows = append(rows, storageRow{id: s.ID, label: session.Title(s) + " · " + names[s.ProjectID], state: string(s.State), bytes: usage[s.ID]})
 	}
 	for id, n := range usage {
 		if !seen[id] {

@@ -99,7 +99,7 @@ func (p *trashPanel) set(ts []session.Trashed, projects []store.Project, err err
 		}
 		p.items = append(p.items, trashItem{
 			id:    t.ID,
-			label: name + " · " + t.Branch,
+			label: session.Title(t.Session) + " · " + name,
 			when:  "deleted " + humanDuration(now.Sub(t.Deleted)) + " ago",
 			bytes: t.Bytes,
 		})

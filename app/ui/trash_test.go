@@ -40,7 +40,8 @@ func TestStorageTrash(t *testing.T) {
 	if !strings.HasPrefix(tp.total.Text, "Trash: 2 sessions, ") || tp.empty.Disabled() {
 		t.Errorf("the trash's heading %q (Empty trash disabled: %v)", tp.total.Text, tp.empty.Disabled())
 	}
-	if tp.items[0].bytes < 100000 || !strings.HasPrefix(tp.items[0].label, "storage · sandbar/") || !strings.HasPrefix(tp.items[0].when, "deleted ") {
+	// A session by its title, as everywhere else, not its branch.
+	if tp.items[0].bytes < 100000 || !strings.HasPrefix(tp.items[0].label, "head -c 100000") || !strings.HasSuffix(tp.items[0].label, " · storage") || !strings.HasPrefix(tp.items[0].when, "deleted ") {
 		t.Errorf("first trash row: %+v", tp.items[0])
 	}
 	if !shows(w.win, "Deleted sessions stay here for 7 days, then go for good.") {
@@ -71,8 +72,11 @@ func TestStorageTrash(t *testing.T) {
 	if _, err := h.env.Manager.Get(ctx, first); err != nil {
 		t.Errorf("the restored session: %v", err)
 	}
-	if !strings.HasPrefix(tp.status.Text, "Restored “storage · ") {
+	if !strings.HasPrefix(tp.status.Text, "Restored “head -c 100000") {
 		t.Errorf("status after Restore: %q", tp.status.Text)
+	}
+	if l := w.storage[0].label; !strings.HasPrefix(l, "head -c 100000") || !strings.HasSuffix(l, " · storage") {
+		t.Errorf("the storage row says %q, want the session's title and project", l)
 	}
 
 	// Empty trash asks first, then deletes for good.

@@ -106,7 +106,7 @@ func (t *Tray) merge(id string) {
 		t.poke()
 		msg := fmt.Sprintf("%s is in the repository at %.8s", what, res.Commit)
 		if n := len(res.Uncommitted); n > 0 {
-			msg += fmt.Sprintf("; %d uncommitted file(s) were left out", n)
+			msg += "; " + plural(n, "uncommitted file was", "uncommitted files were") + " left out"
 		}
 		t.tell("Merged", msg)
 	}()

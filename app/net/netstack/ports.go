@@ -76,7 +76,10 @@ func (p *published) close() {
 
 // Publish makes the guest's TCP port reachable at 127.0.0.1:host on the
 // host; host 0 takes any free port. A port already published is returned
-// as it is. Only the host's loopback is ever listened on.
+// as it is when host is 0 or its host port; asked for another host port,
+// it moves there (its old listener closes), or, that port being taken,
+// stays where it is and the error says so. Only the host's loopback is
+// ever listened on.
 func (n *Network) Publish(guest, host uint16) (Port, error) {
 	if guest == 0 {
 		return Port{}, errors.New("publish: guest port 0 is not a port")
@@ -86,14 +89,21 @@ func (n *Network) Publish(guest, host uint16) (Port, error) {
 		n.mu.Unlock()
 		return Port{}, net.ErrClosed
 	}
+	var moved *published
 	if p, ok := n.published[guest]; ok {
-		n.mu.Unlock()
-		return p.port, nil
+		if host == 0 || host == p.port.Host {
+			n.mu.Unlock()
+			return p.port, nil
+		}
+		moved = p
 	}
 	n.mu.Unlock()
 
 	ln, err := listenLoopback(host)
 	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) && moved != nil {
+			return Port{}, fmt.Errorf("127.0.0.1:%d is taken by another program on this machine, so guest port %d stays published on 127.0.0.1:%d: pick another host port: %w", host, guest, moved.port.Host, ErrPortInUse)
+		}
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return Port{}, fmt.Errorf("127.0.0.1:%d is taken by another program on this machine: pick another host port: %w", host, ErrPortInUse)
 		}
@@ -103,7 +113,7 @@ func (n *Network) Publish(guest, host uint16) (Port, error) {
 	p := &published{port: Port{Guest: guest, Host: got, URL: PortURL(n.cfg.Origin, got)}, ln: ln}
 
 	n.mu.Lock()
-	if old, ok := n.published[guest]; ok || n.closed {
+	if old, ok := n.published[guest]; (ok && old != moved) || n.closed {
 		n.mu.Unlock()
 		ln.Close()
 		if ok {
@@ -113,6 +123,9 @@ func (n *Network) Publish(guest, host uint16) (Port, error) {
 	}
 	n.published[guest] = p
 	n.mu.Unlock()
+	if moved != nil {
+		moved.close()
+	}
 	p.wg.Go(func() { n.servePublished(p) })
 	return p.port, nil
 }

@@ -230,3 +230,51 @@ func TestPublishAfterClose(t *testing.T) {
 		t.Errorf("Published() = %v after Close", got)
 	}
 }
+
+// TestPublishAgainOnAnotherHostPort: a guest port published already and
+// asked for on another host port moves there (sandbar ports ID publish
+// 8000:8000 after the guest's own 8000 was published on a free port);
+// that port being taken, the error says so and where it stays.
+func TestPublishAgainOnAnotherHostPort(t *testing.T) {
+	tn := newTestNet(t, netOptions{})
+	guestEcho(t, tn.guest, 8000)
+	first, err := tn.Publish(8000, 0)
+	if err != nil {
+		t.Fatalf("Publish(8000, 0): %v", err)
+	}
+
+	taken := takenPort(t)
+	_, err = tn.Publish(8000, taken)
+	if !errors.Is(err, ErrPortInUse) {
+		t.Fatalf("Publish(8000, %d) with %d taken: %v, want ErrPortInUse", taken, taken, err)
+	}
+	for _, want := range []string{fmt.Sprintf("127.0.0.1:%d is taken", taken), fmt.Sprintf("stays published on 127.0.0.1:%d", first.Host), "pick another host port"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if got := tn.Published(); !reflect.DeepEqual(got, []Port{first}) {
+		t.Errorf("Published() = %v after the refused move, want %v", got, []Port{first})
+	}
+	roundTrip(t, dialHost(t, first.Host), "through the port that stayed")
+
+	free := closedPort(t)
+	moved, err := tn.Publish(8000, free)
+	if err != nil {
+		t.Fatalf("Publish(8000, %d) with %d free: %v", free, free, err)
+	}
+	if moved.Guest != 8000 || moved.Host != free {
+		t.Errorf("Publish(8000, %d) = %v, want it moved to %d", free, moved, free)
+	}
+	roundTrip(t, dialHost(t, free), "through the port it moved to")
+	if c, err := net.Dial("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(first.Host)))); err == nil {
+		c.Close()
+		t.Errorf("127.0.0.1:%d still accepts after the port moved", first.Host)
+	}
+	if got := tn.Published(); !reflect.DeepEqual(got, []Port{moved}) {
+		t.Errorf("Published() = %v, want %v", got, []Port{moved})
+	}
+	if again, err := tn.Publish(8000, 0); err != nil || again != moved {
+		t.Errorf("Publish(8000, 0) after the move: %v, %v; want %v as it is", again, err, moved)
+	}
+}

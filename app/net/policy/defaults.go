@@ -1,6 +1,9 @@
 package policy
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // defaultAllowlist is the one list of what a session reaches without
 // being told: the model's API and the package registries and code hosts
@@ -65,6 +68,12 @@ allow objects.githubusercontent.com read
 allow raw.githubusercontent.com read
 allow gitlab.com read
 `
+
+// DefaultText is the default allowlist as the rule syntax writes it, with
+// its comments: what a person reads, and may copy into their own rules.
+func DefaultText() string {
+	return strings.TrimLeft(defaultAllowlist, "\n")
+}
 
 // Defaults returns the default allowlist (see defaultAllowlist), a fresh
 // copy each call, every rule's Source SourceDefault. Compose adds it

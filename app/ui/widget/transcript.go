@@ -382,10 +382,18 @@ func toolTitle(e Entry) string {
 // shows: about 600 points.
 const toolTitleMax = 64
 
+// turnsText is "1 turn", "3 turns".
+func turnsText(n int) string {
+	if n == 1 {
+		return "1 turn"
+	}
+	return fmt.Sprintf("%d turns", n)
+}
+
 func resultLabel(e Entry) *widget.Label {
 	parts := []string{}
 	if e.Turns > 0 {
-		parts = append(parts, fmt.Sprintf("%d turns", e.Turns))
+		parts = append(parts, turnsText(e.Turns))
 	}
 	if e.Duration > 0 {
 		parts = append(parts, RoundDuration(e.Duration).String())

@@ -73,6 +73,9 @@ func TestTranscriptFoldsToolCalls(t *testing.T) {
 			t.Errorf("result row %q lacks %q", res.Text, want)
 		}
 	}
+	if one := resultLabel(Entry{Kind: EntryResult, Turns: 1, CostUSD: 0.01}); !strings.Contains(one.Text, "1 turn ·") {
+		t.Errorf("one turn's result row %q, want \"1 turn\"", one.Text)
+	}
 	if v.empty.Visible() {
 		t.Error("the empty note shows with entries")
 	}
