@@ -49,13 +49,14 @@ func (w *sessionWindow) refreshMerge(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
-	if err != nil {
-		// The actions stay on: a merge says what is wrong.
-		t = session.MergeTarget{Branch: w.sess.Branch}
-	}
 	w.ui(func() {
 		if gen != w.targetGen.Load() {
 			return // a later read, of a later state, answers
+		}
+		if err != nil {
+			// The actions stay on: a merge says what is wrong. (w.sess
+			// is the UI goroutine's: read here, not where the read ran.)
+			t = session.MergeTarget{Branch: w.sess.Branch}
 		}
 		w.target = t
 		w.showMergeTarget()
