@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"sandbar/guest/protocol"
 )
@@ -27,6 +28,42 @@ const (
 	SystemCABundle = "/etc/ssl/certs/ca-certificates.crt"
 	SandbarCAFile  = "/etc/ssl/certs/sandbar-ca.pem"
 )
+
+// caBundles are where distributions keep the system bundle, in the
+// order they are looked for: Debian and Ubuntu (and Alpine with
+// ca-certificates), Fedora and RHEL, openSUSE, Alpine without it.
+var caBundles = []string{
+	SystemCABundle,
+	"/etc/pki/tls/certs/ca-bundle.crt",
+	"/etc/ssl/ca-bundle.pem",
+	"/etc/ssl/cert.pem",
+}
+
+// CABundleFor is the system bundle of the root at root ("/" for the
+// running system): the first of caBundles it has, with its links
+// followed (Fedora's is a link into /etc/pki/ca-trust/extracted, which
+// its other names lead to as well), so that the CA joins the public
+// roots the image already trusts. Debian's path when it has none: the
+// bundle then holds only the start's CAs.
+func CABundleFor(root string) string {
+	for _, p := range caBundles {
+		full := filepath.Join(root, p)
+		fi, err := os.Stat(full)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(full)
+		if err != nil {
+			continue
+		}
+		rel, err := filepath.Rel(root, real)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			continue // a link out of the root: not the image's file
+		}
+		return filepath.Join("/", rel)
+	}
+	return SystemCABundle
+}
 
 // maxCABundle bounds the system bundle read before the CA is added
 // (Debian's is about 220 KB).

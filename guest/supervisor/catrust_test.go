@@ -374,3 +374,59 @@ func TestStartTakesBackAnEarlierBootsCA(t *testing.T) {
 	}
 	assertNoTempFiles(t, filepath.Dir(h.caBundle))
 }
+
+// TestCABundleFor: the CA joins the bundle the image has (Debian's,
+// Fedora's through its link, Alpine's), Debian's path when it has none,
+// and never a file a link leads out of the root to.
+func TestCABundleFor(t *testing.T) {
+	mk := func(t *testing.T, root, p string) {
+		t.Helper()
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte("roots\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := func(t *testing.T, root, p, target string) {
+		t.Helper()
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, full); err != nil {
+			t.Fatal(err)
+		}
+	}
+	debian := t.TempDir()
+	mk(t, debian, SystemCABundle)
+	mk(t, debian, "/etc/ssl/cert.pem")
+	fedora := t.TempDir()
+	mk(t, fedora, "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem")
+	// Fedora's links are absolute; relative here, so that they stay in
+	// the test's root (in the guest the root is /).
+	link(t, fedora, "/etc/pki/tls/certs/ca-bundle.crt", "../../ca-trust/extracted/pem/tls-ca-bundle.pem")
+	link(t, fedora, "/etc/ssl/certs", "../pki/tls/certs")
+	alpine := t.TempDir()
+	mk(t, alpine, "/etc/ssl/cert.pem")
+	bare := t.TempDir()
+	outside := t.TempDir()
+	mk(t, outside, "/bundle.pem")
+	escaping := t.TempDir()
+	link(t, escaping, SystemCABundle, filepath.Join(outside, "bundle.pem"))
+	for _, c := range []struct{ name, root, want string }{
+		{"debian", debian, SystemCABundle},
+		// Fedora's /etc/ssl/certs is a link to /etc/pki/tls/certs, so
+		// Debian's name finds nothing there, and ca-bundle.crt is
+		// followed to the file its other names lead to.
+		{"fedora", fedora, "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem"},
+		{"alpine", alpine, "/etc/ssl/cert.pem"},
+		{"none", bare, SystemCABundle},
+		{"a link out of the root", escaping, SystemCABundle},
+	} {
+		if got := CABundleFor(c.root); got != c.want {
+			t.Errorf("%s: CABundleFor = %s, want %s", c.name, got, c.want)
+		}
+	}
+}

@@ -62,7 +62,7 @@ func supervise() int {
 	s := supervisor.New(supervisor.Config{
 		Sys:         supervisor.LinuxSystem{},
 		Logger:      log,
-		CABundle:    supervisor.SystemCABundle,
+		CABundle:    supervisor.CABundleFor("/"),
 		CAFile:      supervisor.SandbarCAFile,
 		JVM:         supervisor.JVMTrust{Keytool: "keytool"},
 		SudoersFile: supervisor.SandbarSudoers,
