@@ -53,7 +53,14 @@ if [ -f .git/index ]; then cp .git/index "$GIT_INDEX_FILE"; else git read-tree "
 # save that is busy is never taken for one that is stuck. Files over
 # 64 MiB that are not committed stay out of the snapshot (it is for work
 # in progress; a stray disk image would make every stop slow), and stderr
-# says which.
+# says which. core.bigFileThreshold=1 has update-index stream every new
+# blob into a pack (git's bulk check-in) instead of a file per object:
+# 10,000 new files are five packs, not 10,000 files created in the VM's
+# overlay and read back. Both that and the last pack-objects compress at
+# level 1 and look for no deltas (--window=0: the pack reuses the objects
+# as they are, and deltas it already has). In a VM under emulation the
+# script took about half the time for 10,000 new files (16 s, against 28
+# and 40 s with loose objects and a delta search), in a pack 8% smaller.
 echo "sandbar-save: progress listing changes" >&2
 git ls-files -z -d > "$t/deleted"
 # Modified paths before new ones: a file that became a folder leaves the
@@ -70,9 +77,17 @@ if [ -s "$t/big" ]; then
 fi
 if [ -s "$t/deleted" ] || [ -s "$t/add" ]; then
 	echo "sandbar-save: progress adding $(cat "$t/deleted" "$t/add" | tr -cd '\0' | wc -c) paths" >&2
-	{ if cat "$t/deleted" "$t/add" | git update-index -z --add --remove --replace --verbose --stdin; then r=0; else r=1; fi; echo $r > "$t/rc"; } |
-		awk 'NR % 2000 == 0 { printf "sandbar-save: progress added %d paths\n", NR > "/dev/stderr"; fflush("/dev/stderr") }'
-	if [ "$(cat "$t/rc")" != 0 ]; then
+	# In batches of 2,000 paths, each one update-index (one pack) and a
+	# progress line: --verbose would say each path, but it also ends
+	# the bulk check-in at each (a pack per object).
+	cat "$t/deleted" "$t/add" | split -t '\0' -l 2000 -a 4 - "$t/batch."
+	r=0 n=0
+	for b in "$t"/batch.*; do
+		git -c core.bigFileThreshold=1 -c pack.compression=1 update-index -z --add --remove --replace --stdin < "$b" || { r=1; break; }
+		n=$((n + $(tr -cd '\0' < "$b" | wc -c)))
+		echo "sandbar-save: progress added $n paths" >&2
+	done
+	if [ "$r" != 0 ]; then
 		# What update-index refuses (a folder that is a repository
 		# without a commit, say) is git add's to judge, as before.
 		echo "sandbar-save: progress update-index failed; adding with git add -A" >&2
@@ -119,7 +134,7 @@ mods . "" 0 "$br" || echo "sandbar-save: submodules not saved" >&2
 printf 'sandbar-save 2 %s %s %s\n' "$br" "$snap" "$head"
 cat "$t/modules"
 printf 'pack\n'
-printf '%s\n%s\n^%s\n' "$br" "$snap" "$base" | git pack-objects --revs --stdout --progress --delta-base-offset
+printf '%s\n%s\n^%s\n' "$br" "$snap" "$base" | git -c pack.compression=1 pack-objects --revs --stdout --progress --delta-base-offset --window=0
 `
 
 // SaveInfo is a session's work as ImportSave took it in.
