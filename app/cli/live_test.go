@@ -42,7 +42,7 @@ func TestLivePrinterBinary(t *testing.T) {
 	p.show(session.LiveOutput{PID: 9, Elapsed: 100 * time.Millisecond, Binary: true, Skipped: 8192})
 	p.show(session.LiveOutput{PID: 9, Elapsed: 1100 * time.Millisecond, Binary: true, Skipped: 4200000})
 	p.show(session.LiveOutput{PID: 9, Done: true})
-	want := "⋯ running · 0.1 s\n  │ … binary output, not shown (8.2 kB so far)\n"
+	want := "⋯ running · 0.1 s\n  │ … binary output, not shown (8.0 KiB so far)\n"
 	if out.String() != want {
 		t.Errorf("printed\n%q\nwant\n%q", out.String(), want)
 	}

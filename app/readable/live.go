@@ -3,6 +3,7 @@ package readable
 import (
 	"fmt"
 
+	"sandbar/app/doctor"
 	"sandbar/app/session"
 )
 
@@ -33,7 +34,7 @@ func LiveLine(text string) string { return "  │ " + text }
 // "" when none.
 func LiveSkipped(l session.LiveOutput) string {
 	if l.Binary {
-		return fmt.Sprintf("  │ … binary output, not shown (%s so far)", sizeWords(l.Skipped))
+		return fmt.Sprintf("  │ … binary output, not shown (%s so far)", doctor.HumanBytes(l.Skipped))
 	}
 	if l.Skipped == 0 {
 		return ""
@@ -54,15 +55,3 @@ func LiveView(l session.LiveOutput) []string {
 	return out
 }
 
-// sizeWords is n bytes in words: "812 bytes", "4.2 MB", "300 MB".
-func sizeWords(n int64) string {
-	switch {
-	case n < 1000:
-		return fmt.Sprintf("%d bytes", n)
-	case n < 1000*1000:
-		return fmt.Sprintf("%.1f kB", float64(n)/1000)
-	case n < 1000*1000*1000:
-		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
-	}
-	return fmt.Sprintf("%.1f GB", float64(n)/1e9)
-}
