@@ -54,4 +54,3 @@ func LiveView(l session.LiveOutput) []string {
 	}
 	return out
 }
-
