@@ -2,20 +2,13 @@ package session
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"sandbar/app/net/hosttrust"
+	"sandbar/app/net/hosttrust/hosttrusttest"
 	"sandbar/guest/protocol"
 )
 
@@ -24,16 +17,7 @@ import (
 // fingerprint) and each file left out; with the setting off it carries
 // none and says so.
 func TestHostCertsInTheStart(t *testing.T) {
-	dir := t.TempDir()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "Corp Inspection CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "corp.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
-	os.WriteFile(filepath.Join(dir, "broken.crt"), []byte("not a certificate"), 0o644)
+	dir, der := hosttrusttest.Dir(t, "Corp Inspection CA")
 	f := newFixtureWith(t, func(c *Config) { c.HostTrust = hosttrust.Source{Dir: dir} })
 	ctx := context.Background()
 

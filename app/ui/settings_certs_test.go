@@ -2,14 +2,6 @@ package ui
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +10,7 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"sandbar/app/net/hosttrust"
+	"sandbar/app/net/hosttrust/hosttrusttest"
 	"sandbar/app/store"
 )
 
@@ -26,16 +19,7 @@ import (
 // check turns carrying them off and on in the store.
 func TestSettingsHostCerts(t *testing.T) {
 	h := newAppHarness(t)
-	dir := t.TempDir()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "Corp Inspection CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "corp.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
-	os.WriteFile(filepath.Join(dir, "broken.crt"), []byte("not a certificate"), 0o644)
+	dir, der := hosttrusttest.Dir(t, "Corp Inspection CA")
 	h.prefs.HostTrust = hosttrust.Source{Dir: dir}
 
 	w := h.networkSettings(t)
