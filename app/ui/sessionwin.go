@@ -143,6 +143,7 @@ type sessionWindow struct {
 	transcript *sbwidget.TranscriptView
 	changes    *changesPanel
 	exec       *execConsole
+	term       *terminalPanel
 	res        *resourcePanel
 	net        *netPanel
 
@@ -262,6 +263,7 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 	}
 	w.changes = newChangesPanel(w)
 	w.exec = newExecConsole(w)
+	w.term = newTerminalPanel(w)
 	w.res = newResourcePanel()
 	w.res.setSession(s)
 	w.net = newNetPanel(w)
@@ -269,14 +271,18 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 		container.NewTabItemWithIcon(tabTranscript, theme.DocumentIcon(), sbwidget.Fit(w.transcript)),
 		container.NewTabItemWithIcon(tabLog, theme.ListIcon(), sbwidget.Fit(w.logTab.content)),
 		container.NewTabItemWithIcon(tabChanges, theme.DocumentCreateIcon(), sbwidget.Fit(w.changes.content)),
-		container.NewTabItemWithIcon(tabExec, theme.ComputerIcon(), sbwidget.Fit(w.exec.content)),
+		container.NewTabItemWithIcon(tabTerminal, theme.ComputerIcon(), w.term.content),
+		container.NewTabItemWithIcon(tabExec, theme.MediaPlayIcon(), sbwidget.Fit(w.exec.content)),
 		container.NewTabItemWithIcon(tabNetwork, theme.UploadIcon(), sbwidget.Fit(w.net.content)),
 		container.NewTabItemWithIcon(tabResources, theme.InfoIcon(), sbwidget.Fit(w.res.content)),
 	)
 	w.tabs.OnSelected = func(t *container.TabItem) {
-		if t.Text == tabNetwork {
+		switch t.Text {
+		case tabNetwork:
 			// The counts of allowed connections move without events.
 			w.net.reloadSoon()
+		case tabTerminal:
+			w.term.showTab()
 		}
 	}
 	if s.Agent.Kind != "claude" {
@@ -321,6 +327,7 @@ func (w *sessionWindow) close() {
 	w.cancel()
 	w.logTab.close()
 	w.exec.close()
+	w.term.close()
 }
 
 // wait returns when the window's goroutines have ended.
@@ -382,6 +389,7 @@ func (w *sessionWindow) applySession(s store.Session) {
 	w.showMergeTarget()
 	w.res.setSession(s)
 	w.exec.setRunning(s.State == session.StateRunning)
+	w.term.setRunning(s.State == session.StateRunning)
 	w.net.setSession(s, w.running)
 	if running := s.State == session.StateRunning; running != w.running {
 		w.running = running

@@ -16,7 +16,8 @@
 //     scroll region stays inside it, rows do not grow past its width,
 //     and a panic in a handler drops the sequence instead of ending the
 //     app;
-//   - output reading ends at the pipe's first error.
+//   - the output is handled on the UI goroutine (Post), a read at a
+//     time, in order, and reading ends at the pipe's first error.
 //
 // hostile_test.go holds each of these; the other tests are upstream's,
 // two of them changed where a bound changes what is drawn.

@@ -117,19 +117,18 @@ func (t *Terminal) takeCode() (code string, ok bool) {
 	return code, ok
 }
 
-// do runs fn on the UI goroutine (Sandbar). A panic there is logged and
-// the sequence dropped: upstream's handlers index rows and cells from
-// numbers the guest sends, and a panic on the UI goroutine would end
-// the whole app.
+// do runs fn, a handler of a sequence or a character (Sandbar: upstream
+// posted each with fyne.Do; handleOutput runs on the UI goroutine now).
+// A panic in it is logged and the sequence dropped: upstream's handlers
+// index rows and cells from numbers the guest sends, and a panic on the
+// UI goroutine would end the whole app.
 func (t *Terminal) do(fn func()) {
-	fyne.Do(func() {
-		defer func() {
-			if r := recover(); r != nil {
-				fyne.LogError("terminal: dropped a sequence", fmt.Errorf("%v", r))
-			}
-		}()
-		fn()
-	})
+	defer func() {
+		if r := recover(); r != nil {
+			fyne.LogError("terminal: dropped a sequence", fmt.Errorf("%v", r))
+		}
+	}()
+	fn()
 }
 
 func (t *Terminal) handleOutput(buf []byte) []byte {

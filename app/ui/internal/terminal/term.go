@@ -6,8 +6,8 @@ import (
 	"math"
 	"runtime"
 	"sync"
-	"time"
 	"unicode"
+	"unicode/utf8"
 
 	widget2 "sandbar/app/ui/internal/terminal/internal/widget"
 
@@ -20,9 +20,8 @@ import (
 )
 
 const (
-	bufLen             = 32768 // 32KB buffer for output, to align with modern L1 cache
-	highlightBitMask   = 0x55
-	maxRefreshInterval = 17 * time.Millisecond
+	bufLen           = 32768 // 32KB buffer for output, to align with modern L1 cache
+	highlightBitMask = 0x55
 )
 
 // Config is the state of a terminal, updated upon certain actions or commands.
@@ -83,14 +82,16 @@ type Terminal struct {
 		ctrlPressed  bool
 		altPressed   bool
 	}
-	newLineMode            bool // new line mode or line feed mode
-	bracketedPasteMode     bool
-	disableAutoWrap        bool // disable auto wrap mode (DECAWM off)
-	lastChar               rune // last graphic character output (for CSI b REP)
-	state                  *parseState
-	lastRefresh            time.Time
-	blinking               bool
-	readWriterConfigurator ReadWriterConfigurator
+	newLineMode        bool // new line mode or line feed mode
+	bracketedPasteMode bool
+	disableAutoWrap    bool // disable auto wrap mode (DECAWM off)
+	lastChar           rune // last graphic character output (for CSI b REP)
+	state              *parseState
+	blinking           bool
+
+	// Post runs a function on the UI goroutine (Sandbar): fyne.Do when
+	// nil, a test's queue in tests. All of the output is handled there.
+	Post func(func())
 
 	// OnResize, when set, is told the grid's size in cells whenever it
 	// changes (Sandbar: it sets the size of the shell's PTY in the guest).
@@ -314,10 +315,6 @@ func (t *Terminal) Exit() {
 	_, _ = t.Write([]byte{0x4})
 }
 
-func (t *Terminal) close() error {
-	return t.in.Close()
-}
-
 // don't call often - should we cache?
 func (t *Terminal) guessCellSize() fyne.Size {
 	cell := canvas.NewText("M", color.White)
@@ -328,51 +325,98 @@ func (t *Terminal) guessCellSize() fyne.Size {
 	return fyne.NewSize(float32(math.Round(float64(min.Width*scale))), float32(math.Round(float64(min.Height*scale))))
 }
 
-func (t *Terminal) run() {
+// post runs fn on the UI goroutine: Post, else fyne.Do.
+func (t *Terminal) post(fn func()) {
+	if t.Post != nil {
+		t.Post(fn)
+		return
+	}
+	fyne.Do(fn)
+}
+
+// onUI runs fn on the UI goroutine and waits for it, unless stop is
+// closed first.
+func (t *Terminal) onUI(stop <-chan struct{}, fn func()) {
+	done := make(chan struct{})
+	t.post(func() {
+		defer close(done)
+		fn()
+	})
+	select {
+	case <-done:
+	case <-stop:
+	}
+}
+
+// run reads the output until it ends or stop is closed, and hands it to
+// handleOutput on the UI goroutine, a read at a time, waiting for each.
+//
+// Sandbar: upstream parsed on the reading goroutine and posted a
+// function per character, while some sequences (ESC 7, 8, D, M) moved
+// the cursor and scrolled from the reading goroutine at once: out of
+// order, and racing the UI goroutine. A character's bytes split
+// between two reads are kept for the next (upstream dropped them).
+func (t *Terminal) run(stop <-chan struct{}) {
 	buf := make([]byte, bufLen)
-	var leftOver []byte
+	var pending []byte
 	for {
 		num, err := t.out.Read(buf)
+		if num > 0 {
+			data := append(pending, buf[:num]...)
+			cut := incompleteTail(data)
+			pending = append([]byte(nil), data[len(data)-cut:]...)
+			data = data[:len(data)-cut]
+			t.onUI(stop, func() {
+				if t.content == nil {
+					return // never shown
+				}
+				t.handleOutput(data)
+				t.Refresh()
+			})
+		}
 		if err != nil {
 			// Sandbar: the output is a pipe that ends with the shell.
 			// (Upstream went on reading after any other error.)
 			if err != io.EOF {
 				fyne.LogError("terminal read error", err)
 			}
-			break
-		}
-
-		lenLeftOver := len(leftOver)
-		fullBuf := buf
-		if lenLeftOver > 0 {
-			fullBuf = append(leftOver, buf[:num]...)
-			num += lenLeftOver
-		}
-
-		if t.content == nil {
 			return
 		}
-
-		leftOver = t.handleOutput(fullBuf[:num])
-		if len(leftOver) == 0 || time.Since(t.lastRefresh) > maxRefreshInterval {
-			t.lastRefresh = time.Now()
-			fyne.DoAndWait(t.Refresh)
+		select {
+		case <-stop:
+			return
+		default:
 		}
 	}
 }
 
-// RunWithConnection starts the terminal by connecting to an external resource like an SSH connection.
-// Sandbar: it starts at once; the caller waits until the widget has a
-// size (upstream polled for one, forever if the widget was never shown).
-func (t *Terminal) RunWithConnection(in io.WriteCloser, out io.Reader) error {
-	t.in, t.out = in, out
-	if t.readWriterConfigurator != nil {
-		t.out, t.in = t.readWriterConfigurator.SetupReadWriter(out, in)
+// incompleteTail is how many bytes at the end of b begin a UTF-8
+// character that is not whole yet.
+func incompleteTail(b []byte) int {
+	for n := 1; n < utf8.UTFMax && n <= len(b); n++ {
+		c := b[len(b)-n]
+		if utf8.RuneStart(c) {
+			if c >= utf8.RuneSelf && !utf8.FullRune(b[len(b)-n:]) {
+				return n
+			}
+			return 0
+		}
 	}
+	return 0
+}
 
-	t.run()
-
-	return t.close()
+// RunWithConnection shows what out gives until it ends or stop is
+// closed, and sends the keys typed to in, which it closes at the end.
+//
+// Sandbar: it starts at once (upstream polled, forever if the widget was
+// never shown: the caller waits for OnResize instead), stop ends it, and
+// it is the only way to run the terminal.
+func (t *Terminal) RunWithConnection(in io.WriteCloser, out io.Reader, stop <-chan struct{}) error {
+	t.onUI(stop, func() { t.in = in })
+	t.out = out
+	t.run(stop)
+	t.post(func() { t.in = discardWriter{} })
+	return in.Close()
 }
 
 // Write is used to send commands into an open terminal connection.
@@ -472,31 +516,4 @@ func (t *Terminal) DragEnd() {
 		t.selectClipboard().SetContent(t.SelectedText())
 	}
 	t.selecting = false
-}
-
-// SetReadWriter sets the readWriterConfigurator function that will be used when creating a new terminal.
-// The readWriterConfigurator function is responsible for setting up the I/O readers and writers.
-func (t *Terminal) SetReadWriter(mw ReadWriterConfigurator) {
-	t.readWriterConfigurator = mw
-}
-
-// ReadWriterConfigurator is an interface that defines the methods required to set up
-// the input (reader) and output (writer) streams for the terminal.
-// Implementations of this interface can modify or wrap the reader and writer.
-type ReadWriterConfigurator interface {
-	// SetupReadWriter configures the input and output streams for the terminal.
-	// It takes an input reader (r) and an output writer (w) as arguments.
-	// The function returns a possibly modified reader and writer that
-	// the terminal will use for I/O operations.
-	SetupReadWriter(r io.Reader, w io.WriteCloser) (io.Reader, io.WriteCloser)
-}
-
-// ReadWriterConfiguratorFunc is a function type that matches the signature of the
-// SetupReadWriter method in the Middleware interface.
-type ReadWriterConfiguratorFunc func(r io.Reader, w io.WriteCloser) (io.Reader, io.WriteCloser)
-
-// SetupReadWriter allows ReadWriterConfiguratorFunc to satisfy the Middleware interface.
-// It calls the ReadWriterConfiguratorFunc itself.
-func (m ReadWriterConfiguratorFunc) SetupReadWriter(r io.Reader, w io.WriteCloser) (io.Reader, io.WriteCloser) {
-	return m(r, w)
 }
