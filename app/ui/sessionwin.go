@@ -209,9 +209,13 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 	// the state changes.
 	// They have a row of their own, the VM's on the left and the work's
 	// on the right: beside the state they left it a third of the width.
+	// Resume, which shows only while the disk is full, comes last on its
+	// side, and Merge into is as wide as its longest usual label, so
+	// that neither moves another button when it changes.
 	actions := container.NewBorder(nil, nil,
-		container.NewHBox(w.interrupt, w.resume, w.stop, w.restart),
-		container.NewHBox(w.commitNow, w.sync.btn, w.branch, w.merge, w.del))
+		container.NewHBox(w.interrupt, w.stop, w.restart, w.resume),
+		container.NewHBox(w.commitNow, w.sync.btn, w.branch,
+			atLeastAsWide(w.merge, mergeIntoLabel(""), mergeIntoLabel("main"), mergeIntoLabel("master")), w.del))
 	// The title has the window's width: beside the actions it was cut
 	// to a few letters.
 	head := container.NewVBox(w.title.content, w.where, stateLine, w.mergeNote, actions)
