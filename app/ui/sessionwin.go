@@ -393,6 +393,8 @@ func (w *sessionWindow) applySession(s store.Session) {
 	w.showMergeTarget()
 	w.res.setSession(s)
 	w.exec.setRunning(s.State == session.StateRunning)
+	w.logTab.setWorking(s.State == session.StateRunning &&
+		(s.Activity == session.ActivityWorking || s.Activity == session.ActivityRetrying))
 	w.term.setRunning(s.State == session.StateRunning)
 	w.net.setSession(s, w.running)
 	if running := s.State == session.StateRunning; running != w.running {
