@@ -101,10 +101,10 @@ type sessionWindow struct {
 	launcher func(*exec.Cmd) error
 
 	name    *widget.Label // the session's title
-	where   *widget.Label // its project and branch
+	where   *readAllLabel // its project and branch
 	title   *titleEditor
 	dot     *canvas.Circle
-	state   *widget.Label
+	state   *readAllLabel // why it is in its state: clicked, said whole
 	uptime  *widget.Label
 	stop    *widget.Button
 	restart *widget.Button
@@ -114,13 +114,13 @@ type sessionWindow struct {
 	del     *widget.Button
 	openers []*openerButton
 	running bool // the session's VM runs: the Terminal can open
-	openMsg *widget.Label
+	openMsg *readAllLabel
 
 	// branch creates the session's branch in the repository, merge
 	// merges into its current branch; mergeNote says why they are off,
 	// and where the work went (see sessionwin_merge.go).
 	branch    *widget.Button
-	mergeNote *widget.Label
+	mergeNote *readAllLabel
 	target    session.MergeTarget
 	merging   bool // a merge is in flight
 	gone      bool // the session was deleted
@@ -178,13 +178,12 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 	w.name = widget.NewLabelWithStyle(session.Title(s), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	w.name.SizeName = theme.SizeNameSubHeadingText
 	w.name.Truncation = fyne.TextTruncateEllipsis
-	w.where = widget.NewLabel(p.Name + " · " + s.Branch)
+	w.where = newReadAllLabel()
+	w.where.SetText(p.Name + " · " + s.Branch)
 	w.where.Importance = widget.LowImportance
-	w.where.Truncation = fyne.TextTruncateEllipsis
 	w.title = newTitleEditor(w)
 	w.dot = canvas.NewCircle(color.Transparent)
-	w.state = widget.NewLabel("")
-	w.state.Truncation = fyne.TextTruncateEllipsis
+	w.state = newReadAllLabel()
 	w.uptime = widget.NewLabel("")
 	w.uptime.Importance = widget.LowImportance
 	w.interrupt = widget.NewButtonWithIcon("Interrupt", theme.MediaPauseIcon(), w.doInterrupt)
@@ -220,9 +219,8 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 	// to a few letters.
 	head := container.NewVBox(w.title.content, w.where, stateLine, w.mergeNote, actions)
 
-	w.openMsg = widget.NewLabel("")
+	w.openMsg = newReadAllLabel()
 	w.openMsg.Importance = widget.LowImportance
-	w.openMsg.Truncation = fyne.TextTruncateEllipsis
 	openRow := container.NewHBox(widget.NewLabel("Open:"))
 	// Nothing opens the agent's own files, which live in its VM: the
 	// Terminal is a shell inside the VM (sandbar shell), and the others
@@ -376,7 +374,9 @@ func (w *sessionWindow) applySession(s store.Session) {
 	w.showOpenNote()
 	w.dot.FillColor = stateDotColor(s.State, s.Activity)
 	w.dot.Refresh()
-	w.state.SetText(sbwidget.ClipRunes(stateSentence(s), 160))
+	// Cut to one line in the window; a click shows it whole (the
+	// bound only keeps a runaway reason from the dialog).
+	w.state.SetText(sbwidget.ClipRunes(stateSentence(s), 4000))
 	w.showUptime()
 
 	live := session.Live(s.State)
