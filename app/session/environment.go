@@ -249,7 +249,7 @@ func (r *run) useEnvironment(cfg *devcontainer.Config, feats *featureSet) {
 	if feats == nil {
 		feats = &featureSet{}
 	}
-	r.envCfg, r.envFeatures, r.sandbarEnv = cfg, feats.Env, maps.Clone(r.env)
+	r.envCfg, r.envFeatures, r.envFeatSet, r.sandbarEnv = cfg, feats.Env, feats, maps.Clone(r.env)
 	env := map[string]string{}
 	// A restart boots the image its session was made on: its variables
 	// are known now; a new session's once it is pulled (pullImage).
