@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"sandbar/app/env/ociimage"
 	"sandbar/app/env/prepared"
@@ -51,10 +52,8 @@ func (m *Manager) PrepareEnvironment(ctx context.Context, projectRef string, reb
 	p.mu.Lock()
 	log := p.log
 	p.mu.Unlock()
-	v.State, v.Step, v.Started, v.Key, v.KeyShort, v.Commit, v.Error = PrepPreparing, step, p.started, p.key, shortKey(p.key), p.commit, ""
-	if log != "" {
-		v.Log = log
-	}
+	v.State, v.Step, v.Started, v.Key, v.KeyShort, v.Commit, v.Error, v.Made = PrepPreparing, step, p.started, p.key, shortKey(p.key), p.commit, "", time.Time{}
+	v.Log = log // "" until its folder is made: Environment says it then
 	return v, nil
 }
 

@@ -225,6 +225,14 @@ func (m *Manager) prepare(job prepJob) *preparation {
 	return p
 }
 
+// Preparing is how many environments this process prepares now: an
+// engine with one is not idle.
+func (m *Manager) Preparing() int {
+	m.prep.mu.Lock()
+	defer m.prep.mu.Unlock()
+	return len(m.prep.running)
+}
+
 // preparedRecord is what a session records of the prepared environment
 // it boots on (config.SessionDir.PreparedEnv): a restart boots on the
 // same disk.

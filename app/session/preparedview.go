@@ -43,6 +43,8 @@ type PreparedView struct {
 	Key      string `json:"key,omitempty"`
 	KeyShort string `json:"key_short,omitempty"`
 	Commit   string `json:"commit,omitempty"`
+	// Made is when the newest preparation ended (zero while preparing).
+	Made time.Time `json:"made,omitzero"`
 	// Error is why the newest preparation failed: the command, its exit
 	// code and its log's tail.
 	Error string `json:"error,omitempty"`
@@ -120,7 +122,7 @@ func (m *Manager) preparedView(p store.Project) (PreparedView, error) {
 	}
 	if len(all) > 0 {
 		e := all[0]
-		v.State, v.Key, v.KeyShort, v.Commit, v.Error, v.Log = e.State, e.Key, shortKey(e.Key), e.Commit, e.Error, e.Log
+		v.State, v.Key, v.KeyShort, v.Commit, v.Error, v.Log, v.Made = e.State, e.Key, shortKey(e.Key), e.Commit, e.Error, e.Log, e.Made
 	}
 	building, err := st.Building(envName(p.ID))
 	if err != nil {
@@ -128,7 +130,7 @@ func (m *Manager) preparedView(p store.Project) (PreparedView, error) {
 	}
 	if len(building) > 0 {
 		b := building[0]
-		v.State, v.Step, v.Started, v.Key, v.KeyShort, v.Commit, v.Error, v.Log = PrepPreparing, b.Step, b.Started, b.Key, shortKey(b.Key), b.Commit, "", b.Log
+		v.State, v.Step, v.Started, v.Key, v.KeyShort, v.Commit, v.Error, v.Log, v.Made = PrepPreparing, b.Step, b.Started, b.Key, shortKey(b.Key), b.Commit, "", b.Log, time.Time{}
 	}
 	return v, nil
 }
