@@ -177,6 +177,9 @@ func (p *preparation) setStep(step string) {
 type preparer struct {
 	mu      sync.Mutex
 	running map[string]*preparation
+	// run makes one environment; nil is Manager.runPreparation (a unit
+	// test's stand-in takes its place: the real one needs a VM).
+	run func(ctx context.Context, job prepJob, p *preparation) (prepared.Env, error)
 }
 
 func prepKey(project int64, key string) string { return envName(project) + "/" + key }
@@ -215,7 +218,11 @@ func (m *Manager) prepare(job prepJob) *preparation {
 		}()
 		ctx, cancel := context.WithTimeout(m.life, prepareTimeout)
 		defer cancel()
-		p.env, p.err = m.runPreparation(ctx, job, p)
+		run := m.prep.run
+		if run == nil {
+			run = m.runPreparation
+		}
+		p.env, p.err = run(ctx, job, p)
 		if p.err != nil {
 			m.log.Warn("preparing a project's environment failed", "project", job.project.Name, "key", shortKey(job.key), "err", p.err)
 		} else {
