@@ -207,7 +207,9 @@ func (m *Manager) prepareMachine(ctx context.Context, job prepJob, b *prepared.B
 	defer sb.Kill()
 	log.line(fmt.Sprintf("machine ready in %s", sb.ReadyAfter.Round(time.Millisecond)))
 
-	start := sandbox.AgentStart{Branch: "sandbar/prepare", Env: job.env, Now: time.Now(), CACert: pn.caPEM,
+	// Command is never started: a prepare asks for all a start does but
+	// the agent, and the guest checks the start as a whole.
+	start := sandbox.AgentStart{Branch: "sandbar/prepare", Command: "true", Env: job.env, Now: time.Now(), CACert: pn.caPEM,
 		GitName: "Sandbar", GitEmail: "sandbar@localhost"}
 	if job.root != nil {
 		start.Image = job.root.image()
