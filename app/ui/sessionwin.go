@@ -115,6 +115,10 @@ type sessionWindow struct {
 	openers []*openerButton
 	running bool // the session's VM runs: the Terminal can open
 	openMsg *widget.Label
+	// envWait shows while the session waits for its project's prepared
+	// environment (sessionwin_envwait.go).
+	envWait    *fyne.Container
+	envWaitBar *widget.ProgressBarInfinite
 
 	// branch creates the session's branch in the repository, merge
 	// merges into its current branch; mergeNote says why they are off,
@@ -213,7 +217,7 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 		container.NewHBox(w.commitNow, w.sync.btn, w.branch, w.merge, w.del))
 	// The title has the window's width: beside the actions it was cut
 	// to a few letters.
-	head := container.NewVBox(w.title.content, w.where, stateLine, w.mergeNote, actions)
+	head := container.NewVBox(w.title.content, w.where, stateLine, w.buildEnvWait(), w.mergeNote, actions)
 
 	w.openMsg = widget.NewLabel("")
 	w.openMsg.Importance = widget.LowImportance
@@ -321,6 +325,7 @@ func (w *sessionWindow) close() {
 	w.cancel()
 	w.logTab.close()
 	w.exec.close()
+	w.envWaitBar.Stop()
 }
 
 // wait returns when the window's goroutines have ended.
@@ -366,6 +371,7 @@ func (w *sessionWindow) applySession(s store.Session) {
 	w.dot.FillColor = stateDotColor(s.State, s.Activity)
 	w.dot.Refresh()
 	w.state.SetText(sbwidget.ClipRunes(stateSentence(s), 160))
+	w.showEnvWait(s)
 	w.showUptime()
 
 	live := session.Live(s.State)
