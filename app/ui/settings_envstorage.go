@@ -182,4 +182,3 @@ func (p *envStoragePanel) remove(it envStorageItem) {
 		})
 	})
 }
-
