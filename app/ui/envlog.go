@@ -29,9 +29,8 @@ const (
 )
 
 // followLog appends path's lines to out until ctx ends, reading what is
-// added as it is written. The file is opened once: a finished
-// preparation's folder is renamed into place, and the open file follows
-// it.
+// added as it is written. When the preparation ends its folder is
+// renamed into place: the caller follows the file there anew.
 func followLog(ctx context.Context, path string, out *sbwidget.LogView) {
 	sys := func(text string) { out.Append(sbwidget.LogLine{Stream: "system", Time: time.Now(), Text: text}) }
 	// O_NONBLOCK: a FIFO put where the log should be does not hang the
@@ -69,14 +68,16 @@ func followLog(ctx context.Context, path string, out *sbwidget.LogView) {
 			for len(rest) > 0 {
 				i := bytes.IndexByte(rest, '\n')
 				if i < 0 {
-					line = append(line, rest...)
+					if !dropLine {
+						line = append(line, rest...)
+					}
 					break
 				}
-				line = append(line, rest[:i]...)
-				rest = rest[i+1:]
 				if !dropLine {
+					line = append(line, rest[:i]...)
 					lines = append(lines, sbwidget.LogLine{Stream: "stdout", Time: now, Text: string(line)})
 				}
+				rest = rest[i+1:]
 				line, dropLine = line[:0], false
 			}
 			if len(line) > envLogLineMax {

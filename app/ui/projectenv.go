@@ -55,8 +55,6 @@ type envPane struct {
 	logView *sbwidget.LogView
 	logOn   bool   // the person asked for the log (or it is being prepared)
 	logPath string // the log followed now
-	logKey  string // the key of the preparation whose log it is
-	logLive bool   // it was being written when the following began
 	logStop context.CancelFunc
 	autoLog string // the preparation whose log was shown by itself
 
@@ -341,19 +339,16 @@ func (p *envPane) followLogIf(pv *session.PreparedView) {
 		p.center.Objects = []fyne.CanvasObject{split}
 		p.center.Refresh()
 	}
-	live := pv.State == session.PrepPreparing
-	switch {
-	case pv.Log == p.logPath:
-		return
-	case !live && p.logLive && p.logKey == pv.Key && p.logStop != nil:
-		// The preparation followed has finished: its folder moved into
-		// place, and the open file went with it.
-		p.logPath, p.logLive = pv.Log, false
+	if pv.Log == p.logPath {
 		return
 	}
+	// A new preparation, or the one followed has finished and its
+	// folder moved into place: read the file where it is now, whole
+	// (the open file would have followed it, but the preparation may
+	// have ended before it was opened).
 	p.stopLog()
 	p.logView.Clear()
-	p.logPath, p.logKey, p.logLive = pv.Log, pv.Key, live
+	p.logPath = pv.Log
 	path, view := pv.Log, p.logView
 	p.logStop = p.u.goUntil(func(ctx context.Context) { followLog(ctx, path, view) })
 }

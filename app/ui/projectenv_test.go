@@ -168,11 +168,12 @@ func TestProjectEnvironmentTab(t *testing.T) {
 	if !strings.Contains(e.serving.Text, "None is ready") || !strings.Contains(e.heading.Text, "failed: postCreateCommand exited 3 — none is ready") {
 		t.Errorf("failed: serving %q, heading %q", e.serving.Text, e.heading.Text)
 	}
-	// The log followed was the failed preparation's: its folder moved,
-	// the view kept its lines.
-	if l := e.logView.Lines(); len(l) == 0 || l[len(l)-1] != "ok  \texample.com/x" {
-		t.Errorf("the failed preparation's log: %q", l)
-	}
+	// The log followed is the failed preparation's, read again where
+	// its folder moved.
+	h.q.WaitFor(t, 5*time.Second, "the failed preparation's log", func() bool {
+		l := e.logView.Lines()
+		return len(l) == 4 && l[len(l)-1] == "ok  \texample.com/x"
+	})
 
 	// Ready: made when, on which commit, its size.
 	key2 := strings.Repeat("b", 64)
@@ -218,4 +219,75 @@ func TestProjectEnvironmentTab(t *testing.T) {
 	if on, _ := h.env.Manager.ProjectSudo(ctx, p.ID); !on {
 		t.Error("ticked again, sudo is still off")
 	}
+}
+
+// TestProjectEnvironmentHoldsItsShape: at 1280×800, a hostile
+// devcontainer.json (a command of 10,000 characters, 300 features, a
+// note as long) and a failed preparation whose error and log hold lines
+// as long leave the Environment tab's window its size, with Rebuild and
+// Show log inside it; what is long is clipped or wrapped, and the lists
+// are cut with a count.
+func TestProjectEnvironmentHoldsItsShape(t *testing.T) {
+	h := newAppHarness(t)
+	long := strings.Repeat("x", 10000)
+	var feats []string
+	for i := range 300 {
+		feats = append(feats, `"127.0.0.1:1/f`+strconv.Itoa(i)+`/`+strings.Repeat("y", 200)+`:1": {}`)
+	}
+	p := h.devcontainerProject(t, "shape", `{"features": {`+strings.Join(feats, ",")+`}, "postCreateCommand": "`+long+`", "`+long+`": 1}`)
+	h.trustAll(t, p)
+	b, err := h.preparedStore().Begin(strconv.FormatInt(p.ID, 10), strings.Repeat("a", 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(b.LogPath(), []byte(strings.Repeat(long+"\n", 50)), 0o600)
+	if _, err := b.Fail(prepared.Env{Commit: "0123456789"}, errors.New(long+"\n"+strings.Repeat("tail "+long+"\n", 100))); err != nil {
+		t.Fatal(err)
+	}
+	w := h.projectSettings(t, p)
+	w.win.Resize(screen)
+	h.q.WaitFor(t, 5*time.Second, "the Environment tab", func() bool { return w.env != nil && w.env.loaded })
+	selectTab(t, w.tabs, tabEnvironment)
+	e := w.env
+	h.q.WaitFor(t, 5*time.Second, "the failure shown", func() bool { return strings.HasPrefix(e.state.Text, "Failed on commit") })
+	holdsShape(t, w.win, screen, e.rebuild, e.showLog)
+	test.Tap(e.showLog)
+	h.q.WaitFor(t, 5*time.Second, "the log shown", func() bool { return e.logView.Len() == 50 })
+	h.q.Drain()
+	holdsShape(t, w.win, screen, e.rebuild, e.showLog)
+	if !shows(w.win, "and 260 more") || !shows(w.win, "… and more commands") && !shows(w.win, "postCreateCommand") {
+		t.Errorf("the features are not cut with a count: %q", texts(w.win.Canvas().Content()))
+	}
+	if n := strings.Count(e.problem.Text, "\n"); n > 21 {
+		t.Errorf("the error shows %d lines, more than a screenful", n)
+	}
+	for _, s := range texts(w.win.Canvas().Content()) {
+		if len([]rune(s)) > 30*envTextMax {
+			t.Errorf("a label holds %d characters: %q…", len([]rune(s)), s[:80])
+		}
+	}
+}
+
+// TestProjectEnvironmentRebuild: Rebuild asks the real session manager
+// to prepare the environment; the tab follows the preparation to its
+// end (ready or failed, as the machine leaves it) and shows its log,
+// the manager's own.
+func TestProjectEnvironmentRebuild(t *testing.T) {
+	h := newAppHarness(t)
+	p := h.devcontainerProject(t, "rebuilt", `{"postCreateCommand": "echo made > /tmp/made"}`)
+	h.trustAll(t, p)
+	w := h.projectSettings(t, p)
+	h.q.WaitFor(t, 5*time.Second, "the Environment tab", func() bool { return w.env != nil && w.env.loaded })
+	selectTab(t, w.tabs, tabEnvironment)
+	e := w.env
+	if e.rebuild.Disabled() {
+		t.Fatalf("Rebuild is disabled: %q", e.state.Text)
+	}
+	test.Tap(e.rebuild)
+	h.q.WaitFor(t, 10*time.Second, "the preparation started", func() bool { return strings.HasPrefix(e.status.Text, "Preparing") || strings.HasPrefix(e.status.Text, "Ready") })
+	h.q.WaitFor(t, 60*time.Second, "the preparation's end", func() bool {
+		return strings.HasPrefix(e.state.Text, "Ready") || strings.HasPrefix(e.state.Text, "Failed")
+	})
+	h.q.WaitFor(t, 5*time.Second, "its log", func() bool { return logHas(e.logView, "preparing the environment of .devcontainer/devcontainer.json") })
+	t.Logf("the preparation ended: %s %s", e.state.Text, e.problem.Text)
 }
