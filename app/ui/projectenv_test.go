@@ -284,7 +284,9 @@ func TestProjectEnvironmentRebuild(t *testing.T) {
 		t.Fatalf("Rebuild is disabled: %q", e.state.Text)
 	}
 	test.Tap(e.rebuild)
-	h.q.WaitFor(t, 10*time.Second, "the preparation started", func() bool { return strings.HasPrefix(e.status.Text, "Preparing") || strings.HasPrefix(e.status.Text, "Ready") })
+	h.q.WaitFor(t, 10*time.Second, "the preparation started", func() bool {
+		return strings.HasPrefix(e.status.Text, "Preparing") || strings.HasPrefix(e.status.Text, "Ready")
+	})
 	h.q.WaitFor(t, 60*time.Second, "the preparation's end", func() bool {
 		return strings.HasPrefix(e.state.Text, "Ready") || strings.HasPrefix(e.state.Text, "Failed")
 	})
