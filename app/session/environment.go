@@ -264,6 +264,14 @@ func (r *run) useEnvironment(cfg *devcontainer.Config, feats *featureSet) {
 	fresh := !r.restart || r.fromSaved != ""
 	stages, notes := feats.forRun(!fresh)
 	r.setupSteps = withFeatures(environmentSetup(cfg, env, !fresh), cfg, stages)
+	if r.restart && fresh {
+		// A new machine on the prepared environment the session was
+		// made on: its creation work is there; the saved work is
+		// another commit, so updateContentCommand runs.
+		if rec, err := readPreparedRecord(r.dir.PreparedEnv()); err == nil && rec != nil {
+			r.setupSteps = sessionOnPrepared(cfg, env, true)
+		}
+	}
 	r.envNotes = append(environmentNotes(cfg), notes...)
 	r.envImage, r.envFile = cfg.Image, cfg.File
 	r.envUser = cfg.RemoteUser

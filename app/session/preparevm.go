@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -39,10 +40,34 @@ const prepareDisk = 16 << 30
 // and the log says so.
 const maxPrepareLog = 32 << 20
 
-// listIgnored, run as root with Sandbar's own git in the workspace,
-// leaves the workspace's ignored paths for the capture
-// (guest/cmd/sandbar-init/prepared.go reads /.sandbar-prepare/ignored).
-const listIgnored = `set -e; mkdir -p /.sandbar-prepare; git -c safe.directory='*' ls-files --others --ignored --exclude-standard --directory -z > /.sandbar-prepare/ignored`
+// maxIgnoredList bounds the list of the workspace's ignored paths the
+// capture reads (as guest/cmd/sandbar-init/prepared.go does).
+const maxIgnoredList = 16 << 20
+
+// keepIgnoredList lists the workspace's ignored paths with Sandbar's own
+// git (an image may have none), then leaves the list where the capture
+// reads it, /.sandbar-prepare/ignored on the image's root: the list
+// crosses the host, bounded, because Sandbar's tools run in a root of
+// their own.
+func keepIgnoredList(ctx context.Context, sb *sandbox.Sandbox, log *prepLog) error {
+	list := &boundedBuffer{max: maxIgnoredList}
+	errb := &boundedBuffer{max: 4096}
+	res, err := sb.Client.Exec(ctx, sandbox.ExecRequest{
+		Argv:  []string{"git", "ls-files", "--others", "--ignored", "--exclude-standard", "--directory", "-z"},
+		Tools: true, Timeout: 5 * time.Minute,
+	}, list, errb)
+	switch {
+	case err != nil:
+		return fmt.Errorf("list the workspace's ignored files: %w", err)
+	case list.over:
+		return fmt.Errorf("the workspace's ignored files make a list over %d MiB: the prepared environment cannot keep them", maxIgnoredList>>20)
+	case res.Code != 0:
+		return fmt.Errorf("list the workspace's ignored files: git exited %d: %s", res.Code, strings.TrimSpace(lastLine(errb.String())))
+	}
+	return prepStep(ctx, sb, SetupStep{Name: "keep the list of the workspace's ignored files", User: "root", Timeout: 5 * time.Minute,
+		Argv:  []string{"sh", "-c", `mkdir -p /.sandbar-prepare && cat > /.sandbar-prepare/ignored`},
+		Stdin: list.Bytes(), Done: fmt.Sprintf("listed %d ignored paths of the workspace", bytes.Count(list.Bytes(), []byte{0}))}, log, "")
+}
 
 // prepLog is a preparation's log file, bounded, with the tail of the
 // step running kept for its error.
@@ -207,7 +232,9 @@ func (m *Manager) prepareMachine(ctx context.Context, job prepJob, b *prepared.B
 	defer sb.Kill()
 	log.line(fmt.Sprintf("machine ready in %s", sb.ReadyAfter.Round(time.Millisecond)))
 
-	start := sandbox.AgentStart{Branch: "sandbar/prepare", Env: job.env, Now: time.Now(), CACert: pn.caPEM,
+	// Command is never started: a prepare asks for all a start does but
+	// the agent, and the guest checks the start as a whole.
+	start := sandbox.AgentStart{Branch: "sandbar/prepare", Command: "true", Env: job.env, Now: time.Now(), CACert: pn.caPEM,
 		GitName: "Sandbar", GitEmail: "sandbar@localhost"}
 	if job.root != nil {
 		start.Image = job.root.image()
@@ -253,8 +280,7 @@ func (m *Manager) prepareMachine(ctx context.Context, job prepJob, b *prepared.B
 	}
 	setupTook := time.Since(setupBegan)
 	step("listing the workspace's ignored files")
-	if err := prepStep(ctx, sb, SetupStep{Name: "list the workspace's ignored files", User: "root", Timeout: 5 * time.Minute,
-		Argv: []string{"sh", "-c", listIgnored}}, log, ""); err != nil {
+	if err := keepIgnoredList(ctx, sb, log); err != nil {
 		return 0, sandbox.Captured{}, err
 	}
 	step("powering the preparing machine off")
@@ -312,8 +338,7 @@ func prepStep(ctx context.Context, sb *sandbox.Sandbox, st SetupStep, log *prepL
 	log.line("$ " + st.Name + ": " + strings.Join(st.Argv, " "))
 	out := &stepOutput{log: log, prefix: prefix, tail: boundedTail{max: setupTail}}
 	began := time.Now()
-	res, err := execStreamed(ctx, sb.Client, sandbox.ExecRequest{Argv: st.Argv, Cwd: st.Cwd, Env: st.Env, User: st.User, Timeout: timeout, Stdin: st.Stdin,
-		Tools: st.User == "root" && st.Name == "list the workspace's ignored files"}, out)
+	res, err := execStreamed(ctx, sb.Client, sandbox.ExecRequest{Argv: st.Argv, Cwd: st.Cwd, Env: st.Env, User: st.User, Timeout: timeout, Stdin: st.Stdin}, out)
 	out.flush()
 	took := time.Since(began).Round(time.Millisecond)
 	switch {
