@@ -4,7 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"sandbar/app/session"
@@ -62,7 +64,14 @@ func TestSessionWindowWaitsForEnvironment(t *testing.T) {
 	}
 }
 
+// TestEnvWaitWords: the state of a session waiting for its environment
+// reads so, and is never cut in the Sandbar window's state column.
 func TestEnvWaitWords(t *testing.T) {
+	test.NewTempApp(t)
+	state, _ := sessionStatus(store.Session{State: session.StateProvisioning, Reason: envWaitPrefix + "running onCreateCommand…"})
+	if w := fyne.MeasureText(state, theme.TextSize(), fyne.TextStyle{}).Width + 2*theme.InnerPadding(); w > sessionColumns.width(1) {
+		t.Errorf("the state %q is %v wide, more than the state column's %v", state, w, sessionColumns.width(1))
+	}
 	for _, tt := range []struct {
 		state  store.State
 		reason string
