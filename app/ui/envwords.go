@@ -40,6 +40,9 @@ func envLineWords(v session.EnvironmentView, now time.Time) (string, widget.Impo
 	switch {
 	case v.File == "":
 		return own + " (the repository has no devcontainer.json)", widget.MediumImportance
+	case v.Error != "" && v.Trust == session.TrustTrusted:
+		// A trusted file that does not parse refuses the start.
+		return fmt.Sprintf("the repository's %s cannot be used: %s — fix it, or start in %s", envText(v.File), envText(firstLine(v.Error)), own), widget.DangerImportance
 	case v.Error != "":
 		return fmt.Sprintf("%s: the repository's %s cannot be used: %s", own, envText(v.File), envText(firstLine(v.Error))), widget.WarningImportance
 	case v.Source != "devcontainer":

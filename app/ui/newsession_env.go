@@ -62,8 +62,9 @@ func (w *newSessionWindow) showEnv(v session.EnvironmentView, err error) {
 	w.envLine.Importance = imp
 	w.envLine.Refresh()
 	// The choice only means something where the project's own
-	// environment is used.
-	if v.Source == "devcontainer" {
+	// environment is used, or its trusted file is broken (which refuses
+	// the start).
+	if v.Source == "devcontainer" || v.Trust == session.TrustTrusted {
 		w.envDefault.Show()
 	} else {
 		w.envDefault.SetChecked(false)

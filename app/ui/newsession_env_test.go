@@ -84,3 +84,35 @@ func TestNewSessionEnvironment(t *testing.T) {
 		t.Error("the closed window still follows the environment")
 	}
 }
+
+// TestNewSessionBrokenEnvironment: a trusted devcontainer.json that no
+// longer parses refuses a start in the project's environment, naming
+// the line; New Session says so and offers Sandbar's own image, which
+// starts.
+func TestNewSessionBrokenEnvironment(t *testing.T) {
+	h := newAppHarness(t)
+	p := h.devcontainerProject(t, "broken", `{"postStartCommand": "true"}`)
+	h.trustAll(t, p)
+	f := p.Path + "/.devcontainer/devcontainer.json"
+	if err := os.WriteFile(f, []byte("{\n  \"postStartCommand\": \n}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.trustAll(t, p)
+	var opened []string
+	h.u.OpenSession = func(id string) { opened = append(opened, id) }
+	w := h.newSession(t, p.ID)
+	h.q.WaitFor(t, 5*time.Second, "the broken file said", func() bool {
+		return strings.HasPrefix(w.envLine.Text, "the repository's .devcontainer/devcontainer.json cannot be used: ")
+	})
+	if !strings.HasSuffix(w.envLine.Text, "— fix it, or start in Sandbar's own image") || !w.envDefault.Visible() {
+		t.Errorf("line %q, Sandbar's own image offered %v", w.envLine.Text, w.envDefault.Visible())
+	}
+	w.agent.SetSelected(agentCustom)
+	test.Type(w.command, "true")
+	w.memory.SetSelected("1 GiB")
+	test.Tap(w.start)
+	h.q.WaitFor(t, 10*time.Second, "the start refused", func() bool { return !w.starting && strings.Contains(w.status.Text, "devcontainer.json") })
+	test.Tap(w.envDefault)
+	test.Tap(w.start)
+	h.q.WaitFor(t, 20*time.Second, "the session started in Sandbar's own image", func() bool { return len(opened) == 1 })
+}
