@@ -63,7 +63,10 @@ func envLineWords(v session.EnvironmentView, now time.Time) (string, widget.Impo
 		if p.Step != "" {
 			step = " (" + envText(p.Step) + ")"
 		}
-		return file + " — preparing…" + step + ": a new session waits for it", widget.MediumImportance
+		if p.Serving == nil {
+			step += ": a new session waits for it"
+		}
+		return file + " — preparing…" + step, widget.MediumImportance
 	case session.PrepReady:
 		return fmt.Sprintf("%s — ready (prepared %s)", file, preparedAgo(p, now)), widget.SuccessImportance
 	case session.PrepFailed:

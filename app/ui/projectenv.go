@@ -51,6 +51,9 @@ type envPane struct {
 	status  *widget.Label
 	center  *fyne.Container // the details, and under them the log when shown
 	details fyne.CanvasObject
+	// detailBox is laid out again after each reading: what it shows
+	// and hides changes.
+	detailBox *fyne.Container
 
 	logView *sbwidget.LogView
 	logOn   bool   // the person asked for the log (or it is being prepared)
@@ -102,16 +105,19 @@ func newEnvPane(u *UI, ref string, projectID int64, openTrust func()) *envPane {
 	p.logView.Post = u.post
 
 	sudoNote := note("On by default: the VM is the boundary, and root inside it reaches nothing of this computer's. Sessions get a change when their agent next starts; Sandbar's own image has apt, so the agent can install what the project needs.")
-	p.details = container.NewVScroll(container.NewVBox(
+	// The state first: with the log shown below, it is what stays in
+	// sight; then what the file asks for, and the sudo setting.
+	p.detailBox = container.NewVBox(
 		p.heading,
+		p.state, p.bar, p.problem, p.serving,
+		widget.NewSeparator(),
+		heading("What the repository asks for"),
 		p.source,
 		container.NewBorder(nil, nil, nil, p.review, p.trust),
 		widget.NewSeparator(),
-		heading("Prepared environment"),
-		p.state, p.bar, p.serving, p.problem,
-		widget.NewSeparator(),
 		p.sudo, sudoNote,
-	))
+	)
+	p.details = container.NewVScroll(p.detailBox)
 	p.center = container.NewStack(p.details)
 	p.box = container.NewBorder(
 		note("Sessions of this project run in the environment the repository's devcontainer.json asks for, once you trust it, else in Sandbar's own Debian image. "+
@@ -167,6 +173,7 @@ func (p *envPane) show(v session.EnvironmentView, err error) {
 	p.showSource(v)
 	p.showTrust(v)
 	p.showPrepared(v, now)
+	p.detailBox.Refresh()
 }
 
 // showSource lists what the file asks for.
