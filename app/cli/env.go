@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"sandbar/app/cli/termsafe"
 	"sandbar/app/env/ociimage"
 	"sandbar/app/session"
+	"sandbar/app/store"
 )
 
 // `sandbar env`: a project's environment.
@@ -110,12 +110,14 @@ func envBuild(ctx context.Context, env *Env, args []string) error {
 		return nil
 	}
 	fmt.Fprintf(env.Stdout, "preparing the environment on %s (key %s)\n", short(p.Commit), p.KeyShort)
-	return followPreparation(ctx, env, svc, v.Project.Path, p, asked, !*quiet)
+	return followPreparation(ctx, env, svc, v.Project, p, asked, !*quiet)
 }
 
 // followPreparation prints the preparation p's steps (and its log, with
-// showLog) until it ends, and returns its failure as an error.
-func followPreparation(ctx context.Context, env *Env, svc session.Service, ref string, p session.PreparedView, asked time.Time, showLog bool) error {
+// showLog) until it ends, and returns its failure as an error. It ends
+// when the project's environments hold p's key made since asked, ready
+// or failed, whatever else the project prepares meanwhile.
+func followPreparation(ctx context.Context, env *Env, svc session.Service, project store.Project, p session.PreparedView, asked time.Time, showLog bool) error {
 	tail := &logFollower{path: p.Log, out: env.Stdout}
 	step := ""
 	tick := time.NewTicker(500 * time.Millisecond)
@@ -124,35 +126,37 @@ func followPreparation(ctx context.Context, env *Env, svc session.Service, ref s
 		if showLog {
 			tail.follow()
 		}
-		v, err := svc.Environment(ctx, ref)
+		all, err := svc.PreparedEnvironments(ctx)
 		if err != nil {
 			return err
 		}
-		cur := v.Prepared
-		if cur == nil {
-			return errors.New("the project's environment has nothing to prepare any more (its devcontainer.json changed)")
+		for _, e := range all {
+			if e.ProjectID != project.ID || e.Key != p.Key || e.Made.Before(asked) {
+				continue
+			}
+			if showLog {
+				tail.path = e.Log // its folder moved into place: the same file
+				tail.follow()
+			}
+			if e.State == session.PrepFailed {
+				return fmt.Errorf("preparing the environment failed: %s\n(its log: sandbar env logs; fix the file and run sandbar env build --rebuild)", termsafe.Text(e.Error))
+			}
+			fmt.Fprintf(env.Stdout, "prepared environment %s ready: %s, %s to prepare (%s of it the commands); the project's sessions start on it\n",
+				e.KeyShort, humanBytes(e.Size), e.Took.Round(time.Second), e.SetupTook.Round(time.Second))
+			return nil
 		}
-		if cur.State == session.PrepPreparing && cur.Key == p.Key {
-			if cur.Log != "" && tail.path != cur.Log {
+		v, err := svc.Environment(ctx, project.Path)
+		if err != nil {
+			return err
+		}
+		if cur := v.Prepared; cur != nil && cur.State == session.PrepPreparing && cur.Key == p.Key {
+			if cur.Log != "" {
 				tail.path = cur.Log
 			}
 			if !showLog && cur.Step != step {
 				step = cur.Step
 				fmt.Fprintf(env.Stdout, "%s\n", termsafe.Line(step))
 			}
-		} else if cur.Key == p.Key && !cur.Made.Before(asked) {
-			if showLog {
-				tail.path = cur.Log
-				tail.follow()
-			}
-			if cur.State == session.PrepFailed {
-				return fmt.Errorf("preparing the environment failed: %s\n(its log: sandbar env logs; fix the file and run sandbar env build --rebuild)", termsafe.Text(cur.Error))
-			}
-			if s := cur.Serving; s != nil {
-				fmt.Fprintf(env.Stdout, "prepared environment %s ready: %s, %s to prepare (%s of it the commands); the project's sessions start on it\n",
-					s.KeyShort, humanBytes(s.Size), s.Took.Round(time.Second), s.SetupTook.Round(time.Second))
-			}
-			return nil
 		}
 		select {
 		case <-ctx.Done():

@@ -179,3 +179,60 @@ func TestPrepareStages(t *testing.T) {
 		t.Error("keys: another commit must change the key and keep the base key")
 	}
 }
+
+// TestPreparedView: what `sandbar env` and a window read of a project's
+// prepared environments from the disk: the newest preparation's state
+// (a failure, or one running with its step), and the ready one that
+// serves meanwhile.
+func TestPreparedView(t *testing.T) {
+	f := newFixture(t)
+	st := f.m.preparedStore()
+	proj := store.Project{ID: 3, Name: "p"}
+	v, err := f.m.preparedView(proj)
+	if err != nil || v.State != PrepNone || v.Serving != nil {
+		t.Fatalf("nothing prepared: %+v %v", v, err)
+	}
+	keep := func(key string, fail bool) {
+		b, err := st.Begin("3", key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fail {
+			_, err = b.Fail(prepared.Env{BaseKey: "b", Commit: "c2"}, errors.New("postCreateCommand exited 7"))
+		} else {
+			if err := writeJSONFile(b.Disk(), "disk"); err != nil {
+				t.Fatal(err)
+			}
+			_, err = b.Finish(prepared.Env{BaseKey: "b", Commit: "c1", Took: 30 * time.Second, SetupTook: 20 * time.Second})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	keep("k1", false)
+	time.Sleep(10 * time.Millisecond)
+	keep("k2", true)
+	v, _ = f.m.preparedView(proj)
+	if v.State != PrepFailed || v.Key != "k2" || !strings.Contains(v.Error, "exited 7") || v.Serving == nil || v.Serving.Key != "k1" {
+		t.Errorf("a failure after a ready one: %+v", v)
+	}
+	words := strings.Join(v.Words(), "\n")
+	for _, want := range []string{"prepared: FAILED on c2", "exited 7", "sandbar env logs", "prepared: ready, made", "of which 20s its commands"} {
+		if !strings.Contains(words, want) {
+			t.Errorf("the words lack %q:\n%s", want, words)
+		}
+	}
+	b, err := st.Begin("3", "k3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.SetProgress(prepared.Progress{Commit: "c3", Step: "running onCreateCommand", Started: time.Now()})
+	v, _ = f.m.preparedView(proj)
+	if v.State != PrepPreparing || v.Step != "running onCreateCommand" || v.Key != "k3" || v.Log != b.LogPath() || v.Serving == nil {
+		t.Errorf("while preparing: %+v", v)
+	}
+	all, err := f.m.PreparedEnvironments(context.Background())
+	if err == nil && len(all) != 0 {
+		t.Errorf("PreparedEnvironments lists %d of a project not in the store", len(all))
+	}
+}

@@ -195,7 +195,7 @@ func (m *Manager) prepareMachine(ctx context.Context, job prepJob, b *prepared.B
 	if err != nil {
 		return 0, sandbox.Captured{}, fmt.Errorf("guest image: %w", err)
 	}
-	prepared := make(chan string, 1) // "" when the user is ready, else the guest's error
+	ready := make(chan string, 1) // "" when the user is ready, else the guest's error
 	opts := sandbox.Options{
 		Name: "sandbar-prepare-" + shortKey(job.key), Dir: filepath.Join(b.Dir(), "vm"),
 		Scratch: filepath.Join(b.Dir(), sandbox.ScratchFile), ScratchSize: prepareDisk,
@@ -205,12 +205,12 @@ func (m *Manager) prepareMachine(ctx context.Context, job prepJob, b *prepared.B
 			switch ev.Ev {
 			case sandbox.EvAgentPrepared:
 				select {
-				case prepared <- "":
+				case ready <- "":
 				default:
 				}
 			case sandbox.EvError:
 				select {
-				case prepared <- ev.Message:
+				case ready <- ev.Message:
 				default:
 				}
 			}
@@ -246,7 +246,7 @@ func (m *Manager) prepareMachine(ctx context.Context, job prepJob, b *prepared.B
 		return 0, sandbox.Captured{}, err
 	}
 	select {
-	case msg := <-prepared:
+	case msg := <-ready:
 		if msg != "" {
 			return 0, sandbox.Captured{}, fmt.Errorf("prepare the agent's user: %s", msg)
 		}

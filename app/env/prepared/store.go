@@ -177,6 +177,7 @@ func (b *Build) place(e Env) (Env, error) {
 
 // placeAt puts the build in the folder name, whole.
 func (b *Build) placeAt(e Env, name string) (Env, error) {
+	os.Remove(filepath.Join(b.dir, progressFile)) // made, not being made
 	if e.Made.IsZero() {
 		e.Made = time.Now().UTC()
 	}
