@@ -109,9 +109,12 @@ func newNewSessionWindow(u *UI) *newSessionWindow {
 		w.validate()
 	}
 	w.prompt = newMultiLineEntry()
-	w.prompt.SetPlaceHolder("What should the agent do? e.g. make the tests pass")
+	w.prompt.SetPlaceHolder("What should the agent do? e.g. make the tests pass (" + submitKeysName() + " starts)")
 	w.prompt.Wrapping = fyne.TextWrapWord
 	w.prompt.SetMinRowsVisible(4)
+	// Enter starts a new line of the prompt; Ctrl+Enter (Cmd+Enter)
+	// starts the session, from any field (submitOnKeys below).
+	w.prompt.OnSubmitted = func(string) { w.submit() }
 
 	w.command = newEntry()
 	w.command.SetPlaceHolder("a shell command, run in /workspace: e.g. make test")
@@ -190,6 +193,7 @@ func newNewSessionWindow(u *UI) *newSessionWindow {
 	footer := container.NewVBox(widget.NewSeparator(), w.problems, w.status, w.keyBox, w.apiFix, buttons)
 	w.scroll = container.NewVScroll(container.NewPadded(fields))
 	w.win.SetContent(container.NewPadded(container.NewBorder(nil, footer, nil, nil, w.scroll)))
+	submitOnKeys(w.win, w.submit)
 	// It opens big enough for every field, the custom command's
 	// included (shown until an agent is chosen), and no problem: the
 	// paddings are the window's, the content's, the form's and the gap
