@@ -46,7 +46,7 @@ func envLineWords(v session.EnvironmentView, now time.Time) (string, widget.Impo
 	case v.Error != "":
 		return fmt.Sprintf("%s: the repository's %s cannot be used: %s", own, envText(v.File), envText(firstLine(v.Error))), widget.WarningImportance
 	case v.Source != "devcontainer":
-		return fmt.Sprintf("%s: the repository's %s is %s (Project Settings → Trust)", own, envText(v.File), session.TrustStateWords(v.Trust)), widget.WarningImportance
+		return fmt.Sprintf("%s: the repository's %s is %s (the Trust tab of Project Settings)", own, envText(v.File), session.TrustStateWords(v.Trust)), widget.WarningImportance
 	}
 	file := envText(v.File)
 	p := v.Prepared

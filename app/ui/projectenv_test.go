@@ -89,7 +89,7 @@ func TestProjectEnvironmentTab(t *testing.T) {
 		"File: .devcontainer/devcontainer.json",
 		"Image: Sandbar's own",
 		"Features: ghcr.io/devcontainers/features/go:1",
-		"postCreateCommand (once, in the prepared environment): /bin/sh -c go mod download ␛]0;pwned␇",
+		"postCreateCommand (once, in the prepared environment): /bin/sh -c go mod download \\x1b]0;pwned\\x07",
 		"postStartCommand (every start, a restart too): make serve",
 		"sessions start on Sandbar's own image until you trust it",
 		"Nothing is prepared until you trust the file.",
