@@ -208,6 +208,19 @@ func (c *Client) RemovePreparedEnvironment(ctx context.Context, projectRef, key 
 	return err
 }
 
+// EnvImages lists the pulled images, here: they are folders on this
+// machine.
+func (c *Client) EnvImages(ctx context.Context) ([]session.EnvImage, error) {
+	return c.Local.EnvImages(ctx)
+}
+
+// RemoveEnvImage deletes a pulled image, here: the image store locks it
+// against a pull in any process, and what boots on it is read from the
+// sessions' and prepared environments' folders.
+func (c *Client) RemoveEnvImage(ctx context.Context, digest string) error {
+	return c.Local.RemoveEnvImage(ctx, digest)
+}
+
 // RepoTrust reads a project's repository settings and their trust, here.
 func (c *Client) RepoTrust(ctx context.Context, projectRef string) (session.RepoReview, error) {
 	return c.Local.RepoTrust(ctx, projectRef)

@@ -160,6 +160,11 @@ type Service interface {
 	PreparedEnvironments(ctx context.Context) ([]PreparedEnv, error)
 	RemovePreparedEnvironment(ctx context.Context, projectRef, key string) error
 	SetProjectSudo(ctx context.Context, projectRef string, on bool) error
+	// EnvImages lists the images pulled for project environments
+	// (Settings → Storage); RemoveEnvImage deletes one by digest,
+	// refusing one a session or a prepared environment boots on.
+	EnvImages(ctx context.Context) ([]EnvImage, error)
+	RemoveEnvImage(ctx context.Context, digest string) error
 }
 
 // ExecRequest and ExecResult are a command run in a session's VM, and its

@@ -64,6 +64,11 @@ type newSessionWindow struct {
 	keyBox      *fyne.Container // the way to the Anthropic key, after Start failed for want of it
 	addKey      *widget.Button
 	apiFix      *widget.Button // turns the network on and starts again (newsession_health.go)
+	envLine     *widget.Label  // the chosen project's environment (newsession_env.go)
+	envDefault  *widget.Check  // this session in Sandbar's own image
+	envSettings *widget.Button
+	envWatch    *envWatch
+	envOf       int64 // the project whose environment is shown
 	start       *widget.Button
 
 	loaded      bool
@@ -178,6 +183,7 @@ func newNewSessionWindow(u *UI) *newSessionWindow {
 		widget.NewLabel("Base branch"), w.base,
 		widget.NewLabel("Prompt"), w.prompt,
 		widget.NewLabel("Agent"), container.NewVBox(container.NewHBox(w.agent.fixedWidth(w.agent.Options...)), w.command),
+		widget.NewLabel("Environment"), w.buildEnv(),
 	)
 	// The fields scroll inside the window, which keeps the size it opened
 	// at (winframe.go); what is wrong, and Start, stay below them, so no
@@ -198,6 +204,7 @@ func newNewSessionWindow(u *UI) *newSessionWindow {
 		if u.newSessWin == w {
 			u.newSessWin = nil
 		}
+		w.stopEnv()
 	})
 	w.load()
 	return w
@@ -327,6 +334,9 @@ func (w *newSessionWindow) projectChanged() {
 	}
 	w.projectPath.SetText(tildePath(p.Path, w.u.Home))
 	w.loadNetworkDefault(p)
+	if p.ID != w.envOf {
+		w.watchProjectEnv(p)
+	}
 	if !w.baseEdited {
 		w.setBase(p.DefaultBranch)
 	}

@@ -115,6 +115,10 @@ type sessionWindow struct {
 	openers []*openerButton
 	running bool // the session's VM runs: the Terminal can open
 	openMsg *readAllLabel
+	// envWait shows while the session waits for its project's prepared
+	// environment (sessionwin_envwait.go).
+	envWait    *fyne.Container
+	envWaitBar *widget.ProgressBarInfinite
 
 	// branch creates the session's branch in the repository, merge
 	// merges into its current branch; mergeNote says why they are off,
@@ -217,7 +221,7 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 			atLeastAsWide(w.merge, mergeIntoLabel(""), mergeIntoLabel("main"), mergeIntoLabel("master")), w.del))
 	// The title has the window's width: beside the actions it was cut
 	// to a few letters.
-	head := container.NewVBox(w.title.content, w.where, stateLine, w.mergeNote, actions)
+	head := container.NewVBox(w.title.content, w.where, stateLine, w.buildEnvWait(), w.mergeNote, actions)
 
 	w.openMsg = newReadAllLabel()
 	w.openMsg.Importance = widget.LowImportance
@@ -330,6 +334,7 @@ func (w *sessionWindow) close() {
 	w.logTab.close()
 	w.exec.close()
 	w.term.close()
+	w.envWaitBar.Stop()
 }
 
 // wait returns when the window's goroutines have ended.
@@ -377,6 +382,7 @@ func (w *sessionWindow) applySession(s store.Session) {
 	// Cut to one line in the window; a click shows it whole (the
 	// bound only keeps a runaway reason from the dialog).
 	w.state.SetText(sbwidget.ClipRunes(stateSentence(s), 4000))
+	w.showEnvWait(s)
 	w.showUptime()
 
 	live := session.Live(s.State)
