@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -48,7 +49,7 @@ type Host struct {
 }
 
 // URL is the host's ssh:// address.
-func (h *Host) URL() string { return "ssh://" + h.User + "@" + h.Addr }
+func (h *Host) URL() string { return "ssh://" + h.User + "@" + strings.TrimSuffix(h.Addr, ":22") }
 
 // Need skips (fails under CI) unless this process is root and the tools
 // are installed.
@@ -79,19 +80,37 @@ func Start(t testing.TB) *Host {
 	t.Helper()
 	Need(t)
 	dir := t.TempDir()
-	h := &Host{User: "root", Dir: filepath.Join(dir, "on-host")}
+	// Short: the VMs' sockets live under it, and a unix socket's path
+	// has room for 107 bytes.
+	hd, err := os.MkdirTemp("", "sbh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(hd) })
+	h := &Host{User: "root", Dir: hd}
 
-	holder := exec.Command("unshare", "--net", "--mount", "--propagation", "private", "--", "sleep", "infinity")
+	// The host's own network, mount and pid namespaces. Its init is a
+	// bash that reaps whatever is orphaned there: libvirtd daemonizes the
+	// QEMU it probes, and kills it by waiting for it to vanish, which a
+	// zombie nobody reaps never does (40 s per probe otherwise).
+	holder := exec.Command("unshare", "--net", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc", "--propagation", "private",
+		"--", "bash", "-c", "while :; do sleep 86400 & wait $!; done")
 	holder.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := holder.Start(); err != nil {
 		t.Fatalf("unshare: %v", err)
 	}
-	h.PID = holder.Process.Pid
+	// Killing the namespace's init (by pid, through unshare's
+	// --kill-child) ends every process of the host.
 	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
-	// unshare execs sleep once the namespaces exist: wait for that.
 	waitFor(t, 5*time.Second, "the namespaces", func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", holder.Process.Pid, holder.Process.Pid))
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return false
+		}
+		h.PID, _ = strconv.Atoi(f[0])
 		l, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", h.PID))
-		return strings.HasSuffix(l, "/sleep")
+		return strings.HasSuffix(l, "/bash")
 	})
 
 	// A /30 of 10.213.0.0/16 that no other test of this run uses: the
@@ -118,11 +137,21 @@ func Start(t testing.TB) *Host {
 	// host whose /dev/kvm it cannot use, re-probes QEMU at every start
 	// (about 92 s each here).
 	appendFile(t, filepath.Join(etc, "qemu.conf"), "user = \"root\"\ngroup = \"root\"\ndynamic_ownership = 0\nremember_owner = 0\n")
-	for _, d := range []string{"/run/libvirt", "/var/lib/libvirt", "/var/log/libvirt", "/var/cache/libvirt", "/run/sshd"} {
-		h.in(t, "mkdir", "-p", d)
+	// /run whole: the daemons' pid files are there, and another test's
+	// host may run beside this one.
+	for _, d := range []string{"/run", "/var/lib/libvirt", "/var/log/libvirt", "/var/cache/libvirt"} {
 		h.in(t, "mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", d)
 	}
+	h.in(t, "mkdir", "-p", "/run/libvirt", "/run/sshd")
 	h.in(t, "mount", "--bind", etc, "/etc/libvirt")
+	// This machine's /dev/kvm opens but hangs whoever uses it (QEMU sits
+	// unkillable for 40 s; libvirtd's capability probe does that once per
+	// QEMU binary, minutes in all). The host is one without KVM: its
+	// /dev/kvm answers no KVM ioctl, as on a machine without nested
+	// virtualization, and libvirt offers TCG at once.
+	if _, err := os.Stat("/dev/kvm"); err == nil {
+		h.in(t, "mount", "--bind", "/dev/null", "/dev/kvm")
+	}
 	if err := os.MkdirAll(h.Dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +220,7 @@ func (h *Host) daemon(t testing.TB, name, logFile string, args ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("nsenter", append([]string{"-t", fmt.Sprint(h.PID), "-m", "-n", "--"}, args...)...)
+	cmd := exec.Command("nsenter", append([]string{"-t", fmt.Sprint(h.PID), "-m", "-n", "-p", "--"}, args...)...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -201,7 +230,14 @@ func (h *Host) daemon(t testing.TB, name, logFile string, args ...string) {
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
+		// nsenter forked the daemon into the pid namespace and waits
+		// for it: the daemon is nsenter's child, stopped by its pid.
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				syscall.Kill(pid, syscall.SIGTERM)
+			}
+		}
 		select {
 		case <-exited:
 		case <-time.After(5 * time.Second):
@@ -297,4 +333,18 @@ func waitFor(t testing.TB, d time.Duration, what string, ok func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// NewKey is a fresh ed25519 public key, one no host has.
+func NewKey(t testing.TB) ssh.PublicKey {
+	t.Helper()
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
