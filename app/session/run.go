@@ -265,7 +265,11 @@ func (r *run) boot(ctx context.Context, undo *cleanups) error {
 	} else {
 		r.systemLine("network: off (no network card)")
 	}
-	sb, err := sandbox.Boot(ctx, r.m.cfg.Hypervisor, img, opts)
+	hv, err := r.hypervisor(ctx)
+	if err != nil {
+		return r.fail(ctx, err.Error())
+	}
+	sb, err := sandbox.Boot(ctx, hv, img, opts)
 	if err != nil {
 		if reason, stop := r.stopRequested(); stop {
 			return r.finish(ctx, r.stoppedAs(), reason, nil)
