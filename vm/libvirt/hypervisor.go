@@ -2,7 +2,6 @@ package libvirt
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -165,7 +164,5 @@ func (h *Hypervisor) Boot(ctx context.Context, spec vm.Spec) (vm.Machine, error)
 	h.log.Info("domain started", "vm", spec.Name, "took", time.Since(start).Round(time.Millisecond))
 	return m, nil
 }
-
-var errConnLost = errors.New("the connection to the host was lost")
 
 var _ vm.Hypervisor = (*Hypervisor)(nil)

@@ -170,7 +170,7 @@ func (m *machine) connect(ctx context.Context, p plan) error {
 			select {
 			case ev, ok := <-events:
 				if !ok {
-					m.end(fmt.Errorf("%w (%s): the VM there was stopped with it", errConnLost, m.c.t.Host))
+					m.end(fmt.Errorf("%w (%s): the VM there was stopped with it", vm.ErrHostLost, m.c.t.Host))
 					return
 				}
 				if ev.Dom.Name != m.dom.Name {
@@ -189,7 +189,7 @@ func (m *machine) connect(ctx context.Context, p plan) error {
 					return
 				}
 			case <-m.c.lv.Disconnected():
-				m.end(fmt.Errorf("%w (%s): the VM there was stopped with it", errConnLost, m.c.t.Host))
+				m.end(fmt.Errorf("%w (%s): the VM there was stopped with it", vm.ErrHostLost, m.c.t.Host))
 				return
 			case <-m.done:
 				return
@@ -201,6 +201,7 @@ func (m *machine) connect(ctx context.Context, p plan) error {
 		m.end(errors.New("the VM stopped at once on the host"))
 	}
 
+	go m.keepalive()
 	if err := m.startGuard(); err != nil {
 		m.log.Warn("no guard on the host: a connection that goes silent leaves the VM running until libvirt notices", "err", err)
 	}
@@ -271,6 +272,38 @@ func (m *machine) dial(ctx context.Context, network, addr string) (net.Conn, err
 			return nil, err
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+}
+
+// keepalive asks the host for an answer every heartbeat; one that does
+// not come within GuardTimeout means the connection went silent (the
+// host has stopped the domain by then): it is closed, and the machine
+// ends with vm.ErrHostLost.
+func (m *machine) keepalive() {
+	t := time.NewTicker(heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.done:
+			return
+		case <-t.C:
+		}
+		answered := make(chan error, 1)
+		go func() {
+			_, _, err := m.c.ssh.SendRequest("keepalive@openssh.com", true, nil)
+			answered <- err
+		}()
+		select {
+		case <-m.done:
+			return
+		case err := <-answered:
+			if err == nil {
+				continue
+			}
+		case <-time.After(GuardTimeout):
+		}
+		m.end(fmt.Errorf("%w (%s: no answer for %s): the VM there was stopped", vm.ErrHostLost, m.c.t.Host, GuardTimeout))
+		return
 	}
 }
 
