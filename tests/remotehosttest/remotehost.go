@@ -46,7 +46,17 @@ type Host struct {
 	// PID is the namespaces' holder: nsenter -t PID -m -n runs a command
 	// on the host.
 	PID int
+	// link is this machine's end of the veth pair.
+	link string
 }
+
+// Cut takes this machine's end of the link down: every connection to
+// the host goes silent, as a sleeping laptop's or a dropped network's
+// does (nothing is closed).
+func (h *Host) Cut(t testing.TB) { t.Helper(); run(t, "ip", "link", "set", h.link, "down") }
+
+// Mend brings the link back up.
+func (h *Host) Mend(t testing.TB) { t.Helper(); run(t, "ip", "link", "set", h.link, "up") }
 
 // URL is the host's ssh:// address.
 func (h *Host) URL() string { return "ssh://" + h.User + "@" + strings.TrimSuffix(h.Addr, ":22") }
@@ -120,6 +130,7 @@ func Start(t testing.TB) *Host {
 	hostIP := fmt.Sprintf("10.213.%d.%d", sub>>6, (sub&63)*4+1)
 	nsIP := fmt.Sprintf("10.213.%d.%d", sub>>6, (sub&63)*4+2)
 	outer, inner := fmt.Sprintf("sbh%d", h.PID), fmt.Sprintf("sbn%d", h.PID)
+	h.link = outer
 	run(t, "ip", "link", "add", outer, "type", "veth", "peer", "name", inner)
 	t.Cleanup(func() { exec.Command("ip", "link", "del", outer).Run() })
 	run(t, "ip", "link", "set", inner, "netns", fmt.Sprint(h.PID))

@@ -9,10 +9,13 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"time"
 
 	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/digitalocean/go-libvirt/socket/dialers"
 	"golang.org/x/crypto/ssh"
+
+	"sandbar/vm"
 )
 
 // libvirtSockets are where the system libvirtd listens (Debian links
@@ -59,12 +62,33 @@ func connect(ctx context.Context, t Target, a Auth, trust string) (*conn, error)
 // ErrNoLibvirt: the host has no libvirt this user can use.
 var ErrNoLibvirt = errors.New("no usable libvirt on the host")
 
+// Close closes the SSH connection first: libvirt's goodbye would wait
+// forever on a connection gone silent, and the host ends the domains this
+// connection started once it closes, either way.
 func (c *conn) Close() error {
 	c.closeOnce.Do(func() {
-		c.lv.Disconnect()
 		c.ssh.Close()
+		c.lv.Disconnect()
 	})
 	return nil
+}
+
+// rpcTimeout bounds one libvirt call on a running VM's connection.
+const rpcTimeout = 20 * time.Second
+
+// call runs a libvirt call with a bound: go-libvirt's calls take no
+// context, and one on a connection gone silent never returns. On timeout
+// the connection is closed, which ends the domain (autodestroy).
+func (c *conn) call(fn func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(rpcTimeout):
+		c.Close()
+		return fmt.Errorf("libvirt on %s did not answer within %s: %w", c.t.Host, rpcTimeout, vm.ErrHostLost)
+	}
 }
 
 // runMax caps what a command on the host may print back.

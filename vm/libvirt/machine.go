@@ -410,7 +410,7 @@ func (m *machine) Stop(ctx context.Context) error {
 		defer cancel()
 	}
 	deadline, _ := ctx.Deadline()
-	if err := m.c.lv.DomainShutdown(m.dom); err == nil {
+	if err := m.c.call(func() error { return m.c.lv.DomainShutdown(m.dom) }); err == nil {
 		select {
 		case <-m.done:
 			return nil
@@ -429,8 +429,9 @@ func (m *machine) Kill() error {
 	if m.exited() {
 		return nil
 	}
-	if err := m.c.lv.DomainDestroy(m.dom); err != nil {
-		m.end(fmt.Errorf("killed: %v", err))
+	if err := m.c.call(func() error { return m.c.lv.DomainDestroy(m.dom) }); err != nil {
+		// The connection is closed by now, which ends the domain.
+		m.end(fmt.Errorf("killed: %w", err))
 	}
 	return nil
 }
@@ -439,17 +440,24 @@ func (m *machine) Stats() (vm.Stats, error) {
 	if m.exited() {
 		return vm.Stats{}, vm.ErrNotRunning
 	}
-	_, _, _, _, cpu, err := m.c.lv.DomainGetInfo(m.dom)
-	if err != nil {
-		return vm.Stats{}, vm.ErrNotRunning
-	}
-	st := vm.Stats{CPUTime: time.Duration(cpu)}
-	if ms, err := m.c.lv.DomainMemoryStats(m.dom, 16, 0); err == nil {
-		for _, s := range ms {
-			if golibvirt.DomainMemoryStatTags(s.Tag) == golibvirt.DomainMemoryStatRss {
-				st.RSS = s.Val << 10
+	var st vm.Stats
+	err := m.c.call(func() error {
+		_, _, _, _, cpu, err := m.c.lv.DomainGetInfo(m.dom)
+		if err != nil {
+			return err
+		}
+		st.CPUTime = time.Duration(cpu)
+		if ms, err := m.c.lv.DomainMemoryStats(m.dom, 16, 0); err == nil {
+			for _, s := range ms {
+				if golibvirt.DomainMemoryStatTags(s.Tag) == golibvirt.DomainMemoryStatRss {
+					st.RSS = s.Val << 10
+				}
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return vm.Stats{}, vm.ErrNotRunning
 	}
 	return st, nil
 }
