@@ -65,7 +65,8 @@ func (u *hostsUser) knownHosts() string {
 // person confirms that fingerprint (then kept in known_hosts); a changed
 // host key, a key the host refuses and an address nothing answers at are
 // each refused in words, and nothing is recorded; the host is checked
-// (libvirt, no KVM here: a warning) and listed; `hosts rm` forgets it.
+// (libvirt, no KVM here: a warning) and listed; `hosts prune` lists and
+// removes what no session owns there; `hosts rm` forgets it.
 func TestHostsAdd(t *testing.T) {
 	h := remotehosttest.Start(t)
 	u := newHostsUser(t, h.IdentityFile)
@@ -126,6 +127,28 @@ func TestHostsAdd(t *testing.T) {
 	}
 	if out, _, _ := stranger.sandbar("hosts"); !strings.Contains(out, "no remote hosts") {
 		t.Errorf("a refused host was recorded: %q", out)
+	}
+
+	// A VM's folder no session here owns (one deleted for good) is
+	// listed by prune, and removed only with --yes.
+	left := filepath.Join(h.Dir, "vms", "sandbar-deadbeef00")
+	if err := os.MkdirAll(left, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(left, "disk2.qcow2"), []byte("x"), 0o600)
+	out, errOut, err = u.sandbar("hosts", "prune", "ns")
+	if err != nil || !strings.Contains(out, "left over sandbar-deadbeef00: its folder") {
+		t.Errorf("hosts prune: %v\n%s%s", err, out, errOut)
+	}
+	if _, err := os.Stat(left); err != nil {
+		t.Fatalf("prune without --yes removed the folder: %v", err)
+	}
+	out, errOut, err = u.sandbar("hosts", "prune", "ns", "--yes")
+	if err != nil || !strings.Contains(out, "removed sandbar-deadbeef00") {
+		t.Errorf("hosts prune --yes: %v\n%s%s", err, out, errOut)
+	}
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("prune --yes left the folder: %v", err)
 	}
 
 	if out, errOut, err := u.sandbar("hosts", "rm", "ns"); err != nil || !strings.Contains(out, "removed ns") {

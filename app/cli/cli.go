@@ -135,7 +135,7 @@ func commands() []command {
 			{name: "ls", summary: "list secret names", run: secretsList},
 			{name: "rm", summary: "delete secrets", run: secretsRemove},
 		}},
-		{name: "hosts", summary: "remote machines sessions can run on: sandbar hosts [add NAME ssh://user@host | check NAME | rm NAME]", run: hostsCmd},
+		{name: "hosts", summary: "remote machines sessions can run on: sandbar hosts [add NAME ssh://user@host | check NAME | prune NAME | rm NAME]", run: hostsCmd},
 		{name: "doctor", summary: "check this machine can run Sandbar, and say how to fix what is missing", run: doctor},
 		{name: "serve", summary: "run the engine without the GUI (started by other commands as needed)", run: serve},
 		{name: "version", summary: "print the version", run: func(_ context.Context, env *Env, _ []string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 
 // `sandbar hosts`: the remote machines sessions can run on.
 
-const hostsUsage = "usage: sandbar hosts [ls | add NAME ssh://user@host[:port] [--dir DIR] [--trust SHA256:...] | check NAME | rm NAME]"
+const hostsUsage = "usage: sandbar hosts [ls | add NAME ssh://user@host[:port] [--dir DIR] [--trust SHA256:...] | check NAME | prune NAME [--yes] | rm NAME]"
 
 func hostsCmd(ctx context.Context, env *Env, args []string) error {
 	if len(args) == 0 {
@@ -27,6 +28,8 @@ func hostsCmd(ctx context.Context, env *Env, args []string) error {
 		return hostsCheck(ctx, env, args[1:])
 	case "rm":
 		return hostsRemove(ctx, env, args[1:])
+	case "prune":
+		return hostsPrune(ctx, env, args[1:])
 	case "-h", "--help", "help":
 		fmt.Fprintln(env.Stdout, hostsUsage)
 		return nil
@@ -127,6 +130,49 @@ func hostsRemove(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "removed %s; its files there (~/.cache/sandbar-host or its --dir) are left for you to delete\n", args[0])
+	return nil
+}
+
+func hostsPrune(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "sandbar hosts prune")
+	yes := fs.Bool("yes", false, "stop and delete what is listed (default: only list it)")
+	if err := parseArgs(fs, reorder(args, nil)); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return UsageError{Msg: "sandbar hosts prune: give one host name: sandbar hosts prune NAME [--yes]"}
+	}
+	if env.Hosts == nil {
+		return errors.New("remote hosts are not wired into this sandbar")
+	}
+	hs, err := env.Hosts()
+	if err != nil {
+		return err
+	}
+	left, err := hs.Prune(ctx, fs.Arg(0), *yes)
+	for _, l := range left {
+		what := []string{}
+		if l.Running {
+			what = append(what, "a running VM (started by "+termsafe.Line(l.Owner)+")")
+		}
+		if l.Folder {
+			what = append(what, "its folder (scratch disk)")
+		}
+		verb := "left over"
+		if *yes && err == nil {
+			verb = "removed"
+		}
+		fmt.Fprintf(env.Stdout, "%s %s: %s\n", verb, termsafe.Line(l.Name), strings.Join(what, " and "))
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(left) == 0:
+		fmt.Fprintf(env.Stdout, "nothing left over on %s\n", fs.Arg(0))
+	case !*yes:
+		fmt.Fprintf(env.Stdout, "no session here owns these: remove them with `sandbar hosts prune %s --yes`\n", fs.Arg(0))
+	}
 	return nil
 }
 

@@ -156,3 +156,54 @@ func (h *Hosts) backend(rec store.Host) (*libvirt.Hypervisor, error) {
 	h.hvs[rec.Name] = hv
 	return hv, nil
 }
+
+// Leftover is something of Sandbar's on a host that no session of this
+// data directory owns: a domain still running, or a VM's folder (its
+// scratch disk) left by a session deleted for good.
+type Leftover = libvirt.Leftover
+
+// Prune lists what of Sandbar's is on the host and no session here
+// (running, ended, or in the trash) owns, and, when remove is set,
+// stops those domains and deletes those folders. Only this data
+// directory's sessions are known: another Sandbar sharing the host's
+// folder would see this one's as leftovers, so a host's folder is one
+// data directory's (see --dir).
+func (h *Hosts) Prune(ctx context.Context, name string, remove bool) ([]Leftover, error) {
+	rec, err := h.st.Host(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	hv, err := h.backend(rec)
+	if err != nil {
+		return nil, err
+	}
+	all, err := hv.Leftovers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	owned, err := h.st.SessionHosts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	mine := map[string]bool{}
+	for id, host := range owned {
+		if host == name {
+			mine["sandbar-"+id] = true
+		}
+	}
+	var left []Leftover
+	var names []string
+	for _, l := range all {
+		if !mine[l.Name] {
+			left = append(left, l)
+			names = append(names, l.Name)
+		}
+	}
+	if !remove || len(names) == 0 {
+		return left, nil
+	}
+	if _, err := hv.Prune(ctx, names); err != nil {
+		return left, err
+	}
+	return left, nil
+}
