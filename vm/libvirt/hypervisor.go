@@ -36,6 +36,8 @@ type Hypervisor struct {
 	log    *slog.Logger
 	hashes hashCache
 
+	uploadMu sync.Mutex
+
 	mu     sync.Mutex
 	facts  *Facts
 	status *vm.Status

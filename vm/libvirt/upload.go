@@ -62,6 +62,10 @@ func (hc *hashCache) hash(path string) (string, int64, error) {
 // A file is written under a temporary name and renamed once whole, so
 // a dropped connection leaves no half file under a hash's name.
 func (h *Hypervisor) upload(ctx context.Context, c *conn, dir string, files []string) (map[string]string, error) {
+	// One upload at a time per host from this process: two sessions
+	// starting together send the image once.
+	h.uploadMu.Lock()
+	defer h.uploadMu.Unlock()
 	remote := map[string]string{}
 	sums := map[string]string{}
 	var names []string
@@ -108,9 +112,11 @@ func (h *Hypervisor) send(ctx context.Context, c *conn, src, dst string) error {
 	defer f.Close()
 	start := time.Now()
 	cr := &countReader{r: f}
-	tmp := dst + ".part"
-	if _, err := c.run(ctx, "cat > "+shq(tmp)+" && chmod 0444 "+shq(tmp)+" && mv -f "+shq(tmp)+" "+shq(dst), cr); err != nil {
-		c.run(context.Background(), "rm -f "+shq(tmp), nil)
+	// A temporary name of this upload's own ($$, the remote shell's
+	// pid): another Sandbar sending the same file at once writes its
+	// own, and each rename puts a whole file in place.
+	cmd := "t=" + shq(dst+".part.") + `$$; trap 'rm -f -- "$t"' EXIT; cat > "$t" && chmod 0444 "$t" && mv -f -- "$t" ` + shq(dst)
+	if _, err := c.run(ctx, "sh -c "+shq(cmd), cr); err != nil {
 		if strings.Contains(err.Error(), "No space left") {
 			return fmt.Errorf("send %s to %s: the host's disk is full: free space there: %w", src, c.t.Host, ErrDiskFull)
 		}
