@@ -4,6 +4,7 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,7 +115,9 @@ func remoteWorld(t *testing.T) (*world, *remotehosttest.Host) {
 // hostImages lists the host's cache of uploaded files with their
 // modification times.
 func hostImages(t *testing.T, h *remotehosttest.Host) string {
-	return h.In(t, "sh", "-c", "cd "+h.Dir+"/images && ls -l --time-style=+%s.%N")
+	// Names, sizes and times; not ls's block total, which moves as the
+	// file system settles its allocation of files written just before.
+	return h.In(t, "sh", "-c", "cd "+h.Dir+"/images && ls -l --time-style=+%s.%N | grep -v '^total'")
 }
 
 // TestRemoteSession: a session started --on the namespace host boots
@@ -184,4 +187,38 @@ func TestRemoteSession(t *testing.T) {
 		t.Errorf("QEMU still runs on the host after both sessions stopped: %v", h.QEMUs(t))
 	}
 	w.ok("hosts", "rm", "ns")
+}
+
+// TestRemoteNetwork: a session on the namespace host has Sandbar's
+// network through the tunnelled NIC: its egress rules, DNS and host
+// mapping run on this machine, so an allowed name mapped to this
+// machine's loopback (which the host itself cannot reach) answers, and a
+// denied one is refused in the guest and listed by `sandbar net`.
+func TestRemoteNetwork(t *testing.T) {
+	w, _ := remoteWorld(t)
+	allowed := serveLoopback(t, "hello from the person's machine")
+	denied := serveLoopback(t, "denied")
+	rules := fmt.Sprintf("host allowed.test 127.0.0.1\nhost denied.test 127.0.0.1\nallow allowed.test:%d\n", allowed.port)
+	if out, errOut, code := w.run(rules, "net", "rules", "--set", "-"); code != 0 {
+		t.Fatalf("net rules --set: %s %s", out, errOut)
+	}
+	id := w.startID("--repo", w.repo, "--on", "ns", "--agent", "sleep 3600", "--cpus", "1", "--memory", "1024", "--disk", "1")
+	w.waitState(id, "running")
+	if out, errOut, code := w.guestSh(id, fmt.Sprintf("curl -sS -m 30 http://allowed.test:%d/", allowed.port)); code != 0 || out != "hello from the person's machine" {
+		t.Fatalf("the allowed host through the tunnel: %q %q exit %d", out, errOut, code)
+	}
+	if out, errOut, code := w.guestSh(id, fmt.Sprintf("curl -sS -m 30 http://denied.test:%d/", denied.port)); code == 0 {
+		t.Errorf("the denied host answered through the tunnel: %q %q", out, errOut)
+	}
+	if denied.conns.Load() != 0 {
+		t.Errorf("the denied host got %d connections", denied.conns.Load())
+	}
+	target := fmt.Sprintf("denied.test:%d", denied.port)
+	if !waitUntil(30*time.Second, 200*time.Millisecond, func() bool {
+		return strings.Contains(w.ok("net", id), target)
+	}) {
+		t.Errorf("`sandbar net` does not list the denied %s:\n%s", target, w.ok("net", id))
+	}
+	w.ok("stop", id)
+	w.waitState(id, "stopped")
 }
