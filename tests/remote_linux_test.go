@@ -205,7 +205,9 @@ func TestRemoteNetwork(t *testing.T) {
 	id := w.startID("--repo", w.repo, "--on", "ns", "--agent", "sleep 3600", "--cpus", "1", "--memory", "1024", "--disk", "1")
 	w.waitState(id, "running")
 	if out, errOut, code := w.guestSh(id, fmt.Sprintf("curl -sS -m 30 http://allowed.test:%d/", allowed.port)); code != 0 || out != "hello from the person's machine" {
-		t.Fatalf("the allowed host through the tunnel: %q %q exit %d", out, errOut, code)
+		diag, _, _ := w.guestSh(id, "ip addr; ip route; cat /etc/resolv.conf; cat /sys/class/net/*/statistics/rx_packets /sys/class/net/*/statistics/tx_packets")
+		_, sys, _ := w.run("", "logs", id)
+		t.Fatalf("the allowed host through the tunnel: %q %q exit %d\nguest network:\n%s\nlog:\n%s", out, errOut, code, diag, sys)
 	}
 	if out, errOut, code := w.guestSh(id, fmt.Sprintf("curl -sS -m 30 http://denied.test:%d/", denied.port)); code == 0 {
 		t.Errorf("the denied host answered through the tunnel: %q %q", out, errOut)

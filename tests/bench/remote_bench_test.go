@@ -5,6 +5,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -35,7 +36,9 @@ func BenchmarkRemote(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rhv := libvirt.New(libvirt.Config{Name: "bench", Target: tg, Dir: h.Dir, Owner: "bench",
+	// Its log says where each boot's time went (connect, upload check,
+	// disks, libvirt's start, the streams).
+	rhv := libvirt.New(libvirt.Config{Name: "bench", Target: tg, Dir: h.Dir, Owner: "bench", Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		Auth: libvirt.Auth{KnownHosts: kh, IdentityFiles: []string{h.IdentityFile}}})
 	boot := func(hv vm.Hypervisor, name string) *sandbox.Sandbox {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -158,12 +158,13 @@ func (h *Hypervisor) Boot(ctx context.Context, spec vm.Spec) (vm.Machine, error)
 	if err != nil {
 		return nil, err
 	}
+	connected := time.Since(start)
 	m, err := h.boot(ctx, c, f, spec)
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
-	h.log.Info("domain started", "vm", spec.Name, "took", time.Since(start).Round(time.Millisecond))
+	h.log.Info("domain started", "vm", spec.Name, "took", time.Since(start).Round(time.Millisecond), "connect", connected.Round(time.Millisecond))
 	return m, nil
 }
 

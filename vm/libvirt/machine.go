@@ -58,10 +58,12 @@ func (h *Hypervisor) boot(ctx context.Context, c *conn, f Facts, spec vm.Spec) (
 			ro = append(ro, d.Path)
 		}
 	}
+	t0 := time.Now()
 	remote, err := h.upload(ctx, c, f.Dir, ro)
 	if err != nil {
 		return nil, err
 	}
+	tUpload := time.Since(t0)
 	if len(spec.Name) > maxNameLen || strings.ContainsAny(spec.Name, "/ '\"\x00") {
 		return nil, fmt.Errorf("VM name %q: use at most %d letters, digits or dashes on a remote host: %w", spec.Name, maxNameLen, vm.ErrInvalidSpec)
 	}
@@ -106,16 +108,21 @@ func (h *Hypervisor) boot(ctx context.Context, c *conn, f Facts, spec vm.Spec) (
 		h.log.Warn("ending a leftover domain of the same name", "vm", p.Name)
 		c.lv.DomainDestroy(old)
 	}
+	t1 := time.Now()
 	dom, err := h.create(c, p, spec)
 	if err != nil {
 		return nil, err
 	}
+	tCreate := time.Since(t1)
 	m := &machine{c: c, dom: dom, spec: spec, log: h.log.With("vm", spec.Name), done: make(chan struct{})}
+	t2 := time.Now()
 	if err := m.connect(ctx, p); err != nil {
 		m.end(err)
 		c.lv.DomainDestroy(dom)
 		return nil, err
 	}
+	h.log.Info("domain up", "vm", spec.Name, "upload_check", tUpload.Round(time.Millisecond),
+		"disks", t1.Sub(t0.Add(tUpload)).Round(time.Millisecond), "create", tCreate.Round(time.Millisecond), "streams", time.Since(t2).Round(time.Millisecond))
 	return m, nil
 }
 
