@@ -258,6 +258,13 @@ func (m *machine) connect(ctx context.Context, p plan) error {
 		m.pumps.Add(2)
 		go func() { defer m.pumps.Done(); io.Copy(nic, local); nic.Close() }()
 		go func() { defer m.pumps.Done(); io.Copy(local, nic); local.Close() }()
+		// QEMU's listening socket netdev starts with its link down and
+		// never tells the guest's card when its client connects: the
+		// card would stay without carrier. Setting the card's link up
+		// once connected tells the guest.
+		if _, err := m.c.lv.QEMUDomainMonitorCommand(m.dom, `{"execute":"set_link","arguments":{"name":"net0","up":true}}`, 0); err != nil {
+			m.log.Warn("set the network card's link up", "err", err)
+		}
 	}
 	return nil
 }
