@@ -7,7 +7,8 @@
 // host; the libvirt RPC (go-libvirt over the host's libvirt socket); and,
 // back to this machine, the guest's channel (a unix socket on the host,
 // which go-libvirt's DomainOpenChannel cannot write to), its console, and
-// its NIC's frames (libvirt's <interface type='server'> stream). So the
+// its NIC's frames (libvirt's <interface type='client'> stream, to a port
+// sshd forwards to this machine). So the
 // session's egress rules, DNS and credential broker stay in Sandbar's
 // netstack here, and no key ever reaches the host.
 //

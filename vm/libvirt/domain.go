@@ -27,7 +27,7 @@ type plan struct {
 	Disks   []planDisk
 	Channel string // unix socket on the host
 	Console string // unix socket on the host; "" for none
-	NICPort int    // the NIC's TCP port on the host's loopback; 0 for none
+	NICPort int    // the port on the host's loopback QEMU connects the NIC to; 0 for none
 	NICMAC  string
 	NICMTU  int
 	Owner   string
@@ -103,7 +103,7 @@ func (p plan) domainXML(spec vm.Spec, withMTU bool) string {
 	}
 	w("    <channel type='unix'>\n      <source mode='bind' path='%s'/>\n      <target type='virtio' name='%s'/>\n    </channel>\n", esc(p.Channel), ChannelName)
 	if p.NICPort != 0 {
-		w("    <interface type='server'>\n      <mac address='%s'/>\n      <source address='127.0.0.1' port='%d'/>\n      <model type='virtio'/>\n", esc(p.NICMAC), p.NICPort)
+		w("    <interface type='client'>\n      <mac address='%s'/>\n      <source address='127.0.0.1' port='%d'/>\n      <model type='virtio'/>\n", esc(p.NICMAC), p.NICPort)
 		if withMTU && p.NICMTU > 0 {
 			w("      <mtu size='%d'/>\n", p.NICMTU)
 		}

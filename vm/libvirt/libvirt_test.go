@@ -109,7 +109,7 @@ func TestDomainXML(t *testing.T) {
 	if d.Devices.Channel.Target.Name != ChannelName || d.Devices.Channel.Source.Path != p.Channel {
 		t.Errorf("channel %+v", d.Devices.Channel)
 	}
-	if i := d.Devices.Interface; i.Type != "server" || i.Source.Address != "127.0.0.1" || i.Source.Port != 23456 || i.MTU.Size != 65520 {
+	if i := d.Devices.Interface; i.Type != "client" || i.Source.Address != "127.0.0.1" || i.Source.Port != 23456 || i.MTU.Size != 65520 {
 		t.Errorf("interface %+v", i)
 	}
 	if strings.Contains(p.domainXML(spec, false), "<mtu") {

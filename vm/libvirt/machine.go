@@ -2,12 +2,10 @@ package libvirt
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"os"
 	"strings"
@@ -40,8 +38,9 @@ type machine struct {
 	channel  net.Conn
 	console  net.Conn
 	consDone chan struct{}
-	nic      net.Conn // the host's end of the NIC stream
-	local    net.Conn // Sandbar's network's end (spec.NIC.File)
+	nicLn    net.Listener // the NIC's port on the host, until QEMU connects
+	nic      net.Conn     // the host's end of the NIC stream
+	local    net.Conn     // Sandbar's network's end (spec.NIC.File)
 	guard    *ssh.Session
 	pumps    sync.WaitGroup
 
@@ -98,8 +97,20 @@ func (h *Hypervisor) boot(ctx context.Context, c *conn, f Facts, spec vm.Spec) (
 		}
 		return nil, fmt.Errorf("make the scratch disk on %s: %w", c.t.Host, err)
 	}
+	var nicLn net.Listener
 	if spec.Network == vm.NetworkSocket {
 		p.NICMAC, p.NICMTU = spec.NIC.MAC.String(), spec.NIC.MTU
+		// QEMU connects out to a port sshd listens on for this
+		// connection on the host's loopback (a remote forward): a
+		// connecting socket netdev has its link up from the start,
+		// where a listening one starts down and never tells the card.
+		ln, err := c.ssh.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("a port on %s for the VM's network card (sshd's AllowTcpForwarding): %w", c.t.Host, err)
+		}
+		defer ln.Close()
+		nicLn = ln
+		p.NICPort = ln.Addr().(*net.TCPAddr).Port
 	}
 
 	// A domain of this name left from a run whose connection went
@@ -114,7 +125,7 @@ func (h *Hypervisor) boot(ctx context.Context, c *conn, f Facts, spec vm.Spec) (
 		return nil, err
 	}
 	tCreate := time.Since(t1)
-	m := &machine{c: c, dom: dom, spec: spec, log: h.log.With("vm", spec.Name), done: make(chan struct{})}
+	m := &machine{c: c, dom: dom, spec: spec, log: h.log.With("vm", spec.Name), done: make(chan struct{}), nicLn: nicLn}
 	t2 := time.Now()
 	if err := m.connect(ctx, p); err != nil {
 		m.end(err)
@@ -127,16 +138,11 @@ func (h *Hypervisor) boot(ctx context.Context, c *conn, f Facts, spec vm.Spec) (
 }
 
 // create starts the transient domain with autodestroy: libvirt ends it
-// when this connection closes. The NIC's port on the host's loopback is
-// picked at random, and picked again if taken.
+// when this connection closes.
 func (h *Hypervisor) create(c *conn, p plan, spec vm.Spec) (golibvirt.Domain, error) {
 	withMTU := true
 	var lastErr error
-	for try := 0; try < 4; try++ {
-		if spec.Network == vm.NetworkSocket {
-			n, _ := rand.Int(rand.Reader, big.NewInt(30000))
-			p.NICPort = 20000 + int(n.Int64())
-		}
+	for try := 0; try < 2; try++ {
 		dom, err := c.lv.DomainCreateXML(p.domainXML(spec, withMTU), golibvirt.DomainStartAutodestroy)
 		if err == nil {
 			return dom, nil
@@ -146,7 +152,6 @@ func (h *Hypervisor) create(c *conn, p plan, spec vm.Spec) (golibvirt.Domain, er
 		switch {
 		case withMTU && strings.Contains(strings.ToLower(msg), "mtu"):
 			withMTU = false
-		case strings.Contains(msg, "Address already in use"):
 		default:
 			return golibvirt.Domain{}, fmt.Errorf("start the VM on %s: %w", c.t.Host, err)
 		}
@@ -241,8 +246,8 @@ func (m *machine) connect(ctx context.Context, p plan) error {
 		return fmt.Errorf("the VM's channel on %s: %w", m.c.t.Host, err)
 	}
 	m.channel = ch
-	if p.NICPort != 0 {
-		nic, err := m.dial(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", p.NICPort))
+	if m.nicLn != nil {
+		nic, err := m.acceptNIC(ctx)
 		if err != nil {
 			return fmt.Errorf("the VM's network card on %s: %w", m.c.t.Host, err)
 		}
@@ -267,6 +272,32 @@ func (m *machine) connect(ctx context.Context, p plan) error {
 		}
 	}
 	return nil
+}
+
+// acceptNIC takes QEMU's connection to the NIC's port, the first one.
+func (m *machine) acceptNIC(ctx context.Context) (net.Conn, error) {
+	type res struct {
+		c   net.Conn
+		err error
+	}
+	got := make(chan res, 1)
+	go func() {
+		c, err := m.nicLn.Accept()
+		got <- res{c, err}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	select {
+	case r := <-got:
+		m.nicLn.Close()
+		return r.c, r.err
+	case <-m.done:
+		m.nicLn.Close()
+		return nil, fmt.Errorf("the VM stopped: %w", m.waitErr)
+	case <-ctx.Done():
+		m.nicLn.Close()
+		return nil, errors.New("QEMU did not connect its network card")
+	}
 }
 
 // dial reaches a socket on the host through the SSH connection; QEMU
