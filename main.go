@@ -86,6 +86,7 @@ func run() int {
 		environ:           os.Environ(),
 		anthropicUpstream: os.Getenv(session.EnvAnthropicUpstream),
 		hostTrust:         hosttrust.Source{Dir: os.Getenv(hosttrust.EnvDir), Logger: logger},
+		sshAuth:           sshAuth(),
 	}
 	defer func() {
 		// Sessions this process runs were stopped by whoever ran them

@@ -14,6 +14,7 @@ import (
 	"sandbar/app/cli"
 	"sandbar/app/config"
 	"sandbar/app/engine"
+	"sandbar/app/hosts"
 	"sandbar/app/imagebuild"
 	"sandbar/app/net/broker"
 	"sandbar/app/net/hostproxy"
@@ -22,6 +23,7 @@ import (
 	"sandbar/app/session"
 	"sandbar/app/store"
 	"sandbar/vm"
+	"sandbar/vm/libvirt"
 )
 
 // parts are the real parts of one data directory, built once here and
@@ -48,7 +50,12 @@ type parts struct {
 	// stock bundle (SANDBAR_HOST_CA_DIR replaces its places, for tests).
 	hostTrust hosttrust.Source
 
+	// sshAuth is how remote hosts are logged in to: the SSH agent,
+	// known_hosts and the person's keys, as ssh finds them.
+	sshAuth libvirt.Auth
+
 	mu      sync.Mutex
+	hosts   *hosts.Hosts
 	st      *store.Store
 	sec     *secrets.Secrets
 	m       *session.Manager
@@ -140,6 +147,7 @@ func (p *parts) Manager(ctx context.Context) (*session.Manager, error) {
 		Proxy:             p.proxy,
 		HostTrust:         p.hostTrust,
 		Hypervisor:        hv,
+		Hosts:             p.remoteHosts(st),
 		Image:             p.images.Ensure,
 		Logger:            p.logger,
 	})
@@ -266,7 +274,34 @@ func (p *parts) cliEnv(env *cli.Env) *cli.Env {
 	env.Secrets = p.Secrets
 	env.Sessions = p.Sessions
 	env.Manager = p.Manager
+	env.Hosts = p.Hosts
 	return env
+}
+
+// Hosts is the data directory's remote hosts, made once.
+func (p *parts) Hosts() (*hosts.Hosts, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, err := p.store()
+	if err != nil {
+		return nil, err
+	}
+	return p.remoteHosts(st), nil
+}
+
+// remoteHosts is p.hosts, made on first need; p.mu is held.
+func (p *parts) remoteHosts(st *store.Store) *hosts.Hosts {
+	if p.hosts == nil {
+		me, _ := os.Hostname()
+		p.hosts = hosts.New(st, hosts.Config{Auth: p.sshAuth, Owner: fmt.Sprintf("%s pid %d", me, os.Getpid()), Logger: p.logger})
+	}
+	return p.hosts
+}
+
+// sshAuth is ssh's way of logging in, from this process's environment.
+func sshAuth() libvirt.Auth {
+	home, _ := os.UserHomeDir()
+	return libvirt.DefaultAuth(home, os.Getenv("SSH_AUTH_SOCK"))
 }
 
 // caStore keeps the credential broker's CA among Sandbar's own keyring

@@ -23,7 +23,9 @@ esac
 # global `git lfs install` that a session's .lfsconfig must not steer),
 # docker-registry (distribution) and apache2-utils (htpasswd) for the OCI
 # image pulls' tests against a real registry on loopback, sqlite3 for the
-# fault tests that damage a database row by hand.
+# fault tests that damage a database row by hand; openssh-server, libvirt
+# and qemu-utils for the remote hosts' tests, which run an sshd and a
+# libvirtd in a network namespace as the host a session starts --on.
 # Never dbus-x11: it makes every D-Bus client try to
 # autolaunch a bus on the X display, which hangs headless tests.
 packages=(
@@ -34,6 +36,7 @@ packages=(
 	chromium
 	docker-registry apache2-utils
 	sqlite3
+	openssh-server libvirt-daemon-system libvirt-clients qemu-utils
 )
 
 if ! command -v dpkg-query >/dev/null; then

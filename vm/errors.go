@@ -17,6 +17,10 @@ var (
 	ErrBootTimeout = errors.New("guest did not become ready in time")
 	// ErrNotFound means no such VM, image file or backend.
 	ErrNotFound = errors.New("not found")
+	// ErrHostLost means the connection to the machine the VM ran on
+	// (a remote host) was lost, and the VM was stopped with it; its disks
+	// are kept there, so the session can restart.
+	ErrHostLost = errors.New("the connection to the VM's host was lost")
 )
 
 // SpecError lists every problem of a Spec; errors.Is(err, ErrInvalidSpec).

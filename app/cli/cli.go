@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"sandbar/app/config"
+	"sandbar/app/hosts"
 	"sandbar/app/imagebuild"
 	"sandbar/app/secrets"
 	"sandbar/app/session"
@@ -62,6 +63,9 @@ type Env struct {
 	// Manager is the session manager that runs VMs in this process: what
 	// `sandbar serve` makes the engine.
 	Manager func(ctx context.Context) (*session.Manager, error)
+	// Hosts are the remote machines sessions can run on (nil: none are
+	// wired).
+	Hosts func() (*hosts.Hosts, error)
 }
 
 // ExitError carries a process exit code out of a command without printing
@@ -131,6 +135,7 @@ func commands() []command {
 			{name: "ls", summary: "list secret names", run: secretsList},
 			{name: "rm", summary: "delete secrets", run: secretsRemove},
 		}},
+		{name: "hosts", summary: "remote machines sessions can run on: sandbar hosts [add NAME ssh://user@host | check NAME | prune NAME | rm NAME]", run: hostsCmd},
 		{name: "doctor", summary: "check this machine can run Sandbar, and say how to fix what is missing", run: doctor},
 		{name: "serve", summary: "run the engine without the GUI (started by other commands as needed)", run: serve},
 		{name: "version", summary: "print the version", run: func(_ context.Context, env *Env, _ []string) error {

@@ -98,6 +98,9 @@ type sessionJSON struct {
 	// Changes, with --wide, sums the session's last saved work against
 	// its base; absent when it saved none.
 	Changes *workspace.DiffStat `json:"changes,omitempty"`
+	// Host is the remote host the session runs on (sandbar start --on);
+	// absent for this machine.
+	Host string `json:"host,omitempty"`
 }
 
 // mergedCell is the MERGED column of sandbar ls: where the session's
@@ -146,6 +149,7 @@ func list(ctx context.Context, env *Env, args []string) error {
 			projects[p.ID] = p
 		}
 	}
+	on := sessionHosts(ctx, env)
 	changes := map[string]workspace.DiffStat{}
 	if *wide {
 		for _, s := range ss {
@@ -160,7 +164,7 @@ func list(ctx context.Context, env *Env, args []string) error {
 			p := projects[s.ProjectID]
 			j := sessionJSON{ID: s.ID, Title: session.Title(s), Project: p.Name, Repo: p.Path, Branch: s.Branch, State: string(s.State), Activity: s.Activity,
 				Reason: s.Reason, ExitCode: s.ExitCode, Agent: s.Agent.Kind, CPUs: s.Limits.CPUs, MemoryMiB: s.Limits.MemoryMiB,
-				DiskGiB: s.Limits.DiskGiB, Network: s.Limits.Network, Created: s.Created}
+				DiskGiB: s.Limits.DiskGiB, Network: s.Limits.Network, Created: s.Created, Host: on[s.ID]}
 			if !s.Ended.IsZero() {
 				t := s.Ended
 				j.Ended = &t
@@ -203,6 +207,9 @@ func list(ctx context.Context, env *Env, args []string) error {
 		state := string(s.State)
 		if s.Activity != "" {
 			state += " (" + s.Activity + ")"
+		}
+		if h := on[s.ID]; h != "" {
+			state += " on " + h
 		}
 		exit := "-"
 		if s.ExitCode != nil {

@@ -94,6 +94,9 @@ type Config struct {
 	Store      *store.Store
 	Secrets    SecretSource
 	Hypervisor vm.Hypervisor
+	// Hosts are the remote hosts sessions may run on (start --on); nil
+	// runs every session here.
+	Hosts RemoteHosts
 	// Image returns the guest image to boot, building it if need be.
 	Image func(ctx context.Context) (*image.Image, error)
 	// HostMemory and HostCPUs are the machine's capacity; zero means ask

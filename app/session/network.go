@@ -177,7 +177,12 @@ func (r *run) startNet(ctx context.Context) (*sessionNet, *vm.NIC, string, error
 		return nil, nil, "", err
 	}
 	sn.n = n
-	host, guest, framing, err := sandbox.NICPair(r.m.cfg.Hypervisor)
+	hv, err := r.hypervisor(ctx)
+	if err != nil {
+		n.Close()
+		return nil, nil, "", err
+	}
+	host, guest, framing, err := sandbox.NICPair(hv)
 	if err != nil {
 		n.Close()
 		return nil, nil, "", err

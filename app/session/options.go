@@ -54,6 +54,9 @@ type Options struct {
 	// environment) instead of Sandbar's own Debian image; nil: Sandbar's.
 	// Every boot of the session (restarts too) uses it.
 	Root *RootImage `json:",omitempty"`
+	// On is the remote host to run on (sandbar hosts); "" for this
+	// machine. Every boot of the session (restarts too) runs there.
+	On string `json:",omitempty"`
 }
 
 // limits fills opts' zero limits from the settings, then the defaults.

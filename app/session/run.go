@@ -16,6 +16,7 @@ import (
 	"sandbar/app/secrets"
 	"sandbar/app/store"
 	"sandbar/app/workspace"
+	"sandbar/vm"
 )
 
 // run is one session's life in this process: from clone (or boot, on a
@@ -276,7 +277,11 @@ func (r *run) boot(ctx context.Context, undo *cleanups) error {
 	} else {
 		r.systemLine("network: off (no network card)")
 	}
-	sb, err := sandbox.Boot(ctx, r.m.cfg.Hypervisor, img, opts)
+	hv, err := r.hypervisor(ctx)
+	if err != nil {
+		return r.fail(ctx, err.Error())
+	}
+	sb, err := sandbox.Boot(ctx, hv, img, opts)
 	if err != nil {
 		if reason, stop := r.stopRequested(); stop {
 			return r.finish(ctx, r.stoppedAs(), reason, nil)
@@ -415,6 +420,10 @@ func (r *run) supervise(ctx context.Context, vmDone <-chan error) error {
 		case err := <-vmDone:
 			if reason, stop := r.stopRequested(); stop {
 				return r.finish(ctx, r.stoppedAs(), reason, nil)
+			}
+			if errors.Is(err, vm.ErrHostLost) {
+				// Its disks are kept on the host: restart continues there.
+				return r.finish(ctx, StateInterrupted, err.Error()+"; `sandbar restart "+r.id+"` continues it there", nil)
 			}
 			msg := "the VM stopped unexpectedly"
 			if err != nil {

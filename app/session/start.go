@@ -75,6 +75,9 @@ func (m *Manager) Start(ctx context.Context, o Options) (_ store.Session, err er
 	if err := m.validate(o); err != nil {
 		return store.Session{}, err
 	}
+	if err := m.checkOn(ctx, o.On); err != nil {
+		return store.Session{}, err
+	}
 	repoRules := review.NetworkRules()
 	title, err := CleanTitle(o.Title)
 	if err != nil {
@@ -143,6 +146,12 @@ func (m *Manager) Start(ctx context.Context, o Options) (_ store.Session, err er
 	}
 	if err := m.cfg.Store.CreateSession(ctx, s); err != nil {
 		return store.Session{}, err
+	}
+	if o.On != "" {
+		if err := m.cfg.Store.SetSessionHost(ctx, s.ID, o.On); err != nil {
+			m.cfg.Store.DeleteSession(ctx, s.ID)
+			return store.Session{}, err
+		}
 	}
 	undo.keep()
 	m.cfg.Store.TouchProject(ctx, proj.ID, now)

@@ -134,6 +134,12 @@ UPDATE sessions SET merged = '' WHERE id = '0ld5e55i0n';
 		return oldRows(5) + `
 UPDATE sessions SET deleted = 0 WHERE id = '0ld5e55i0n';
 `
+	case 7:
+		// v6's rows and a trust decision of v7's.
+		return oldRows(6) + `
+INSERT INTO repo_trust (project_id, kind, decision, hash, content, decided)
+	VALUES (7, 'network', 'trusted', 'abc', X'00', 1600000003000000000);
+`
 	}
 	return ""
 }

@@ -141,6 +141,24 @@ CREATE TABLE repo_trust (
 	PRIMARY KEY (project_id, kind, decision)
 ) WITHOUT ROWID;
 `},
+		// v8: remote hosts a session can run on (sandbar hosts add), and
+		// which host each session that ran elsewhere than here ran on; a
+		// session without a row ran on this machine.
+		{8, `
+CREATE TABLE hosts (
+	name    TEXT PRIMARY KEY,
+	url     TEXT NOT NULL,
+	dir     TEXT NOT NULL DEFAULT '',
+	added   INTEGER NOT NULL,
+	checked INTEGER NOT NULL DEFAULT 0,
+	status  TEXT NOT NULL DEFAULT ''
+) WITHOUT ROWID;
+CREATE TABLE session_hosts (
+	session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+	host       TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX session_hosts_host ON session_hosts(host);
+`},
 	}
 }
 
