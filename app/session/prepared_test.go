@@ -1,8 +1,11 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -234,5 +237,31 @@ func TestPreparedView(t *testing.T) {
 	all, err := f.m.PreparedEnvironments(context.Background())
 	if err == nil && len(all) != 0 {
 		t.Errorf("PreparedEnvironments lists %d of a project not in the store", len(all))
+	}
+}
+
+// TestStepOutputManyLines: a preparing machine's output is the guest's
+// bytes; one chunk of nothing but line breaks (the guest sends up to
+// 256 KiB at once) must cost the host one pass, not a copy of the rest
+// of the chunk per line.
+func TestStepOutputManyLines(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "prepare.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := &stepOutput{log: &prepLog{f: f}, tail: boundedTail{max: setupTail}}
+	chunk := bytes.Repeat([]byte("\n"), 64<<10)
+	allocs := testing.AllocsPerRun(3, func() { out.Write(chunk) })
+	if allocs > 16 {
+		t.Fatalf("a 64 KiB chunk of empty lines took %.0f allocations: the output is copied per line", allocs)
+	}
+	// Lines still reach the log, cut and whole.
+	out.Write([]byte("one\r\ntwo\n" + strings.Repeat("x", maxSetupLine+10) + "\nthree"))
+	out.flush()
+	b, _ := os.ReadFile(f.Name())
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 4 || lines[0] != "one" || lines[1] != "two" || len(lines[2]) != maxSetupLine || lines[3] != "three" {
+		t.Fatalf("log lines %q", lines)
 	}
 }
