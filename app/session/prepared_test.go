@@ -52,9 +52,19 @@ func TestChooseEnv(t *testing.T) {
 			all: []prepared.Env{failed("k1", "b", "c1"), ready("k1", "b", "c1")}, serve: "k1"},
 		{name: "a failed key is made again once asked (running)",
 			all: []prepared.Env{failed("k1", "b", "c1")}, running: true, prepare: true, wait: true},
+		// c1's history holds c0, not x0 (a branch the session's commit
+		// does not descend from: an agent's merged branch, say).
+		{name: "an environment of a commit outside the session's history never serves",
+			all: []prepared.Env{ready("kx", "b", "x0")}, prepare: true, wait: true},
+		{name: "outside the history while the key's is being made: wait for it",
+			all: []prepared.Env{ready("kx", "b", "x0")}, running: true, prepare: true, wait: true},
+		{name: "the newest of the base key is outside the history: an older one in it serves",
+			all: []prepared.Env{ready("kx", "b", "x0"), ready("k0", "b", "c0")}, serve: "k0", update: true, prepare: true},
+		{name: "the key failed and only an environment outside the history is ready: the session fails",
+			all: []prepared.Env{failed("k1", "b", "c1"), ready("kx", "b", "x0")}, fail: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := chooseEnv(tc.all, "k1", "b", "c1", tc.running)
+			c := chooseEnv(tc.all, "k1", "b", "c1", tc.running, func(commit string) bool { return commit == "c0" })
 			serve := ""
 			if c.Serve != nil {
 				serve = c.Serve.Key
