@@ -275,3 +275,58 @@ func TestStepOutputManyLines(t *testing.T) {
 		t.Fatalf("log lines %q", lines)
 	}
 }
+
+// TestRemovePreparedFailedRemake: a key's ready environment and the
+// failed remake kept beside it share the key. Each is removed by its
+// own Name, the failure's removal never takes the ready one, and the
+// ready one a session boots on is refused.
+func TestRemovePreparedFailedRemake(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	proj, _, err := f.m.AddProject(ctx, f.repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := f.m.preparedStore()
+	b, err := st.Begin(envName(proj.ID), "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeJSONFile(b.Disk(), "disk")
+	ready, err := b.Finish(prepared.Env{BaseKey: "b", Commit: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err = st.Begin(envName(proj.ID), "k1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Fail(prepared.Env{BaseKey: "b", Commit: "c1"}, errors.New("postCreateCommand exited 7")); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := f.m.PreparedEnvironments(ctx)
+	names := map[string]string{}
+	for _, e := range all {
+		names[e.State] = e.Name
+	}
+	if len(all) != 2 || names[PrepReady] != "k1" || names[PrepFailed] != "k1"+prepared.FailedSuffix {
+		t.Fatalf("listed %+v", all)
+	}
+	// A session boots on the ready one.
+	dir := f.paths.SessionDir("s1")
+	os.MkdirAll(filepath.Dir(dir.PreparedEnv()), 0o700)
+	if err := writeJSONFile(dir.PreparedEnv(), preparedRecord{Path: ready.Path, Key: "k1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.RemovePreparedEnvironment(ctx, proj.Path, "k1"); !errors.Is(err, ErrState) {
+		t.Errorf("removing the ready one a session boots on: %v", err)
+	}
+	if err := f.m.RemovePreparedEnvironment(ctx, proj.Path, names[PrepFailed]); err != nil {
+		t.Fatalf("removing the failed remake: %v", err)
+	}
+	if _, err := os.Stat(ready.Path); err != nil {
+		t.Fatalf("removing the failure took the ready one: %v", err)
+	}
+	if all, _ := f.m.PreparedEnvironments(ctx); len(all) != 1 || all[0].State != PrepReady {
+		t.Fatalf("after: %+v", all)
+	}
+}
