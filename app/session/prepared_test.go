@@ -330,3 +330,33 @@ func TestRemovePreparedFailedRemake(t *testing.T) {
 		t.Fatalf("after: %+v", all)
 	}
 }
+
+// TestRemoveProjectRemovesPrepared: a removed project's prepared
+// environments go with it; the store would give a project added later
+// the same id, and its sessions would boot on them.
+func TestRemoveProjectRemovesPrepared(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	proj, _, err := f.m.AddProject(ctx, f.repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := f.m.preparedStore()
+	b, err := st.Begin(envName(proj.ID), "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeJSONFile(b.Disk(), "disk")
+	if _, err := b.Finish(prepared.Env{BaseKey: "b", Commit: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.RemoveProject(ctx, proj.Path); err != nil {
+		t.Fatal(err)
+	}
+	if all, _ := st.List(envName(proj.ID)); len(all) != 0 {
+		t.Errorf("the removed project's prepared environments are kept: %+v", all)
+	}
+	if _, err := os.Stat(filepath.Join(st.Dir, envName(proj.ID))); err == nil {
+		t.Error("the removed project's folder of prepared environments is kept")
+	}
+}
