@@ -38,7 +38,7 @@ func (m *Manager) PrepareEnvironment(ctx context.Context, projectRef string, reb
 		return PreparedView{}, err
 	}
 	if !rebuild && m.findPreparation(proj.ID, job.key) == nil {
-		if c := chooseEnv(all, job.key, job.baseKey, job.commit, false); c.Serve != nil && c.Serve.Key == job.key {
+		if c := chooseEnv(all, job.key, job.baseKey, job.commit, false, nil); c.Serve != nil && c.Serve.Key == job.key {
 			return m.preparedView(proj)
 		}
 	}
@@ -196,7 +196,16 @@ func (r *run) usePrepared(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c := chooseEnv(all, job.key, job.baseKey, commit, r.m.findPreparation(proj.ID, job.key) != nil)
+	mr, unlock, err := r.m.mirror(ctx, proj.ID)
+	if err != nil {
+		return err
+	}
+	inHistory := func(envCommit string) bool {
+		ok, err := mr.IsAncestor(ctx, envCommit, commit)
+		return err == nil && ok
+	}
+	c := chooseEnv(all, job.key, job.baseKey, commit, r.m.findPreparation(proj.ID, job.key) != nil, inHistory)
+	unlock()
 	if c.Fail != "" {
 		return errors.New(c.Fail)
 	}

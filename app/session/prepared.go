@@ -27,7 +27,7 @@ import (
 //   - the key's own ready environment: the session runs only
 //     postStartCommand;
 //   - else a ready one of the same inputs on another commit (the same
-//     base key): it serves, the session runs updateContentCommand on its
+//     base key) in the session's commit's history: it serves, the session runs updateContentCommand on its
 //     warm caches, then postStartCommand, and the key's own is prepared
 //     in the background for the next sessions;
 //   - else none ready: the session starts the preparation (or joins the
@@ -84,8 +84,16 @@ type envChoice struct {
 
 // chooseEnv decides a session's environment from the project's kept
 // ones (all, newest first), for key and baseKey on commit; running says
-// the key is being prepared now.
-func chooseEnv(all []prepared.Env, key, baseKey, commit string, running bool) envChoice {
+// the key is being prepared now. inHistory says whether another
+// commit's environment may serve: only one prepared on a commit in the
+// session's commit's history (nil: none). A preparation runs the
+// repository's code at its commit (a postCreateCommand's npm install
+// runs the commit's scripts, as root where sudo is on), and what it
+// leaves on the disk outlives updateContentCommand: an environment
+// prepared on a branch the person has not taken in (a session's merged
+// branch, a contributor's) must not become the one every later session
+// of the project boots on.
+func chooseEnv(all []prepared.Env, key, baseKey, commit string, running bool, inHistory func(envCommit string) bool) envChoice {
 	var exact, failed, other *prepared.Env
 	for i := range all {
 		e := &all[i]
@@ -94,7 +102,8 @@ func chooseEnv(all []prepared.Env, key, baseKey, commit string, running bool) en
 			exact = e
 		case e.Key == key && e.State == prepared.StateFailed && failed == nil:
 			failed = e
-		case e.BaseKey == baseKey && e.State == prepared.StateReady && other == nil:
+		case e.BaseKey == baseKey && e.State == prepared.StateReady && other == nil &&
+			inHistory != nil && inHistory(e.Commit):
 			other = e
 		}
 	}

@@ -1,8 +1,11 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -49,9 +52,19 @@ func TestChooseEnv(t *testing.T) {
 			all: []prepared.Env{failed("k1", "b", "c1"), ready("k1", "b", "c1")}, serve: "k1"},
 		{name: "a failed key is made again once asked (running)",
 			all: []prepared.Env{failed("k1", "b", "c1")}, running: true, prepare: true, wait: true},
+		// c1's history holds c0, not x0 (a branch the session's commit
+		// does not descend from: an agent's merged branch, say).
+		{name: "an environment of a commit outside the session's history never serves",
+			all: []prepared.Env{ready("kx", "b", "x0")}, prepare: true, wait: true},
+		{name: "outside the history while the key's is being made: wait for it",
+			all: []prepared.Env{ready("kx", "b", "x0")}, running: true, prepare: true, wait: true},
+		{name: "the newest of the base key is outside the history: an older one in it serves",
+			all: []prepared.Env{ready("kx", "b", "x0"), ready("k0", "b", "c0")}, serve: "k0", update: true, prepare: true},
+		{name: "the key failed and only an environment outside the history is ready: the session fails",
+			all: []prepared.Env{failed("k1", "b", "c1"), ready("kx", "b", "x0")}, fail: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := chooseEnv(tc.all, "k1", "b", "c1", tc.running)
+			c := chooseEnv(tc.all, "k1", "b", "c1", tc.running, func(commit string) bool { return commit == "c0" })
 			serve := ""
 			if c.Serve != nil {
 				serve = c.Serve.Key
@@ -234,5 +247,116 @@ func TestPreparedView(t *testing.T) {
 	all, err := f.m.PreparedEnvironments(context.Background())
 	if err == nil && len(all) != 0 {
 		t.Errorf("PreparedEnvironments lists %d of a project not in the store", len(all))
+	}
+}
+
+// TestStepOutputManyLines: a preparing machine's output is the guest's
+// bytes; one chunk of nothing but line breaks (the guest sends up to
+// 256 KiB at once) must cost the host one pass, not a copy of the rest
+// of the chunk per line.
+func TestStepOutputManyLines(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "prepare.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := &stepOutput{log: &prepLog{f: f}, tail: boundedTail{max: setupTail}}
+	chunk := bytes.Repeat([]byte("\n"), 64<<10)
+	allocs := testing.AllocsPerRun(3, func() { out.Write(chunk) })
+	if allocs > 16 {
+		t.Fatalf("a 64 KiB chunk of empty lines took %.0f allocations: the output is copied per line", allocs)
+	}
+	// Lines still reach the log, cut and whole.
+	out.Write([]byte("one\r\ntwo\n" + strings.Repeat("x", maxSetupLine+10) + "\nthree"))
+	out.flush()
+	b, _ := os.ReadFile(f.Name())
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 4 || lines[0] != "one" || lines[1] != "two" || len(lines[2]) != maxSetupLine || lines[3] != "three" {
+		t.Fatalf("log lines %q", lines)
+	}
+}
+
+// TestRemovePreparedFailedRemake: a key's ready environment and the
+// failed remake kept beside it share the key. Each is removed by its
+// own Name, the failure's removal never takes the ready one, and the
+// ready one a session boots on is refused.
+func TestRemovePreparedFailedRemake(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	proj, _, err := f.m.AddProject(ctx, f.repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := f.m.preparedStore()
+	b, err := st.Begin(envName(proj.ID), "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeJSONFile(b.Disk(), "disk")
+	ready, err := b.Finish(prepared.Env{BaseKey: "b", Commit: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err = st.Begin(envName(proj.ID), "k1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Fail(prepared.Env{BaseKey: "b", Commit: "c1"}, errors.New("postCreateCommand exited 7")); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := f.m.PreparedEnvironments(ctx)
+	names := map[string]string{}
+	for _, e := range all {
+		names[e.State] = e.Name
+	}
+	if len(all) != 2 || names[PrepReady] != "k1" || names[PrepFailed] != "k1"+prepared.FailedSuffix {
+		t.Fatalf("listed %+v", all)
+	}
+	// A session boots on the ready one.
+	dir := f.paths.SessionDir("s1")
+	os.MkdirAll(filepath.Dir(dir.PreparedEnv()), 0o700)
+	if err := writeJSONFile(dir.PreparedEnv(), preparedRecord{Path: ready.Path, Key: "k1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.RemovePreparedEnvironment(ctx, proj.Path, "k1"); !errors.Is(err, ErrState) {
+		t.Errorf("removing the ready one a session boots on: %v", err)
+	}
+	if err := f.m.RemovePreparedEnvironment(ctx, proj.Path, names[PrepFailed]); err != nil {
+		t.Fatalf("removing the failed remake: %v", err)
+	}
+	if _, err := os.Stat(ready.Path); err != nil {
+		t.Fatalf("removing the failure took the ready one: %v", err)
+	}
+	if all, _ := f.m.PreparedEnvironments(ctx); len(all) != 1 || all[0].State != PrepReady {
+		t.Fatalf("after: %+v", all)
+	}
+}
+
+// TestRemoveProjectRemovesPrepared: a removed project's prepared
+// environments go with it; the store would give a project added later
+// the same id, and its sessions would boot on them.
+func TestRemoveProjectRemovesPrepared(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	proj, _, err := f.m.AddProject(ctx, f.repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := f.m.preparedStore()
+	b, err := st.Begin(envName(proj.ID), "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeJSONFile(b.Disk(), "disk")
+	if _, err := b.Finish(prepared.Env{BaseKey: "b", Commit: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.RemoveProject(ctx, proj.Path); err != nil {
+		t.Fatal(err)
+	}
+	if all, _ := st.List(envName(proj.ID)); len(all) != 0 {
+		t.Errorf("the removed project's prepared environments are kept: %+v", all)
+	}
+	if _, err := os.Stat(filepath.Join(st.Dir, envName(proj.ID))); err == nil {
+		t.Error("the removed project's folder of prepared environments is kept")
 	}
 }

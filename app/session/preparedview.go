@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"sandbar/app/env/prepared"
@@ -82,6 +83,10 @@ type PreparedEnv struct {
 	// Path is its disk ("" for a failed one); Log its preparing log.
 	Path string `json:"path,omitempty"`
 	Log  string `json:"log,omitempty"`
+	// Name is what RemovePreparedEnvironment takes for this one alone:
+	// its Key, or Key+".failed" for a failed remake kept beside the
+	// key's ready one.
+	Name string `json:"name,omitempty"`
 }
 
 // shortKey is the form of a key a person reads.
@@ -99,7 +104,7 @@ func preparedEnv(p store.Project, e prepared.Env) PreparedEnv {
 	return PreparedEnv{
 		ProjectID: p.ID, ProjectName: p.Name, Key: e.Key, KeyShort: shortKey(e.Key), BaseKey: e.BaseKey, Commit: e.Commit,
 		Image: e.Image, State: e.State, Error: e.Error, Made: e.Made, Took: e.Took, SetupTook: e.SetupTook,
-		Size: e.Size, LastUse: e.LastUse, Path: e.Path, Log: e.Log,
+		Size: e.Size, LastUse: e.LastUse, Path: e.Path, Log: e.Log, Name: e.Folder,
 	}
 }
 
@@ -158,8 +163,10 @@ func (m *Manager) PreparedEnvironments(ctx context.Context) ([]PreparedEnv, erro
 }
 
 // RemovePreparedEnvironment deletes one prepared environment of a
-// project (by its key or a unique prefix of it). One a session boots on
-// is refused: remove or stop that session first.
+// project (by its Name, its key or a unique prefix of it: a key's ready
+// one and its failed remake kept beside it share the key, and the key
+// whole names the ready one). One a session boots on is refused: remove
+// or stop that session first.
 func (m *Manager) RemovePreparedEnvironment(ctx context.Context, projectRef, key string) error {
 	p, err := m.findProject(ctx, projectRef)
 	if err != nil {
@@ -172,7 +179,11 @@ func (m *Manager) RemovePreparedEnvironment(ctx context.Context, projectRef, key
 	}
 	var found []prepared.Env
 	for _, e := range all {
-		if key != "" && len(key) <= len(e.Key) && e.Key[:len(key)] == key {
+		if e.Folder == key {
+			found = []prepared.Env{e}
+			break
+		}
+		if key != "" && strings.HasPrefix(e.Key, key) {
 			found = append(found, e)
 		}
 	}
@@ -186,5 +197,7 @@ func (m *Manager) RemovePreparedEnvironment(ctx context.Context, projectRef, key
 	if e.Path != "" && m.preparedInUse()[e.Path] {
 		return fmt.Errorf("a session of project %s boots on the prepared environment %s: remove that session first: %w", p.Name, shortKey(e.Key), ErrState)
 	}
-	return st.Remove(e.Project, e.Key)
+	// Its folder, not its key's: the key's folder is its ready one,
+	// which a failure's removal must not take (unchecked for use).
+	return st.Remove(e.Project, e.Folder)
 }

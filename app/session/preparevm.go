@@ -105,7 +105,7 @@ func (w *stepOutput) Write(p []byte) (int, error) {
 	n := len(p)
 	w.tail.write(p)
 	for len(p) > 0 {
-		i := strings.IndexAny(string(p), "\r\n")
+		i := bytes.IndexAny(p, "\r\n") // not string(p): a copy of the rest per line
 		if i < 0 {
 			room := maxSetupLine - len(w.partial)
 			w.partial = append(w.partial, p[:min(room, len(p))]...)

@@ -77,6 +77,13 @@ func (m *Manager) RemoveProject(ctx context.Context, ref string) error {
 			return fmt.Errorf("delete Sandbar's copy of %s: %w", p.Name, err)
 		}
 	}
+	// Its prepared environments go too: a project given its id later
+	// would boot on them (one of the same devcontainer.json inputs serves
+	// another commit), this repository's ignored files in them, and no
+	// prune removes a project's newest.
+	if err := os.RemoveAll(filepath.Join(m.cfg.Paths.PreparedEnvs(), envName(p.ID))); err != nil {
+		return fmt.Errorf("delete the prepared environments of %s: %w", p.Name, err)
+	}
 	return nil
 }
 

@@ -114,7 +114,7 @@ func envStorageItems(envs []session.PreparedEnv, imgs []session.EnvImage, paths 
 			state = "failed: " + envText(firstLine(e.Error))
 		}
 		out = append(out, envStorageItem{label: label, state: state, used: "used " + ageWords(now, e.LastUse),
-			bytes: e.Size, project: paths[e.ProjectID], key: e.Key})
+			bytes: e.Size, project: paths[e.ProjectID], key: e.Name})
 	}
 	for _, img := range imgs {
 		state := "image, " + envText(img.Platform)

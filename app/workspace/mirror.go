@@ -234,3 +234,12 @@ func (m *Mirror) packLimits() PackLimits {
 	}
 	return l
 }
+
+// IsAncestor reports whether commit a is in commit b's history in
+// Sandbar's repository of the project (a commit it lacks is not).
+func (m *Mirror) IsAncestor(ctx context.Context, a, b string) (bool, error) {
+	if !isHex(a) || !isHex(b) {
+		return false, nil
+	}
+	return isAncestor(ctx, m.Dir, a, b)
+}

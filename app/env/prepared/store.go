@@ -303,6 +303,10 @@ func (s *Store) Remove(project, key string) error {
 	}
 	dir := filepath.Join(s.Dir, project, key)
 	gone := dir + ".old-removed"
+	// A removal that died half-way left it: the rename would fail on it.
+	if err := os.RemoveAll(gone); err != nil {
+		return err
+	}
 	if err := os.Rename(dir, gone); err != nil {
 		return err
 	}
@@ -335,6 +339,7 @@ func (s *Store) Prune(ctx context.Context, now time.Time, keep time.Duration, us
 				os.RemoveAll(filepath.Join(s.Dir, p.Name(), tmpDir, t.Name()))
 			}
 		}
+		s.removeLeftovers(p.Name())
 		all, err := s.List(p.Name())
 		if err != nil {
 			continue
@@ -355,6 +360,26 @@ func (s *Store) Prune(ctx context.Context, now time.Time, keep time.Duration, us
 		}
 	}
 	return removed, nil
+}
+
+// removeLeftovers removes what a process that died mid-removal or
+// mid-replacement left in project's folder: a key's .old-removed, and a
+// replaced key's .old-<build> once that build is no longer in tmp (while
+// it is, placeAt may still put the old one back).
+func (s *Store) removeLeftovers(project string) {
+	entries, _ := os.ReadDir(filepath.Join(s.Dir, project))
+	for _, de := range entries {
+		_, build, ok := strings.Cut(de.Name(), ".old-")
+		if !ok || !de.IsDir() {
+			continue
+		}
+		if build != "removed" {
+			if _, err := os.Lstat(filepath.Join(s.Dir, project, tmpDir, build)); err == nil {
+				continue
+			}
+		}
+		os.RemoveAll(filepath.Join(s.Dir, project, de.Name()))
+	}
 }
 
 // Progress is what a build being made says of itself, in its folder

@@ -173,3 +173,39 @@ func TestBuilding(t *testing.T) {
 		t.Errorf("a build of a dead process is listed: %+v", got)
 	}
 }
+
+// TestStoreLeftoversOfACrash: what a process that died mid-removal or
+// mid-replacement left (key.old-removed, key.old-<build>) neither blocks
+// the key's next removal nor stays on the disk past a prune; a
+// replacement under way (its build still in tmp) is left alone.
+func TestStoreLeftoversOfACrash(t *testing.T) {
+	s := &Store{Dir: t.TempDir()}
+	e := build(t, s, "p1", "k1", "base", "c1", false)
+	removed := filepath.Join(s.Dir, "p1", "k1.old-removed")
+	os.MkdirAll(removed, 0o700)
+	os.WriteFile(filepath.Join(removed, "env.img"), []byte("old"), 0o600)
+	if err := s.Remove("p1", e.Folder); err != nil {
+		t.Fatalf("a removal after a crashed one: %v", err)
+	}
+	build(t, s, "p1", "k1", "base", "c1", false)
+	gone := filepath.Join(s.Dir, "p1", "k1.old-k1-123")
+	os.MkdirAll(gone, 0o700)
+	os.MkdirAll(removed, 0o700)
+	midway := filepath.Join(s.Dir, "p1", "k1.old-k1-456")
+	os.MkdirAll(midway, 0o700)
+	os.MkdirAll(filepath.Join(s.Dir, "p1", tmpDir, "k1-456"), 0o700)
+	if _, err := s.Prune(context.Background(), time.Now(), time.Hour, func(string) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{gone, removed} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s is left after a prune", filepath.Base(p))
+		}
+	}
+	if _, err := os.Stat(midway); err != nil {
+		t.Errorf("the old folder of a replacement under way was removed: %v", err)
+	}
+	if all, _ := s.List("p1"); len(all) != 1 {
+		t.Errorf("the ready one: %+v", all)
+	}
+}
