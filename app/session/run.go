@@ -194,6 +194,10 @@ func (r *run) life(ctx context.Context, provision bool) error {
 		if err := r.provision(ctx); err != nil {
 			return r.fail(ctx, err.Error())
 		}
+		// A Dockerfile's build reads the workspace disk just made.
+		if err := r.buildImage(ctx); err != nil {
+			return r.fail(ctx, err.Error())
+		}
 	}
 	return r.boot(ctx, &undo)
 }
