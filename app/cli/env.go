@@ -70,7 +70,7 @@ func envBuild(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintln(env.Stdout, "nothing to build: the project's sessions run in Sandbar's own image")
 		return nil
 	case v.Image == "":
-		fmt.Fprintf(env.Stdout, "nothing to pull: %s names no image; its commands run in each new session\n", termsafe.Line(v.File))
+		fmt.Fprintf(env.Stdout, "nothing to pull: %s names no image (an image it builds from a Dockerfile is built in a VM when a session starts, and cached); its commands run in each new session\n", termsafe.Line(v.File))
 		return nil
 	}
 	if err := pullShowing(ctx, env, v.Image, ociimage.PullOptions{}); err != nil {
