@@ -101,6 +101,9 @@ func (r *run) buildImage(ctx context.Context) error {
 	if err != nil {
 		return fail(err)
 	}
+	if res.Note != "" {
+		r.systemLine("environment: " + r.red.Redact(res.Note))
+	}
 	img := res.Image
 	name := "built from " + df
 	ri := &RootImage{Path: img.Path, Name: name, Digest: img.Digest, User: r.envUser,

@@ -102,6 +102,9 @@ type Result struct {
 	Took   time.Duration
 	// Kernel is the build VM's kernel, as its guest reported it.
 	Kernel string
+	// Note says, for the log, why an image built before serves although
+	// the build's inputs could not all be checked.
+	Note string
 }
 
 // BuildError is a build that failed in the builder: the step it failed
@@ -177,24 +180,38 @@ func (b *Builder) Build(ctx context.Context, req Request) (Result, error) {
 	if plat == "" {
 		plat = "linux/" + runtime.GOARCH
 	}
+	inputs := KeyInputs{
+		Dockerfile: req.Dockerfile, DockerfileID: req.DockerfileID,
+		Context: req.Context, ContextID: req.ContextID,
+		Args: argMap(req.Args), Target: req.Target, Platform: plat,
+		Builder: builderID(b.Guest),
+	}
+	// offline keys the build without its bases' digests: when a base's
+	// registry cannot be reached, the image last built from the same
+	// Dockerfile, context and arguments serves, and the log says so.
+	offline := "inputs-" + Key(inputs)
 	bases := make([]ociimage.Remote, len(df.Bases))
 	digests := make([]string, len(df.Bases))
 	for i, base := range df.Bases {
 		say(fmt.Sprintf("resolving the base image %s (line %d)", base.Ref, base.Line))
 		r, err := ociimage.Fetch(ctx, base.Ref, req.Pull)
+		if errors.Is(err, ociimage.ErrUnreachable) {
+			if res, ok := b.cachedVia(offline); ok {
+				res.Took = time.Since(began)
+				res.Note = fmt.Sprintf("the base image %s cannot be reached (%v): using the image built before from the same Dockerfile, context and arguments", base.Ref, err)
+				return res, nil
+			}
+		}
 		if err != nil {
 			return Result{}, fmt.Errorf("%s, line %d: the base image %s: %w", req.Dockerfile, base.Line, base.Ref, err)
 		}
 		bases[i], digests[i] = r, r.Digest
 	}
-	key := Key(KeyInputs{
-		Dockerfile: req.Dockerfile, DockerfileID: req.DockerfileID,
-		Context: req.Context, ContextID: req.ContextID,
-		Args: argMap(req.Args), Target: req.Target, Bases: digests, Platform: plat,
-		Builder: builderID(b.Guest),
-	})
+	inputs.Bases = digests
+	key := Key(inputs)
 	if res, ok := b.cached(key); ok {
 		res.Took = time.Since(began)
+		b.remember(offline, key)
 		return res, nil
 	}
 	unlock, err := lockFile(ctx, filepath.Join(b.Dir, "locks", key+".lock"))
@@ -210,6 +227,7 @@ func (b *Builder) Build(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	b.remember(offline, key)
 	res.Took = time.Since(began)
 	return res, nil
 }
@@ -227,6 +245,24 @@ func builderID(g *image.Image) string {
 	}
 	return g.Manifest.Hash
 }
+
+// remember points the offline key at the full one.
+func (b *Builder) remember(offline, key string) {
+	if err := writeAtomic(b.keyPath(offline), []byte(key)); err != nil && b.Logger != nil {
+		b.Logger.Warn("dockerbuild: record the build for offline use", "err", err)
+	}
+}
+
+// cachedVia is what the full key an offline key points at built.
+func (b *Builder) cachedVia(offline string) (Result, bool) {
+	key, err := os.ReadFile(b.keyPath(offline))
+	if err != nil || !hexKey.Match(key) {
+		return Result{}, false
+	}
+	return b.cached(string(key))
+}
+
+var hexKey = regexp.MustCompile(`^[a-f0-9]{64}$`)
 
 func (b *Builder) keyPath(key string) string { return filepath.Join(b.Dir, "keys", key+".json") }
 
@@ -495,8 +531,12 @@ func (v *vmBuild) readArchive(ctx context.Context, dir string, max int64) (img v
 		if err != nil {
 			pr.CloseWithError(err)
 			cancel() // stop the copy: the archive is refused
-		} else {
-			io.Copy(io.Discard, pr) // the tar's padding
+		} else if n, _ := io.CopyN(io.Discard, pr, 1<<20); n == 1<<20 {
+			// Past the tar's end and its padding, a builder has nothing
+			// more to say: a stream that goes on is refused.
+			err = fmt.Errorf("the built image's archive goes on past its end: %w", ErrBadArchive)
+			pr.CloseWithError(err)
+			cancel()
 		}
 		got <- out{img, err}
 	}()
