@@ -70,8 +70,9 @@ func (r *run) buildImage(ctx context.Context) error {
 		Label: r.id, Dockerfile: df, Context: cfg.Build.Context,
 		DockerfileData: dfObj.Data, DockerfileID: dfObj.ID, ContextID: ctxObj.ID,
 		Args: cfg.Build.Args, Target: cfg.Build.Target, Workspace: base,
-		Pull: ociimage.PullOptions{Proxy: r.m.cfg.Proxy.HTTPProxy},
-		CPUs: r.s.Limits.CPUs, Memory: uint64(max(r.s.Limits.MemoryMiB, 2048)) << 20,
+		Pull:         ociimage.PullOptions{Proxy: r.m.cfg.Proxy.HTTPProxy},
+		ReadyTimeout: r.m.cfg.ReadyTimeout,
+		CPUs:         r.s.Limits.CPUs, Memory: uint64(max(r.s.Limits.MemoryMiB, 2048)) << 20,
 		Progress: func(p dockerbuild.Progress) {
 			line := r.red.Redact(p.Line)
 			r.systemLine("build: " + line)

@@ -82,6 +82,8 @@ type Request struct {
 	Memory  uint64
 	Disk    int64
 	Timeout time.Duration
+	// ReadyTimeout bounds the build VM's boot (sandbox's default when 0).
+	ReadyTimeout time.Duration
 	// Progress hears each line of the build and what it is doing.
 	Progress func(Progress)
 }
@@ -309,7 +311,7 @@ func (b *Builder) buildInVM(ctx context.Context, req Request, df *Dockerfile, ba
 	defer os.RemoveAll(vmDir)
 	opts := sandbox.Options{
 		Name: "sandbar-build-" + key[:12], Dir: vmDir, CPUs: req.CPUs, Memory: req.Memory,
-		ScratchSize: req.Disk, Workspace: req.Workspace, Logger: log,
+		ScratchSize: req.Disk, Workspace: req.Workspace, Logger: log, ReadyTimeout: req.ReadyTimeout,
 	}
 	if opts.Memory == 0 {
 		opts.Memory = DefaultMemory
@@ -340,7 +342,10 @@ func (b *Builder) buildInVM(ctx context.Context, req Request, df *Dockerfile, ba
 		sb.Client.Close()
 	}()
 	v := &vmBuild{sb: sb, req: req, say: say}
-	if err := v.put(ctx, "mkdir -p "+guestDir+" && cat > "+guestDockerfile, func(w io.Writer) error {
+	// The builder's signature policy is the containers' configuration's;
+	// where it has none, images loaded here (the host pulled them) are
+	// accepted as they are.
+	if err := v.put(ctx, "set -e; mkdir -p "+guestDir+"; [ -e /etc/containers/policy.json ] || { mkdir -p /etc/containers; echo '"+acceptPolicy+"' > /etc/containers/policy.json; }; cat > "+guestDockerfile, func(w io.Writer) error {
 		_, err := w.Write(df.Text)
 		return err
 	}); err != nil {
@@ -474,6 +479,9 @@ func (v *vmBuild) root(ctx context.Context, what string, argv []string, out io.W
 	}
 	return nil
 }
+
+// acceptPolicy is containers-policy.json's "accept anything".
+const acceptPolicy = `{"default":[{"type":"insecureAcceptAnything"}]}`
 
 // builderEnv has buildah keep its images in vfs storage, which works on
 // the guest's overlay root (an overlay of an overlay does not).
