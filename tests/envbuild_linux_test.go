@@ -68,6 +68,9 @@ RUN echo "built: $NOTE" > /etc/build-marker \
 	good := w.git("rev-parse", "HEAD")
 	w.ok("project", "add", w.repo)
 	w.ok("project", "trust", "--yes", w.repo)
+	if out := w.ok("env", w.repo); !strings.Contains(out, "build: .devcontainer/Dockerfile, context .: built in a VM") {
+		t.Errorf("sandbar env does not name the Dockerfile:\n%s", out)
+	}
 
 	start := time.Now()
 	id := w.startID("--repo", w.repo, "--agent", "sleep 3600", "--memory", "1024", "--disk", "1")
