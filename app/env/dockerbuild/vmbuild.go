@@ -117,11 +117,11 @@ func (b *Builder) buildInVM(ctx context.Context, req Request, df *Dockerfile, ba
 		}); err != nil {
 			return Result{}, fmt.Errorf("hand the base image %s to the build VM: %w", base.Ref, err)
 		}
-		if err := v.root(ctx, "load "+base.Ref, []string{"sh", "-c", `set -e; id=$(buildah pull -q "docker-archive:$1"); rm -f "$1"; buildah tag "$id" "$2"`, "sandbar-load", tarPath, BaseName(i)}, nil); err != nil {
+		if err := v.root(ctx, "load "+base.Ref, []string{"sh", "-c", `set -e; id=$(buildah --storage-driver=vfs pull -q "docker-archive:$1"); rm -f "$1"; buildah --storage-driver=vfs tag "$id" "$2"`, "sandbar-load", tarPath, BaseName(i)}, nil); err != nil {
 			return Result{}, fmt.Errorf("load the base image %s in the build VM: %w", base.Ref, err)
 		}
 	}
-	argv := []string{"buildah", "build", "--isolation", "chroot", "--pull=never", "--layers=false",
+	argv := []string{"buildah", "--storage-driver=vfs", "build", "--isolation", "chroot", "--pull=never", "--layers=false",
 		"-f", guestDockerfile, "-t", builtName}
 	for _, a := range req.Args {
 		argv = append(argv, "--build-arg", a.Name+"="+a.Value)
@@ -139,7 +139,7 @@ func (b *Builder) buildInVM(ctx context.Context, req Request, df *Dockerfile, ba
 		return Result{}, err
 	}
 	say("writing the built image out of the build VM")
-	if err := v.root(ctx, "push", []string{"buildah", "push", "-q", "--disable-compression", builtName, "oci-archive:" + guestArchive}, nil); err != nil {
+	if err := v.root(ctx, "push", []string{"buildah", "--storage-driver=vfs", "push", "-q", "--disable-compression", builtName, "oci-archive:" + guestArchive}, nil); err != nil {
 		return Result{}, fmt.Errorf("write the built image in the build VM: %w", err)
 	}
 	max := req.Pull.MaxBytes
@@ -231,9 +231,12 @@ func (v *vmBuild) root(ctx context.Context, what string, argv []string, out io.W
 // acceptPolicy is containers-policy.json's "accept anything".
 const acceptPolicy = `{"default":[{"type":"insecureAcceptAnything"}]}`
 
-// builderEnv has buildah keep its images in vfs storage, which works on
-// the guest's overlay root (an overlay of an overlay does not).
-var builderEnv = map[string]string{"STORAGE_DRIVER": "vfs", "BUILDAH_ISOLATION": "chroot"}
+// builderEnv is the builder's environment. Every buildah command names
+// vfs storage (--storage-driver=vfs), which works on the guest's overlay
+// root where an overlay of an overlay does not: the configuration's
+// default is overlay, and buildah does not take STORAGE_DRIVER from the
+// environment.
+var builderEnv = map[string]string{"BUILDAH_ISOLATION": "chroot"}
 
 var (
 	stepLine = regexp.MustCompile(`^STEP \d+/\d+: `)
