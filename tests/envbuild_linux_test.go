@@ -118,14 +118,16 @@ RUN echo "built: $NOTE" > /etc/build-marker \
 	os.WriteFile(filepath.Join(dc, "Dockerfile"), []byte(dockerfile+"RUN echo about to fail && exit 7\n"), 0o644)
 	w.git("commit", "-qam", "a failing step")
 	bad := w.startID("--repo", w.repo, "--agent", "sleep 3600", "--memory", "1024", "--disk", "1")
+	// (Its state is running from the start; the build is part of it.)
 	var s lsEntry
+	var badLog string
 	if !waitUntil(15*time.Minute, time.Second, func() bool {
 		s = w.session(bad)
-		return s.State == "failed" || s.State == "running"
+		_, badLog, _ = w.run("", "logs", bad)
+		return s.State == "failed" || strings.Contains(badLog, "agent started")
 	}) || s.State != "failed" {
-		t.Fatalf("the session with a failing RUN is %s (%s), want failed", s.State, s.Reason)
+		t.Fatalf("the session with a failing RUN is %s (%s), want failed; its log:\n%s", s.State, s.Reason, clip(badLog))
 	}
-	_, badLog, _ := w.run("", "logs", bad)
 	for _, want := range []string{"failed to build at STEP ", ": RUN echo about to fail && exit 7 (exit code 7)", "about to fail"} {
 		if !strings.Contains(badLog+s.Reason, want) {
 			t.Errorf("the failed build does not say %q:\n%s\nreason: %s", want, clip(badLog), s.Reason)
