@@ -76,6 +76,11 @@ RUN echo "built: $NOTE" > /etc/build-marker \
 	id := w.startID("--repo", w.repo, "--agent", "sleep 3600", "--memory", "1024", "--disk", "1")
 	log := w.waitLogWithin(id, "agent started", 15*time.Minute)
 	t.Logf("built and started in %s", time.Since(start).Round(time.Second))
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "environment: image built from") || strings.Contains(l, "VM ready in") {
+			t.Log(strings.TrimSpace(l))
+		}
+	}
 	for _, want := range []string{
 		": FROM " + ref + " AS base", // the name as the person wrote it, not the builder's
 		"build: STEP 1/",
@@ -139,7 +144,9 @@ RUN echo "built: $NOTE" > /etc/build-marker \
 		t.Errorf("the first session's image after the failed build: %q", got)
 	}
 	id3 := w.startID("--repo", w.repo, "--base", good, "--agent", "sleep 3600", "--memory", "1024", "--disk", "1")
+	start = time.Now()
 	log3 := w.waitLogWithin(id3, "agent started", 5*time.Minute)
+	t.Logf("the session on the image built before started in %s", time.Since(start).Round(time.Second))
 	if !strings.Contains(log3, "as built before") || strings.Contains(log3, "booting the build VM") {
 		t.Errorf("the session at the first commit did not reuse the built image:\n%s", clip(log3))
 	}
