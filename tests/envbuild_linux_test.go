@@ -122,6 +122,7 @@ RUN echo "built: $NOTE" > /etc/build-marker \
 	// A RUN that fails: the session fails with the step and exit code.
 	os.WriteFile(filepath.Join(dc, "Dockerfile"), []byte(dockerfile+"RUN echo about to fail && exit 7\n"), 0o644)
 	w.git("commit", "-qam", "a failing step")
+	w.ok("project", "trust", "--yes", w.repo) // the file changed: trusted anew
 	bad := w.startID("--repo", w.repo, "--agent", "sleep 3600", "--memory", "1024", "--disk", "1")
 	// (Its state is running from the start; the build is part of it.)
 	var s lsEntry
@@ -139,11 +140,18 @@ RUN echo "built: $NOTE" > /etc/build-marker \
 		}
 	}
 	// The image built before still serves: its session runs on, and a
-	// new session at the first commit starts on it, not building again.
+	// new session on the first commit's tree starts on it, not building
+	// again.
 	if got := sh(id, "cat /etc/build-marker"); got != "built: from-args\n" {
 		t.Errorf("the first session's image after the failed build: %q", got)
 	}
-	id3 := w.startID("--repo", w.repo, "--base", good, "--agent", "sleep 3600", "--memory", "1024", "--disk", "1")
+	// The step taken back: the same tree as the first commit's.
+	w.git("revert", "--no-edit", "HEAD")
+	if tree, want := w.git("rev-parse", "HEAD^{tree}"), w.git("rev-parse", good+"^{tree}"); tree != want {
+		t.Fatalf("the revert's tree %s is not the first commit's %s", tree, want)
+	}
+	w.ok("project", "trust", "--yes", w.repo)
+	id3 := w.startID("--repo", w.repo, "--agent", "sleep 3600", "--memory", "1024", "--disk", "1")
 	start = time.Now()
 	log3 := w.waitLogWithin(id3, "agent started", 5*time.Minute)
 	t.Logf("the session on the image built before started in %s", time.Since(start).Round(time.Second))
