@@ -33,7 +33,8 @@ import (
 // finds them, the kernel the guest's, the file nowhere on the host. A
 // Dockerfile whose RUN fails fails its session with the step and the exit
 // code; the session on the image built before keeps running, and a new
-// one at the first commit starts on it without building again.
+// one on the first commit's tree (a revert) starts on it without building
+// again.
 func TestDevcontainerDockerfile(t *testing.T) {
 	registrytest.NeedTool(t, "docker-registry", "docker-registry")
 	reg := registrytest.Start(t, "", "")
