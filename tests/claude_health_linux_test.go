@@ -47,7 +47,7 @@ func TestClaudeCodeKeyRefusedFailsSession(t *testing.T) {
 	}
 	t.Logf("start to failure: %.1f s; the API saw:\n%s", time.Since(started).Seconds(), api.Log())
 	logs, sys, _ := w.run("", "logs", "--json", id)
-	if readable, _, _ := w.run("", "logs", id); !strings.Contains(readable, "⟳ The API key was refused — retry 1/") ||
+	if readable, _, _ := w.run("", "logs", id); !strings.Contains(readable, "↻ The API key was refused — retry 1/") ||
 		!strings.Contains(readable, "✗ Turn failed: The API key was refused — set it in Settings") {
 		t.Errorf("`sandbar logs` does not say the retries and the failure in words:\n%s", readable)
 	}

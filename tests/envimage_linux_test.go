@@ -40,9 +40,12 @@ func TestDevcontainerImage(t *testing.T) {
 	file := fmt.Sprintf(`{
 		"image": %q,
 		"containerEnv": {"FROM_FILE": "${containerEnv:IMAGE_FLAVOUR}-file"},
-		"postCreateCommand": "cat /etc/image-marker > /tmp/created; command -v git >> /tmp/created || echo no-git >> /tmp/created",
+		"postCreateCommand": "cat /etc/image-marker > created.txt; command -v git >> created.txt || echo no-git >> created.txt",
 	}`, ref)
 	os.WriteFile(filepath.Join(dc, "devcontainer.json"), []byte(file), 0o644)
+	// What postCreateCommand leaves is an ignored file: the prepared
+	// environment keeps it, listed by Sandbar's git (the image has none).
+	os.WriteFile(filepath.Join(w.repo, ".gitignore"), []byte("created.txt\n"), 0o644)
 	w.git("add", ".")
 	w.git("commit", "-qm", "environment")
 	w.ok("project", "add", w.repo)
@@ -62,7 +65,7 @@ func TestDevcontainerImage(t *testing.T) {
 		}
 		return out
 	}
-	if got := sh("cat /tmp/created"); got != "built for sandbar's test\nno-git\n" {
+	if got := sh("cat created.txt"); got != "built for sandbar's test\nno-git\n" {
 		t.Errorf("postCreateCommand on the image saw %q", got)
 	}
 	if got := sh(`echo "$IMAGE_FLAVOUR $FROM_FILE"`); got != "test test-file\n" {

@@ -28,8 +28,9 @@ const devcontainerLifecycle = `{
 
 // TestDevcontainerLifecycle: a session of a repository whose trusted
 // devcontainer.json asks for commands, variables, a volume and a
-// workspace folder: a new session runs onCreate, updateContent and
-// postCreate (its parts together) once, then postStart, as the agent's
+// workspace folder: a new session boots on the environment prepared by
+// onCreate, updateContent and postCreate (its parts together, once),
+// then runs postStart, as the agent's
 // user in the workspace, before the agent; the agent has the file's
 // variables; a restart runs postStart only; a failing command fails the
 // session with its name, exit code and output. Untrusted, the file is
@@ -81,12 +82,16 @@ func TestDevcontainerLifecycle(t *testing.T) {
 	for _, want := range []string{
 		"environment: .devcontainer/devcontainer.json (trusted)",
 		"not supported, so not acted on: runArgs",
-		"environment: postCreateCommand (a) done in",
+		"environment: prepared environment",
 		"$ postStartCommand: /bin/sh -c echo start-",
 	} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the log lacks %q:\n%s", want, clip(log))
 		}
+	}
+	// The creation commands ran in the prepared environment, before it.
+	if envLog := w.ok("env", "logs", w.repo); !strings.Contains(envLog, "postCreateCommand (a) done in") {
+		t.Errorf("the preparation's log lacks postCreateCommand (a):\n%s", clip(envLog))
 	}
 
 	// A restart is the same machine: postStart only.

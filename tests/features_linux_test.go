@@ -47,7 +47,7 @@ echo "tool installed with greeting $GREETING"
 		"` + tool + `": {"greeting": "howdy"},
 		"./local-tool": {}
 	},
-	"postCreateCommand": "greet > /tmp/post-create && local-tool >> /tmp/post-create && echo \"$TOOL_HOME\" >> /tmp/post-create",
+	"postCreateCommand": "greet > $HOME/post-create && local-tool >> $HOME/post-create && echo \"$TOOL_HOME\" >> $HOME/post-create",
 }`
 	files := map[string]string{
 		"devcontainer.json": devcontainer,
@@ -78,36 +78,46 @@ echo "tool installed with greeting $GREETING"
 		}
 		return out
 	}
-	if got, want := sh("cat /tmp/post-create"), "howdy from tool for agent\nlocal-howdy from tool for agent\n/opt/tool\n"; got != want {
+	if got, want := sh("cat $HOME/post-create"), "howdy from tool for agent\nlocal-howdy from tool for agent\n/opt/tool\n"; got != want {
 		t.Errorf("postCreateCommand wrote %q, want %q (the tools with their options, before it ran)", got, want)
 	}
 	if got := sh(`toolpath; echo "$TOOL_HOME"; ls /tmp | grep -c sandbar-feature || true`); got != "on-path\n/opt/tool\n0\n" {
 		t.Errorf("the agent's environment from the features, and the install folders left: %q", got)
 	}
+	// The session's log names the features; they were installed, before
+	// postCreateCommand ran, in the prepared environment it boots on.
 	_, log, _ := w.run("", "logs", id)
 	for _, want := range []string{
 		"environment: feature " + tool + " (1.4.2) from registry " + reg.Host + " sha256:",
 		"options greeting=howdy",
-		"tool installed with greeting howdy",
-		"environment: feature " + tool + " (1.4.2) installed in ",
-		"environment: feature ./local-tool (0.1.0) installed in ",
+		"environment: prepared environment",
 	} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the log lacks %q:\n%s", want, clip(log))
 		}
 	}
-	if i, j := strings.Index(log, "feature ./local-tool (0.1.0) installed"), strings.Index(log, "$ postCreateCommand"); i < 0 || j < 0 || i > j {
-		t.Errorf("the features were not installed before postCreateCommand ran:\n%s", clip(log))
+	envLog := w.ok("env", "logs", w.repo)
+	for _, want := range []string{
+		"tool installed with greeting howdy",
+		"feature " + tool + " (1.4.2) installed in ",
+		"feature ./local-tool (0.1.0) installed in ",
+	} {
+		if !strings.Contains(envLog, want) {
+			t.Errorf("the preparation's log lacks %q:\n%s", want, clip(envLog))
+		}
+	}
+	if i, j := strings.Index(envLog, "feature ./local-tool (0.1.0) installed"), strings.Index(envLog, "$ postCreateCommand"); i < 0 || j < 0 || i > j {
+		t.Errorf("the features were not installed before postCreateCommand ran:\n%s", clip(envLog))
 	}
 
-	// A restart is the same machine: nothing installed again, the
-	// features' environment still the agent's.
+	// A restart boots on the same environment: nothing installed again,
+	// the features' environment still the agent's.
 	w.ok("stop", id)
 	w.ok("restart", id)
 	w.waitLog(id, "agent started", 2)
 	_, log, _ = w.run("", "logs", id)
-	if n := strings.Count(log, "(1.4.2) installed in "); n != 1 {
-		t.Errorf("the feature was installed %d times after a restart, want once:\n%s", n, clip(log))
+	if n := strings.Count(log, "(1.4.2) installed in "); n != 0 {
+		t.Errorf("the feature was installed %d times in the session, want none (it is in the prepared environment):\n%s", n, clip(log))
 	}
 	if got := sh(`echo "$TOOL_HOME"; greet`); got != "/opt/tool\nhowdy from tool for agent\n" {
 		t.Errorf("after a restart: %q", got)

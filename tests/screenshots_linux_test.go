@@ -171,7 +171,16 @@ func TestScreenshots(t *testing.T) {
 	g.clickItem(t, bus, item, "New Session…")
 	ns := x.waitWindow(t, "^New Session$", 30*time.Second)
 	x.raise(t, ns)
-	x.shot(t, ns, shotNewSession)
+	// The prompt has the keyboard as the window opens: what is typed
+	// at once lands in it, and the picture changes.
+	before := x.settled(t, ns)
+	if _, err := x.xdotool("type", "--window", ns, "--delay", "30", "Fix the cart"); err != nil {
+		t.Fatal(err)
+	}
+	after := x.shot(t, ns, shotNewSession)
+	if n := differing(before, after, before.Bounds()); n < 100 {
+		t.Errorf("typing into New Session as it opened changed %d pixels: the prompt does not have the keyboard", n)
+	}
 	x.closeWithKey(t, ns, "^New Session$", "Escape")
 
 	// 5. The finished session's window, from its notification, on its

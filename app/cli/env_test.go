@@ -62,7 +62,7 @@ func TestEnvShow(t *testing.T) {
 		"environment: Sandbar's own image: the repository's .devcontainer/devcontainer.json is not trusted yet, so not used",
 		"image: golang:1.23 (not on this machine yet",
 		"features: ghcr.io/devcontainers/features/node:1",
-		`postCreateCommand (once per session, third): /bin/sh -c go mod download \x1b[2J`,
+		`postCreateCommand (once, in the prepared environment): /bin/sh -c go mod download \x1b[2J`,
 		"postStartCommand (every start, a restart too): make dev",
 		"not supported, so not acted on: runArgs",
 		"to use it: sandbar project trust envrepo",

@@ -102,6 +102,10 @@ func (p Paths) ProjectBases(id int64) string { return filepath.Join(p.Project(id
 // project.
 func (p Paths) EnvImages() string { return filepath.Join(p.Home, "environments", "images") }
 
+// PreparedEnvs holds the projects' prepared environments, a folder per
+// project id and environment key (app/env/prepared).
+func (p Paths) PreparedEnvs() string { return filepath.Join(p.Home, "environments", "prepared") }
+
 // Ensure creates the directories that must exist before anything runs.
 // The data directory and its sessions folder are the person's alone
 // (0700): one an older Sandbar made 0755 is tightened. Images and

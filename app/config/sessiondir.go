@@ -41,6 +41,7 @@ const (
 	networkRepoFile = "network.repo"
 	environmentFile = "environment.json"
 	rootImageFile   = "root-image.json"
+	preparedFile    = "prepared-env.json"
 	metaFile        = "session.json"
 	exportDir       = "export"
 	legacyWorkspace = "workspace"
@@ -110,6 +111,11 @@ func (d SessionDir) Meta() string { return d.join(metaFile) }
 // RootImage records the image whose root the session's agent runs on
 // when it is not Sandbar's own (session.RootImage, as JSON).
 func (d SessionDir) RootImage() string { return d.join(rootImageFile) }
+
+// PreparedEnv records the prepared environment the session boots on,
+// when it has one (session.preparedRecord, as JSON): a restart boots on
+// the same disk.
+func (d SessionDir) PreparedEnv() string { return d.join(preparedFile) }
 
 // NetworkRepo is the session's copy of its repository's network file,
 // taken at start so that the agent cannot change its own rules.

@@ -46,8 +46,9 @@ import (
 // the merge target; 5, the trash (restore, trash-empty; remove moves to
 // the trash), and yield with the keyring error code; 6, resume (a VM
 // paused on a full disk) and the disk_full error code, restart-saved (a
-// session whose disk is gone, from its saved work) and scratch_gone.
-const APIVersion = 6
+// session whose disk is gone, from its saved work) and scratch_gone; 7,
+// prepared environments (env-prepare, env-prepared-remove).
+const APIVersion = 7
 
 // The operations, by their names on the wire.
 const (
@@ -81,6 +82,10 @@ const (
 	OpUnpublish     = "unpublish"
 	OpRestore       = "restore"
 	OpEmptyTrash    = "trash-empty"
+	// OpPrepareEnv starts (or joins) a project's environment preparation
+	// in the engine; OpRemovePrepared deletes a prepared environment.
+	OpPrepareEnv     = "env-prepare"
+	OpRemovePrepared = "env-prepared-remove"
 	// OpYield asks a headless engine that cannot reach the keyring to
 	// hand over to the caller, which can (Client.handOver).
 	OpYield = "yield"
@@ -166,6 +171,17 @@ type (
 	}
 	MergeReply struct {
 		Result workspace.MergeResult `json:"result"`
+	}
+	PrepareEnvRequest struct {
+		Project string `json:"project"`
+		Rebuild bool   `json:"rebuild,omitempty"`
+	}
+	PrepareEnvReply struct {
+		Prepared session.PreparedView `json:"prepared"`
+	}
+	RemovePreparedRequest struct {
+		Project string `json:"project"`
+		Key     string `json:"key"`
 	}
 	RenameRequest struct {
 		ID    string `json:"id"`

@@ -188,6 +188,39 @@ func (c *Client) Environment(ctx context.Context, projectRef string) (session.En
 	return c.Local.Environment(ctx, projectRef)
 }
 
+// PrepareEnvironment starts (or joins) the project's environment
+// preparation in the engine, which owns the machines.
+func (c *Client) PrepareEnvironment(ctx context.Context, projectRef string, rebuild bool) (session.PreparedView, error) {
+	rep, err := call[PrepareEnvReply](ctx, c, OpPrepareEnv, PrepareEnvRequest{Project: projectRef, Rebuild: rebuild})
+	return rep.Prepared, err
+}
+
+// PreparedEnvironments lists the prepared environments, here: they are
+// folders on this machine.
+func (c *Client) PreparedEnvironments(ctx context.Context) ([]session.PreparedEnv, error) {
+	return c.Local.PreparedEnvironments(ctx)
+}
+
+// RemovePreparedEnvironment deletes one in the engine, which knows the
+// sessions booting on it.
+func (c *Client) RemovePreparedEnvironment(ctx context.Context, projectRef, key string) error {
+	_, err := call[None](ctx, c, OpRemovePrepared, RemovePreparedRequest{Project: projectRef, Key: key})
+	return err
+}
+
+// EnvImages lists the pulled images, here: they are folders on this
+// machine.
+func (c *Client) EnvImages(ctx context.Context) ([]session.EnvImage, error) {
+	return c.Local.EnvImages(ctx)
+}
+
+// RemoveEnvImage deletes a pulled image, here: the image store locks it
+// against a pull in any process, and what boots on it is read from the
+// sessions' and prepared environments' folders.
+func (c *Client) RemoveEnvImage(ctx context.Context, digest string) error {
+	return c.Local.RemoveEnvImage(ctx, digest)
+}
+
 // RepoTrust reads a project's repository settings and their trust, here.
 func (c *Client) RepoTrust(ctx context.Context, projectRef string) (session.RepoReview, error) {
 	return c.Local.RepoTrust(ctx, projectRef)

@@ -48,6 +48,13 @@ func operations() map[string]handler {
 			res, err := svc.Merge(ctx, r.ID, session.MergeOptions{Into: r.Into, Force: r.Force, AcceptSteering: r.AcceptSteering, Stash: r.Stash})
 			return MergeReply{Result: res}, err
 		}),
+		OpPrepareEnv: unary(func(ctx context.Context, svc session.Service, r PrepareEnvRequest) (PrepareEnvReply, error) {
+			v, err := svc.PrepareEnvironment(ctx, r.Project, r.Rebuild)
+			return PrepareEnvReply{Prepared: v}, err
+		}),
+		OpRemovePrepared: unary(func(ctx context.Context, svc session.Service, r RemovePreparedRequest) (None, error) {
+			return None{}, svc.RemovePreparedEnvironment(ctx, r.Project, r.Key)
+		}),
 		OpRename: unary(func(ctx context.Context, svc session.Service, r RenameRequest) (SessionReply, error) {
 			s, err := svc.Rename(ctx, r.ID, r.Title)
 			return SessionReply{Session: s}, err

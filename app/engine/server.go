@@ -173,9 +173,10 @@ func (s *Server) serveOn(ctx context.Context, ln net.Listener) error {
 	}
 }
 
-// Idle reports how long the engine has had no connection and no session.
+// Idle reports how long the engine has had no connection, no session and
+// no environment to prepare.
 func (s *Server) Idle() time.Duration {
-	if s.active.Load() > 0 || len(s.m.Running()) > 0 {
+	if s.active.Load() > 0 || len(s.m.Running()) > 0 || s.m.Preparing() > 0 {
 		s.lastUsed.Store(time.Now().UnixNano())
 		return 0
 	}

@@ -84,7 +84,7 @@ func Entry(e session.Entry) []string {
 	case session.EntrySystem:
 		return []string{"· " + e.Text}
 	case session.EntryRetry:
-		return []string{"⟳ " + e.Text}
+		return []string{"↻ " + e.Text}
 	case session.EntryUser:
 		return prefixed("> ", textLines(e.Text))
 	case session.EntryTrimmed:

@@ -249,7 +249,7 @@ func (r *run) useEnvironment(cfg *devcontainer.Config, feats *featureSet) {
 	if feats == nil {
 		feats = &featureSet{}
 	}
-	r.envCfg, r.envFeatures, r.sandbarEnv = cfg, feats.Env, maps.Clone(r.env)
+	r.envCfg, r.envFeatures, r.envFeatSet, r.sandbarEnv = cfg, feats.Env, feats, maps.Clone(r.env)
 	env := map[string]string{}
 	// A restart boots the image its session was made on: its variables
 	// are known now; a new session's once it is pulled (pullImage).
@@ -264,6 +264,14 @@ func (r *run) useEnvironment(cfg *devcontainer.Config, feats *featureSet) {
 	fresh := !r.restart || r.fromSaved != ""
 	stages, notes := feats.forRun(!fresh)
 	r.setupSteps = withFeatures(environmentSetup(cfg, env, !fresh), cfg, stages)
+	if r.restart && fresh {
+		// A new machine on the prepared environment the session was
+		// made on: its creation work is there; the saved work is
+		// another commit, so updateContentCommand runs.
+		if rec, err := readPreparedRecord(r.dir.PreparedEnv()); err == nil && rec != nil {
+			r.setupSteps = sessionOnPrepared(cfg, env, true)
+		}
+	}
 	r.envNotes = append(environmentNotes(cfg), notes...)
 	r.envImage, r.envFile = cfg.Image, cfg.File
 	r.envUser = cfg.RemoteUser

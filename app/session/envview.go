@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"sandbar/app/env/devcontainer"
 	"sandbar/app/env/ociimage"
@@ -36,6 +37,10 @@ type EnvironmentView struct {
 	Commands []EnvCommand `json:"commands,omitempty"`
 	// Notes are the file's unsupported fields and its own notes.
 	Notes []string `json:"notes,omitempty"`
+	// Prepared is the state of the project's prepared environment: nil
+	// when the environment has nothing to prepare (no trusted file, or
+	// one with no features and no creation commands).
+	Prepared *PreparedView `json:"prepared,omitempty"`
 }
 
 // EnvCommand is one lifecycle command of a devcontainer.json.
@@ -96,9 +101,9 @@ func (m *Manager) Environment(ctx context.Context, projectRef string) (Environme
 		name, when string
 		cmd        devcontainer.Command
 	}{
-		{"onCreateCommand", "once per session, first", cfg.OnCreateCommand},
-		{"updateContentCommand", "once per session, second", cfg.UpdateContentCommand},
-		{"postCreateCommand", "once per session, third", cfg.PostCreateCommand},
+		{"onCreateCommand", "once, in the prepared environment", cfg.OnCreateCommand},
+		{"updateContentCommand", "in the prepared environment, and in a session on another commit", cfg.UpdateContentCommand},
+		{"postCreateCommand", "once, in the prepared environment", cfg.PostCreateCommand},
 		{"postStartCommand", "every start, a restart too", cfg.PostStartCommand},
 	} {
 		if c.cmd.IsZero() {
@@ -121,6 +126,13 @@ func (m *Manager) Environment(ctx context.Context, projectRef string) (Environme
 		v.Notes = append(v.Notes, "not supported, so not acted on: "+strings.Join(cfg.Unsupported, ", "))
 	}
 	v.Notes = append(v.Notes, cfg.Notes...)
+	if v.Source == "devcontainer" && createsWork(cfg) {
+		pv, err := m.preparedView(v.Project)
+		if err != nil {
+			return v, err
+		}
+		v.Prepared = &pv
+	}
 	return v, nil
 }
 
@@ -169,5 +181,31 @@ func (v EnvironmentView) Words() []string {
 			out = append(out, fmt.Sprintf("%s (%s): %s", c.Name, c.When, r))
 		}
 	}
-	return append(out, v.Notes...)
+	out = append(out, v.Notes...)
+	if v.Prepared != nil {
+		out = append(out, v.Prepared.Words()...)
+	}
+	return out
+}
+
+// Words is the prepared state as `sandbar env` prints it.
+func (p PreparedView) Words() []string {
+	var out []string
+	switch p.State {
+	case PrepNone:
+		out = append(out, "prepared: not yet (the next session prepares it and waits, or sandbar env build)")
+	case PrepPreparing:
+		out = append(out, fmt.Sprintf("prepared: preparing now on %s (key %s, since %s): %s", short(p.Commit), p.KeyShort, p.Started.Local().Format("15:04:05"), p.Step))
+	case PrepReady:
+	case PrepFailed:
+		out = append(out, fmt.Sprintf("prepared: FAILED on %s (key %s): %s", short(p.Commit), p.KeyShort, p.Error))
+		out = append(out, "see its log: sandbar env logs; fix the file, then sandbar env build --rebuild")
+	}
+	if s := p.Serving; s != nil {
+		out = append(out, fmt.Sprintf("prepared: ready, made %s on %s (key %s, %s, %s to prepare of which %s its commands), last used %s",
+			s.Made.Local().Format("2006-01-02 15:04"), short(s.Commit), s.KeyShort, humanSize(s.Size), s.Took.Round(time.Second), s.SetupTook.Round(time.Second), s.LastUse.Local().Format("2006-01-02 15:04")))
+	} else if p.State == PrepFailed {
+		out = append(out, "no prepared environment is ready: the project's sessions fail until one is (or start one in Sandbar's own image: --env default)")
+	}
+	return out
 }

@@ -172,6 +172,8 @@ type Manager struct {
 	wg         sync.WaitGroup
 	// recoverLater: Recover found the disk full; admit runs it again.
 	recoverLater atomic.Bool
+	// prep holds the project environments being prepared (prepared.go).
+	prep preparer
 }
 
 // New returns a Manager. It recovers nothing: only the engine, the one

@@ -74,6 +74,23 @@ func (m *Manager) composePolicy(ctx context.Context, s store.Session) (*policy.P
 // composeWith is composePolicy; without recorded, the session is not in
 // the store yet and has no rules of its own.
 func (m *Manager) composeWith(ctx context.Context, s store.Session, recorded bool) (*policy.Policy, []string, error) {
+	repo, err := os.ReadFile(m.cfg.Paths.SessionDir(s.ID).NetworkRepo())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, fmt.Errorf("the session's copy of %s: %w", workspace.NetworkFile, err)
+	}
+	var own string
+	if recorded {
+		if own, err = m.cfg.Store.SessionNetRules(ctx, s.ID); err != nil {
+			return nil, nil, err
+		}
+	}
+	return m.composeLayers(ctx, s.Limits, s.ProjectID, repo, own)
+}
+
+// composeLayers builds a policy from Sandbar's network settings, the
+// project's, the repository's trusted file (repo) and a session's own
+// rules (own), in that order, in the mode limits give.
+func (m *Manager) composeLayers(ctx context.Context, limits store.Limits, projectID int64, repo []byte, own string) (*policy.Policy, []string, error) {
 	var layers []policy.Layer
 	add := func(text string, src policy.Source, where string) error {
 		if strings.TrimSpace(text) == "" {
@@ -91,28 +108,18 @@ func (m *Manager) composeWith(ctx context.Context, s store.Session, recorded boo
 	} else if err := add(v, policy.SourceSandbar, "Sandbar's network settings"); err != nil {
 		return nil, nil, err
 	}
-	if v, _, err := m.cfg.Store.ProjectSetting(ctx, s.ProjectID, store.ProjectNetwork); err != nil {
+	if v, _, err := m.cfg.Store.ProjectSetting(ctx, projectID, store.ProjectNetwork); err != nil {
 		return nil, nil, err
 	} else if err := add(v, policy.SourceProject, "the project's network settings"); err != nil {
 		return nil, nil, err
 	}
-	if b, err := os.ReadFile(m.cfg.Paths.SessionDir(s.ID).NetworkRepo()); err == nil {
-		if err := add(string(b), policy.SourceRepository, workspace.NetworkFile); err != nil {
-			return nil, nil, err
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, nil, fmt.Errorf("the session's copy of %s: %w", workspace.NetworkFile, err)
+	if err := add(string(repo), policy.SourceRepository, workspace.NetworkFile); err != nil {
+		return nil, nil, err
 	}
-	if recorded {
-		rules, err := m.cfg.Store.SessionNetRules(ctx, s.ID)
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := add(rules, policy.SourceSession, "the session's own network rules"); err != nil {
-			return nil, nil, err
-		}
+	if err := add(own, policy.SourceSession, "the session's own network rules"); err != nil {
+		return nil, nil, err
 	}
-	p, notes := policy.Compose(sessionMode(s.Limits), layers...)
+	p, notes := policy.Compose(sessionMode(limits), layers...)
 	return p, notes, nil
 }
 

@@ -75,8 +75,11 @@ type run struct {
 	// (applyEnvVars).
 	envCfg      *devcontainer.Config
 	envFeatures []devcontainer.EnvVar
-	stepEnv     map[string]string
-	sandbarEnv  map[string]string
+	// envFeatSet is the features fetched for a new session, for the
+	// preparation of its environment (prepared.go).
+	envFeatSet *featureSet
+	stepEnv    map[string]string
+	sandbarEnv map[string]string
 	// root is the image the agent's root is, when not Sandbar's own
 	// (under mu).
 	root      *RootImage
@@ -194,8 +197,12 @@ func (r *run) life(ctx context.Context, provision bool) error {
 		if err := r.provision(ctx); err != nil {
 			return r.fail(ctx, err.Error())
 		}
-		// A Dockerfile's build reads the workspace disk just made.
+		// A Dockerfile's build reads the workspace disk just made; a
+		// prepared environment starts from the image it made.
 		if err := r.buildImage(ctx); err != nil {
+			return r.fail(ctx, err.Error())
+		}
+		if err := r.usePrepared(ctx); err != nil {
 			return r.fail(ctx, err.Error())
 		}
 	}
@@ -231,6 +238,10 @@ func (r *run) boot(ctx context.Context, undo *cleanups) error {
 	if err != nil {
 		return r.fail(ctx, err.Error())
 	}
+	envDisk, err := r.preparedDisk()
+	if err != nil {
+		return r.fail(ctx, err.Error())
+	}
 	for _, n := range r.setup.notes {
 		r.systemLine(n)
 	}
@@ -239,6 +250,7 @@ func (r *run) boot(ctx context.Context, undo *cleanups) error {
 		CPUs: r.s.Limits.CPUs, Memory: uint64(r.s.Limits.MemoryMiB) << 20,
 		ScratchSize:  int64(r.s.Limits.DiskGiB) << 30,
 		Workspace:    base,
+		Env:          envDisk,
 		ReadyTimeout: r.m.cfg.ReadyTimeout,
 		OnEvent:      r.onEvent,
 		Logger:       r.log,

@@ -148,7 +148,23 @@ type Service interface {
 	// Environment reads a project's environment: its devcontainer.json,
 	// trust, image, features and commands (sandbar env).
 	Environment(ctx context.Context, projectRef string) (EnvironmentView, error)
+	// PrepareEnvironment makes the project's prepared environment for
+	// its checked-out commit now (or remakes it, with rebuild): it
+	// starts the preparation in the engine, or joins the one running,
+	// and returns its state at once; Environment's Prepared follows it.
+	PrepareEnvironment(ctx context.Context, projectRef string, rebuild bool) (PreparedView, error)
+	// PreparedEnvironments lists the prepared environments on this
+	// machine, of every project (Settings → Storage);
+	// RemovePreparedEnvironment deletes one, by project and key (or a
+	// unique prefix), refusing one a session boots on.
+	PreparedEnvironments(ctx context.Context) ([]PreparedEnv, error)
+	RemovePreparedEnvironment(ctx context.Context, projectRef, key string) error
 	SetProjectSudo(ctx context.Context, projectRef string, on bool) error
+	// EnvImages lists the images pulled for project environments
+	// (Settings → Storage); RemoveEnvImage deletes one by digest,
+	// refusing one a session or a prepared environment boots on.
+	EnvImages(ctx context.Context) ([]EnvImage, error)
+	RemoveEnvImage(ctx context.Context, digest string) error
 }
 
 // ExecRequest and ExecResult are a command run in a session's VM, and its

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -148,12 +149,18 @@ const inlineStdin = 256 << 10
 // execSetup runs req, its output to out. Stdin past inlineStdin goes to
 // the program in pieces, the guest acknowledging them.
 func (r *run) execSetup(ctx context.Context, req sandbox.ExecRequest, out *setupOutput) (sandbox.ExecResult, error) {
+	return execStreamed(ctx, r.sb.Client, req, out)
+}
+
+// execStreamed runs req on c, its output to out, streaming stdin past
+// inlineStdin (a preparing machine's steps run through it too).
+func execStreamed(ctx context.Context, c *sandbox.Client, req sandbox.ExecRequest, out io.Writer) (sandbox.ExecResult, error) {
 	if len(req.Stdin) <= inlineStdin {
-		return r.sb.Client.Exec(ctx, req, out, out)
+		return c.Exec(ctx, req, out, out)
 	}
 	data := req.Stdin
 	req.Stdin, req.Interactive = nil, true
-	p, err := r.sb.Client.StartExec(req, out, out)
+	p, err := c.StartExec(req, out, out)
 	if err != nil {
 		return sandbox.ExecResult{}, err
 	}

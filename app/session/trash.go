@@ -180,6 +180,7 @@ func (m *Manager) purge(ctx context.Context, ts []store.TrashedSession) (int, er
 		m.hub.publish(Event{Session: t.ID, Time: time.Now(), Kind: EventPurged})
 	}
 	m.pruneEnvImages(ctx, m.cfg.Now())
+	m.prunePrepared(ctx, m.cfg.Now())
 	for p := range projects {
 		if _, unlock, err := m.mirror(ctx, p); err == nil {
 			m.pruneBases(ctx, p)

@@ -135,6 +135,9 @@ func (u *UI) ShowNewSession(projectID int64) {
 	u.newSessWin.selectProject(projectID)
 	u.newSessWin.win.Show()
 	u.newSessWin.win.RequestFocus()
+	// The prompt is what a person types first: focused, no keystroke is
+	// lost to a window with nothing focused.
+	u.newSessWin.win.Canvas().Focus(u.newSessWin.prompt)
 }
 
 // ShowSettings shows the Settings window.
@@ -147,6 +150,10 @@ func (u *UI) ShowSettings() {
 	}
 	u.settingsWin.win.Show()
 	u.settingsWin.win.RequestFocus()
+	if u.settingsWin.tabs.SelectedIndex() == 0 {
+		// Secrets: its first field, the name of a secret to add.
+		u.settingsWin.win.Canvas().Focus(u.settingsWin.secretName)
+	}
 }
 
 // ShowFirstRun shows the first-run window: doctor's checklist, the guest

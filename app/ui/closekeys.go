@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"runtime"
+
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/widget"
@@ -87,12 +89,70 @@ func (e *entry) TypedKey(ev *fyne.KeyEvent) {
 	e.Entry.TypedKey(ev)
 }
 
-// TypedShortcut implements fyne.Shortcutable.
+// TypedShortcut implements fyne.Shortcutable. Ctrl+Enter (Cmd+Enter on
+// macOS) submits: in a multi-line entry Enter starts a new line, and the
+// keyboard gives the shortcut to the focused entry, not the window.
 func (e *entry) TypedShortcut(s fyne.Shortcut) {
 	if isCloseShortcut(s) && e.closeFront() {
 		return
 	}
+	if isSubmitShortcut(s) {
+		switch {
+		case e.OnSubmitted != nil:
+			if !e.Disabled() {
+				e.OnSubmitted(e.Text)
+			}
+		default:
+			// The window's (submitOnKeys), as for a field that is no entry.
+			if c := fyne.CurrentApp().Driver().CanvasForObject(e); c != nil {
+				if sc, ok := c.(fyne.Shortcutable); ok {
+					sc.TypedShortcut(s)
+				}
+			}
+		}
+		return
+	}
 	e.Entry.TypedShortcut(s)
+}
+
+// submitShortcuts are Ctrl+Enter, or Cmd+Enter on macOS
+// (KeyModifierShortcutDefault is the one or the other), with either
+// Enter key.
+func submitShortcuts() []*desktop.CustomShortcut {
+	return []*desktop.CustomShortcut{
+		{KeyName: fyne.KeyReturn, Modifier: fyne.KeyModifierShortcutDefault},
+		{KeyName: fyne.KeyEnter, Modifier: fyne.KeyModifierShortcutDefault},
+	}
+}
+
+// submitKeysName names the submit shortcut as the keyboard here says it.
+func submitKeysName() string {
+	if runtime.GOOS == "darwin" {
+		return "Cmd+Enter"
+	}
+	return "Ctrl+Enter"
+}
+
+// isSubmitShortcut reports whether s is a submit shortcut.
+func isSubmitShortcut(s fyne.Shortcut) bool {
+	if s == nil {
+		return false
+	}
+	for _, sub := range submitShortcuts() {
+		if s.ShortcutName() == sub.ShortcutName() {
+			return true
+		}
+	}
+	return false
+}
+
+// submitOnKeys makes Ctrl+Enter (Cmd+Enter) in w run submit, wherever
+// the focus is: a field that is not an entry (a select, a slider) does
+// not take the shortcut, and the window's canvas gets it.
+func submitOnKeys(w fyne.Window, submit func()) {
+	for _, s := range submitShortcuts() {
+		w.Canvas().AddShortcut(s, func(fyne.Shortcut) { submit() })
+	}
 }
 
 // closeFront closes what is in front in the entry's window; it reports

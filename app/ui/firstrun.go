@@ -140,15 +140,7 @@ func (w *firstRunWindow) showChecks(checks []doctor.Check) {
 	w.recheck.Enable()
 	var rows []fyne.CanvasObject
 	for _, c := range checks {
-		mark := widget.NewLabelWithStyle(c.Symbol(), fyne.TextAlignCenter, fyne.TextStyle{Bold: true})
-		switch {
-		case !c.OK:
-			mark.Importance = widget.DangerImportance
-		case c.Warn:
-			mark.Importance = widget.WarningImportance
-		default:
-			mark.Importance = widget.SuccessImportance
-		}
+		mark := widget.NewIcon(checkIcon(c))
 		// A check with a summary says it plainly; the raw findings
 		// (a QEMU assertion, say) wait behind Details.
 		said := c.Detail
@@ -195,4 +187,17 @@ func (w *firstRunWindow) added(r addResult) {
 		}
 	}
 	w.banner.show(r.kind(), r.message(w.u.Home))
+}
+
+// checkIcon is a check's mark: an icon, as the doctor's ✓ and ✗ are in
+// none of the theme's fonts (they drew as the system had them, or as
+// boxes).
+func checkIcon(c doctor.Check) fyne.Resource {
+	switch {
+	case !c.OK:
+		return theme.NewErrorThemedResource(theme.CancelIcon())
+	case c.Warn:
+		return theme.NewWarningThemedResource(theme.WarningIcon())
+	}
+	return theme.NewSuccessThemedResource(theme.ConfirmIcon())
 }

@@ -111,7 +111,7 @@ func (k *keyStep) load() {
 // the model API. The form folds away; Replace brings it back.
 func (k *keyStep) setSaved(name string) {
 	k.saved = name
-	k.mark.SetText("✓")
+	k.mark.SetText("Done")
 	if name == secrets.ClaudeCodeOAuthToken {
 		k.doneText.SetText("A Claude Code token (" + name + ") is saved in the " + keyringName + ": sessions use it.")
 	} else {

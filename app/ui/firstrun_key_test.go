@@ -160,7 +160,7 @@ func TestFirstRunKeyStep(t *testing.T) {
 	if kp.names[len(kp.names)-1] != secrets.AnthropicAPIKey {
 		t.Errorf("SetSecret was called with %q", kp.names)
 	}
-	for _, want := range []string{"✓", "Your Anthropic key is saved in the " + keyringName, "Replace…"} {
+	for _, want := range []string{"Done", "Your Anthropic key is saved in the " + keyringName, "Replace…"} {
 		if !sees(w.win, want) {
 			t.Errorf("after saving, Welcome does not show %q", want)
 		}
@@ -230,7 +230,7 @@ func TestFirstRunOnceProjectExists(t *testing.T) {
 
 	// Added elsewhere (the CLI, the Sandbar window): Welcome sees it.
 	p := h.addProject(t, "tinyshop")
-	h.q.WaitFor(t, 5*time.Second, "Welcome changed for the project", func() bool { return sees(w.win, "✓ tinyshop is ready.") })
+	h.q.WaitFor(t, 5*time.Second, "Welcome changed for the project", func() bool { return sees(w.win, "tinyshop is ready.") })
 	if sees(w.win, "Drop a repository folder here") {
 		t.Error("Welcome still says \"Drop a repository folder here\" with a project")
 	}

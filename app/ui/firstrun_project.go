@@ -58,9 +58,9 @@ func (w *firstRunWindow) setProjects(ps []store.Project) {
 		names = append(names, p.Name)
 	}
 	if len(ps) == 1 {
-		w.readyText.SetText("✓ " + ps[0].Name + " is ready.")
+		w.readyText.SetText(ps[0].Name + " is ready.")
 	} else {
-		w.readyText.SetText(fmt.Sprintf("✓ %d projects are ready: %s.", len(ps), strings.Join(names, ", ")))
+		w.readyText.SetText(fmt.Sprintf("%d projects are ready: %s.", len(ps), strings.Join(names, ", ")))
 	}
 	w.projectHint()
 	w.drop.Hide()

@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 
 	"sandbar/app/doctor"
 	"sandbar/app/imagebuild"
@@ -67,8 +68,14 @@ func TestFirstRunChecklist(t *testing.T) {
 	w.win.Resize(fyne.NewSize(640, 900))
 	h.q.WaitFor(t, 5*time.Second, "the checklist", func() bool { return len(w.checks) == 3 && w.imageBox.Visible() })
 
-	for _, want := range []string{"!", "hypervisor", "QEMU without KVM", "Fix: enable virtualization", "✗", "guest image",
-		"Fix: run `sandbar image build`", "✓", "git version 2.39.5", "Drop a repository folder here"} {
+	failed, warned, passed := checkIcon(doctor.Check{}), checkIcon(doctor.Check{OK: true, Warn: true}), checkIcon(doctor.Check{OK: true})
+	for _, mark := range []fyne.Resource{failed, warned, passed} {
+		if !showsIcon(w.win, mark) {
+			t.Errorf("the first-run window does not show the mark %s", mark.Name())
+		}
+	}
+	for _, want := range []string{"hypervisor", "QEMU without KVM", "Fix: enable virtualization", "guest image",
+		"Fix: run `sandbar image build`", "git version 2.39.5", "Drop a repository folder here"} {
 		if !shows(w.win, want) {
 			t.Errorf("the first-run window does not show %q", want)
 		}
@@ -82,13 +89,13 @@ func TestFirstRunChecklist(t *testing.T) {
 		cp.mu.Lock()
 		runs := cp.runs
 		cp.mu.Unlock()
-		return runs == 2 && !w.imageBox.Visible() && !shows(w.win, "✗")
+		return runs == 2 && !w.imageBox.Visible() && !showsIcon(w.win, failed)
 	})
 
 	repo := h.env.Repo(t, "first")
 	w.dropped(fyne.NewPos(10, 10), []fyne.URI{storage.NewFileURI(repo)})
 	h.q.WaitFor(t, 5*time.Second, "the project added", func() bool { return strings.HasPrefix(w.banner.text.Text, "Added first") })
-	if sees(w.win, "Drop a repository folder here") || !sees(w.win, "✓ first is ready.") {
+	if sees(w.win, "Drop a repository folder here") || !sees(w.win, "first is ready.") {
 		t.Errorf("after the drop Welcome shows %q; want the project ready, no drop zone", seenTexts(w.win.Canvas().Content()))
 	}
 	test.Tap(w.open)
@@ -121,4 +128,15 @@ func TestPrefsDoctorChecks(t *testing.T) {
 	if c := checks[4]; !c.OK || !strings.HasPrefix(c.Detail, "git version") {
 		t.Errorf("git: %+v", c)
 	}
+}
+
+// showsIcon reports whether w shows an icon of res.
+func showsIcon(w fyne.Window, res fyne.Resource) bool {
+	found := false
+	for _, o := range test.LaidOutObjects(w.Canvas().Content()) {
+		if i, ok := o.(*widget.Icon); ok && i.Visible() && i.Resource != nil && i.Resource.Name() == res.Name() {
+			found = true
+		}
+	}
+	return found
 }

@@ -85,11 +85,11 @@ func TestSessionWindowAgentHealth(t *testing.T) {
 			retries = append(retries, w.transcript.RowText(i))
 		}
 	}
-	if want := []string{"⟳ The API key was refused — retry 1/2", "⟳ The API key was refused — retry 2/2"}; !slices.Equal(retries, want) {
+	if want := []string{"Retrying: The API key was refused — retry 1/2", "Retrying: The API key was refused — retry 2/2"}; !slices.Equal(retries, want) {
 		t.Errorf("retry rows %q, want %q", retries, want)
 	}
 	last := len(kinds) - 1
-	if kinds[last] != sbwidget.EntryResult || w.transcript.RowText(last) != "✗ Turn failed: The API key was refused — set it in Settings" {
+	if kinds[last] != sbwidget.EntryResult || w.transcript.RowText(last) != "Turn failed: The API key was refused — set it in Settings" {
 		t.Errorf("the last row is %s %q", kinds[last], w.transcript.RowText(last))
 	}
 	for i := range kinds {

@@ -56,7 +56,7 @@ func diffStatWords(d workspace.DiffStat) string {
 		// diff --stat does not count.
 		return files
 	}
-	return fmt.Sprintf("+%d −%d, %s", d.Added, d.Deleted, files)
+	return fmt.Sprintf("+%d –%d, %s", d.Added, d.Deleted, files)
 }
 
 // plural is n with the word that fits it: "1 file", "3 files".

@@ -24,7 +24,7 @@ type tableColumn struct {
 var sessionColumns = tableColumns{
 	{weight: 1},
 	{sample: "stopped when Sandbar quit"},
-	{sample: "+99999 −99999, 999 files"},
+	{sample: "+99999 –99999, 999 files"},
 	{sample: "999 days ago"},
 	{sample: "1600%"},
 	{sample: "1023.9 MiB / 1023.9 MiB"},

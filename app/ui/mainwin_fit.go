@@ -70,7 +70,7 @@ func (mw *mainWindow) rowsReport() RowsReport {
 		rep.Rows++
 		rowH = max(rowH, it.MinSize().Height)
 		for _, l := range it.labels() {
-			if l == it.detail {
+			if l == &it.detail.Label {
 				// The second line (project · branch — reason) may be cut:
 				// the session's window says it whole.
 				continue

@@ -119,23 +119,31 @@ func cellsFor(s store.Session, st *session.Stats, d diffView, project string, no
 // state's reason beneath; its actions are at its end.
 type sessionItem struct {
 	widget.BaseWidget
-	title, detail, state, uptime, cpu, mem *widget.Label
-	changes, merged, age                   *widget.Label
-	actions                                *rowActions
-	content                                fyne.CanvasObject
-	shown                                  sessionCells
-	id                                     string
+	title, state, uptime, cpu, mem *widget.Label
+	// detail, the second line, shows whole when clicked if it is cut;
+	// else the click opens the session, as the row does.
+	detail               *readAllLabel
+	changes, merged, age *widget.Label
+	actions              *rowActions
+	content              fyne.CanvasObject
+	shown                sessionCells
+	id                   string
 }
 
 func newSessionItem(mw *mainWindow) *sessionItem {
-	it := &sessionItem{title: widget.NewLabel(""), detail: widget.NewLabel(""), state: widget.NewLabel(""),
+	it := &sessionItem{title: widget.NewLabel(""), detail: newReadAllLabel(), state: widget.NewLabel(""),
 		uptime: widget.NewLabel(""), cpu: widget.NewLabel(""), mem: widget.NewLabel(""),
 		changes: widget.NewLabel(""), merged: widget.NewLabel(""), age: widget.NewLabel("")}
 	for _, l := range it.labels() {
 		l.Truncation = fyne.TextTruncateEllipsis
 	}
 	it.title.TextStyle.Bold = true
-	for _, l := range []*widget.Label{it.detail, it.merged, it.uptime} {
+	it.detail.tapped = func() {
+		if it.id != "" && mw.u.OpenSession != nil {
+			mw.u.openSession(it.id)
+		}
+	}
+	for _, l := range []*widget.Label{&it.detail.Label, it.merged, it.uptime} {
 		l.SizeName = theme.SizeNameCaptionText
 		l.Importance = widget.LowImportance
 	}
@@ -154,7 +162,7 @@ func newSessionItem(mw *mainWindow) *sessionItem {
 
 // labels are the row's texts.
 func (it *sessionItem) labels() []*widget.Label {
-	return []*widget.Label{it.title, it.detail, it.state, it.changes, it.merged, it.age, it.uptime, it.cpu, it.mem}
+	return []*widget.Label{it.title, &it.detail.Label, it.state, it.changes, it.merged, it.age, it.uptime, it.cpu, it.mem}
 }
 
 // set shows c for session id; it reports false, and touches nothing,

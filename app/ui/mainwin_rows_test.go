@@ -53,13 +53,13 @@ func TestMainWindowRowShowsChanges(t *testing.T) {
 	row := func(id string) *sessionRow { return mw.byID[id] }
 	h.q.WaitFor(t, 30*time.Second, "the finished session's diff stat in its row", func() bool {
 		r := row(done.ID)
-		return r != nil && r.cells.state == "finished" && r.cells.changes == "+4 −0, 2 files"
+		return r != nil && r.cells.state == "finished" && r.cells.changes == "+4 –0, 2 files"
 	})
 	c := row(done.ID).cells
 	if c.merged != "not merged" || c.age != "just now" {
 		t.Errorf("the finished row says merged %q, age %q; want \"not merged\", \"just now\"", c.merged, c.age)
 	}
-	if !shows(mw.win, "+4 −0, 2 files") || !shows(mw.win, "not merged") {
+	if !shows(mw.win, "+4 –0, 2 files") || !shows(mw.win, "not merged") {
 		t.Errorf("the window shows %q", texts(mw.win.Canvas().Content()))
 	}
 
@@ -94,7 +94,7 @@ func TestMainWindowRowShowsChanges(t *testing.T) {
 	t.Cleanup(func() { h.env.Manager.Stop(context.Background(), live.ID) })
 	h.q.WaitFor(t, 30*time.Second, "the running session's live changes in its row", func() bool {
 		r := row(live.ID)
-		return r != nil && r.cells.changes == "+2 −0, 1 file" && r.cells.merged == "live · not merged"
+		return r != nil && r.cells.changes == "+2 –0, 1 file" && r.cells.merged == "live · not merged"
 	})
 }
 
@@ -126,8 +126,8 @@ func TestSessionRowButtonsStayPut(t *testing.T) {
 	}{
 		{"cloning", "…", "not merged", "—", "—", "—", false, false},
 		{"working", "not saved yet", "not merged", "3m 04s", "99%", "1023.9 MiB / 64.0 GiB", true, true},
-		{"stopping", "+12345 −6789, 123 files", "live · not merged", "1h 02m", "1600%", "512.0 MiB / 2.0 GiB", false, true},
-		{"stopped by you", "+4 −0, 2 files", "merged into main", "2d 03h", "—", "—", false, true},
+		{"stopping", "+12345 –6789, 123 files", "live · not merged", "1h 02m", "1600%", "512.0 MiB / 2.0 GiB", false, true},
+		{"stopped by you", "+4 –0, 2 files", "merged into main", "2d 03h", "—", "—", false, true},
 		{"stopped when Sandbar quit", "no changes", "branch sandbar/steady-1 created", "—", "—", "—", false, true},
 		{"failed", "3 files (lines not counted)", "not merged", "—", "—", "—", false, true},
 	} {
@@ -184,7 +184,7 @@ func TestMainWindowRowsFitAt1280(t *testing.T) {
 	mw.apply(mainUpdate{changed: ss}, now)
 	h.q.WaitFor(t, 5*time.Second, "the rows' diff stats", func() bool {
 		for _, s := range ss {
-			if r := mw.byID[s.ID]; r == nil || r.cells.changes != "+12345 −6789, 123 files" {
+			if r := mw.byID[s.ID]; r == nil || r.cells.changes != "+12345 –6789, 123 files" {
 				return false
 			}
 		}

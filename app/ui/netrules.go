@@ -171,6 +171,12 @@ func newRulesEditor(u *UI, scope session.NetScope, ref string, projectID int64) 
 	e.text.SetPlaceHolder(rulesPlaceHolder)
 	e.text.SetMinRowsVisible(4)
 	e.text.OnChanged = func(string) { e.edited() }
+	// Enter is a new rule; Ctrl+Enter (Cmd+Enter) saves.
+	e.text.OnSubmitted = func(string) {
+		if !e.save.Disabled() {
+			e.doSave()
+		}
+	}
 	e.text.Disable() // until loaded
 	e.save = widget.NewButtonWithIcon("Save", theme.DocumentSaveIcon(), e.doSave)
 	e.save.Importance = widget.HighImportance

@@ -64,6 +64,11 @@ type newSessionWindow struct {
 	keyBox      *fyne.Container // the way to the Anthropic key, after Start failed for want of it
 	addKey      *widget.Button
 	apiFix      *widget.Button // turns the network on and starts again (newsession_health.go)
+	envLine     *widget.Label  // the chosen project's environment (newsession_env.go)
+	envDefault  *widget.Check  // this session in Sandbar's own image
+	envSettings *widget.Button
+	envWatch    *envWatch
+	envOf       int64 // the project whose environment is shown
 	start       *widget.Button
 
 	loaded      bool
@@ -104,9 +109,12 @@ func newNewSessionWindow(u *UI) *newSessionWindow {
 		w.validate()
 	}
 	w.prompt = newMultiLineEntry()
-	w.prompt.SetPlaceHolder("What should the agent do? e.g. make the tests pass")
+	w.prompt.SetPlaceHolder("What should the agent do? e.g. make the tests pass (" + submitKeysName() + " starts)")
 	w.prompt.Wrapping = fyne.TextWrapWord
 	w.prompt.SetMinRowsVisible(4)
+	// Enter starts a new line of the prompt; Ctrl+Enter (Cmd+Enter)
+	// starts the session, from any field (submitOnKeys below).
+	w.prompt.OnSubmitted = func(string) { w.submit() }
 
 	w.command = newEntry()
 	w.command.SetPlaceHolder("a shell command, run in /workspace: e.g. make test")
@@ -175,6 +183,7 @@ func newNewSessionWindow(u *UI) *newSessionWindow {
 		widget.NewLabel("Base branch"), w.base,
 		widget.NewLabel("Prompt"), w.prompt,
 		widget.NewLabel("Agent"), container.NewVBox(container.NewHBox(w.agent.fixedWidth(w.agent.Options...)), w.command),
+		widget.NewLabel("Environment"), w.buildEnv(),
 	)
 	// The fields scroll inside the window, which keeps the size it opened
 	// at (winframe.go); what is wrong, and Start, stay below them, so no
@@ -184,6 +193,7 @@ func newNewSessionWindow(u *UI) *newSessionWindow {
 	footer := container.NewVBox(widget.NewSeparator(), w.problems, w.status, w.keyBox, w.apiFix, buttons)
 	w.scroll = container.NewVScroll(container.NewPadded(fields))
 	w.win.SetContent(container.NewPadded(container.NewBorder(nil, footer, nil, nil, w.scroll)))
+	submitOnKeys(w.win, w.submit)
 	// It opens big enough for every field, the custom command's
 	// included (shown until an agent is chosen), and no problem: the
 	// paddings are the window's, the content's, the form's and the gap
@@ -194,6 +204,7 @@ func newNewSessionWindow(u *UI) *newSessionWindow {
 		if u.newSessWin == w {
 			u.newSessWin = nil
 		}
+		w.stopEnv()
 	})
 	w.load()
 	return w
@@ -323,6 +334,9 @@ func (w *newSessionWindow) projectChanged() {
 	}
 	w.projectPath.SetText(tildePath(p.Path, w.u.Home))
 	w.loadNetworkDefault(p)
+	if p.ID != w.envOf {
+		w.watchProjectEnv(p)
+	}
 	if !w.baseEdited {
 		w.setBase(p.DefaultBranch)
 	}

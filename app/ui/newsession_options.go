@@ -82,6 +82,9 @@ func (w *newSessionWindow) options() (session.Options, []string) {
 	o.Project = strconv.FormatInt(p.ID, 10)
 	o.Base = strings.TrimSpace(w.base.Text)
 	o.Prompt = strings.TrimSpace(w.prompt.Text)
+	if w.envDefault != nil && w.envDefault.Visible() && w.envDefault.Checked {
+		o.Env = session.EnvDefault
+	}
 	switch w.agent.Selected {
 	case agentCustom:
 		cmd := strings.TrimSpace(w.command.Text)

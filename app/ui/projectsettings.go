@@ -46,8 +46,11 @@ type projectSettingsWindow struct {
 
 	rules *rulesEditor
 	trust *trustPane
-	// wantTrust opens the Trust tab once it is there.
+	env   *envPane
+	// wantTrust and wantEnv open the Trust or Environment tab once it
+	// is there.
 	wantTrust bool
+	wantEnv   bool
 }
 
 // ShowProjectSettings shows the settings of the project whose id is id.
@@ -82,6 +85,9 @@ func (u *UI) showProjectSettings(id int64) *projectSettingsWindow {
 	w.win.SetOnClosed(func() {
 		if u.projectWins[id] == w {
 			delete(u.projectWins, id)
+		}
+		if w.env != nil {
+			w.env.stop()
 		}
 	})
 	w.win.Show()
@@ -130,6 +136,14 @@ func (w *projectSettingsWindow) load() {
 				}
 			}
 			w.trust.load()
+			if w.env == nil {
+				w.env = newEnvPane(u, p.Path, p.ID, func() { selectTabNamed(w.tabs, tabTrust) })
+				w.tabs.Append(container.NewTabItemWithIcon(tabEnvironment, theme.ComputerIcon(), w.env.box))
+				w.env.start()
+				if w.wantEnv {
+					selectTabNamed(w.tabs, tabEnvironment)
+				}
+			}
 			w.setSecrets(names, brokers, listed)
 		})
 	})

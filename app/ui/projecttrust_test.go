@@ -45,7 +45,7 @@ func TestProjectTrust(t *testing.T) {
 		return w.trust != nil && w.tabs.Selected() != nil && w.tabs.Selected().Text == tabTrust && w.trust.diffs[workspace.SettingsNetwork] != nil
 	})
 	diff := w.trust.diffs[workspace.SettingsNetwork].Text
-	if diff != "--- .sandbar/network (new)\n+allow a.example # ␛]0;pwned␇" {
+	if diff != "--- .sandbar/network (new)\n+allow a.example # \\x1b]0;pwned\\x07" {
 		t.Errorf("the diff shown: %q", diff)
 	}
 	if !shows(w.win, ".sandbar/network: not trusted yet, so not used") || !shows(w.win, "What it asks for (never trusted before):") {
@@ -79,7 +79,7 @@ func TestProjectTrust(t *testing.T) {
 		d := w.trust.diffs[workspace.SettingsNetwork]
 		return d != nil && strings.Contains(d.Text, "\n+allow 0.0.0.0/0:*")
 	})
-	if d := w.trust.diffs[workspace.SettingsNetwork].Text; d != "--- .sandbar/network\n allow a.example # ␛]0;pwned␇\n+allow 0.0.0.0/0:*" {
+	if d := w.trust.diffs[workspace.SettingsNetwork].Text; d != "--- .sandbar/network\n allow a.example # \\x1b]0;pwned\\x07\n+allow 0.0.0.0/0:*" {
 		t.Errorf("the change shown: %q", d)
 	}
 	if !shows(w.win, "Changes since the version you trusted:") || !shows(w.win, "Refused as a whole, even if trusted: line 2: `allow 0.0.0.0/0:*`: a repository's network file may not use a `*` port; put wider rules in your own settings: sandbar net rules --project") {

@@ -187,7 +187,7 @@ func (mw *mainWindow) deleteSession(id string) {
 	}
 	title := mw.titleOf(id)
 	d := dialog.NewConfirm(fmt.Sprintf("Delete “%s”?", title),
-		"Its VM stops and it moves to the trash, with its log and transcript, for "+trashKeepWords()+": Undo or Settings → Storage bring it back. If it holds work that is not in your repository, Sandbar asks again.",
+		"Its VM stops and it moves to the trash, with its log and transcript, for "+trashKeepWords()+": Undo or Settings › Storage bring it back. If it holds work that is not in your repository, Sandbar asks again.",
 		func(ok bool) {
 			if ok {
 				mw.removeSession(id, title, false)

@@ -101,10 +101,10 @@ type sessionWindow struct {
 	launcher func(*exec.Cmd) error
 
 	name    *widget.Label // the session's title
-	where   *widget.Label // its project and branch
+	where   *readAllLabel // its project and branch
 	title   *titleEditor
 	dot     *canvas.Circle
-	state   *widget.Label
+	state   *readAllLabel // why it is in its state: clicked, said whole
 	uptime  *widget.Label
 	stop    *widget.Button
 	restart *widget.Button
@@ -114,13 +114,17 @@ type sessionWindow struct {
 	del     *widget.Button
 	openers []*openerButton
 	running bool // the session's VM runs: the Terminal can open
-	openMsg *widget.Label
+	openMsg *readAllLabel
+	// envWait shows while the session waits for its project's prepared
+	// environment (sessionwin_envwait.go).
+	envWait    *fyne.Container
+	envWaitBar *widget.ProgressBarInfinite
 
 	// branch creates the session's branch in the repository, merge
 	// merges into its current branch; mergeNote says why they are off,
 	// and where the work went (see sessionwin_merge.go).
 	branch    *widget.Button
-	mergeNote *widget.Label
+	mergeNote *readAllLabel
 	target    session.MergeTarget
 	merging   bool // a merge is in flight
 	gone      bool // the session was deleted
@@ -143,6 +147,7 @@ type sessionWindow struct {
 	transcript *sbwidget.TranscriptView
 	changes    *changesPanel
 	exec       *execConsole
+	term       *terminalPanel
 	res        *resourcePanel
 	net        *netPanel
 
@@ -177,13 +182,12 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 	w.name = widget.NewLabelWithStyle(session.Title(s), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	w.name.SizeName = theme.SizeNameSubHeadingText
 	w.name.Truncation = fyne.TextTruncateEllipsis
-	w.where = widget.NewLabel(p.Name + " · " + s.Branch)
+	w.where = newReadAllLabel()
+	w.where.SetText(p.Name + " · " + s.Branch)
 	w.where.Importance = widget.LowImportance
-	w.where.Truncation = fyne.TextTruncateEllipsis
 	w.title = newTitleEditor(w)
 	w.dot = canvas.NewCircle(color.Transparent)
-	w.state = widget.NewLabel("")
-	w.state.Truncation = fyne.TextTruncateEllipsis
+	w.state = newReadAllLabel()
 	w.uptime = widget.NewLabel("")
 	w.uptime.Importance = widget.LowImportance
 	w.interrupt = widget.NewButtonWithIcon("Interrupt", theme.MediaPauseIcon(), w.doInterrupt)
@@ -208,16 +212,19 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 	// the state changes.
 	// They have a row of their own, the VM's on the left and the work's
 	// on the right: beside the state they left it a third of the width.
+	// Resume, which shows only while the disk is full, comes last on its
+	// side, and Merge into is as wide as its longest usual label, so
+	// that neither moves another button when it changes.
 	actions := container.NewBorder(nil, nil,
-		container.NewHBox(w.interrupt, w.resume, w.stop, w.restart),
-		container.NewHBox(w.commitNow, w.sync.btn, w.branch, w.merge, w.del))
+		container.NewHBox(w.interrupt, w.stop, w.restart, w.resume),
+		container.NewHBox(w.commitNow, w.sync.btn, w.branch,
+			atLeastAsWide(w.merge, mergeIntoLabel(""), mergeIntoLabel("main"), mergeIntoLabel("master")), w.del))
 	// The title has the window's width: beside the actions it was cut
 	// to a few letters.
-	head := container.NewVBox(w.title.content, w.where, stateLine, w.mergeNote, actions)
+	head := container.NewVBox(w.title.content, w.where, stateLine, w.buildEnvWait(), w.mergeNote, actions)
 
-	w.openMsg = widget.NewLabel("")
+	w.openMsg = newReadAllLabel()
 	w.openMsg.Importance = widget.LowImportance
-	w.openMsg.Truncation = fyne.TextTruncateEllipsis
 	openRow := container.NewHBox(widget.NewLabel("Open:"))
 	// Nothing opens the agent's own files, which live in its VM: the
 	// Terminal is a shell inside the VM (sandbar shell), and the others
@@ -262,6 +269,7 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 	}
 	w.changes = newChangesPanel(w)
 	w.exec = newExecConsole(w)
+	w.term = newTerminalPanel(w)
 	w.res = newResourcePanel()
 	w.res.setSession(s)
 	w.net = newNetPanel(w)
@@ -269,14 +277,18 @@ func buildSessionWindow(u *UI, s store.Session, p store.Project, agentLog string
 		container.NewTabItemWithIcon(tabTranscript, theme.DocumentIcon(), sbwidget.Fit(w.transcript)),
 		container.NewTabItemWithIcon(tabLog, theme.ListIcon(), sbwidget.Fit(w.logTab.content)),
 		container.NewTabItemWithIcon(tabChanges, theme.DocumentCreateIcon(), sbwidget.Fit(w.changes.content)),
-		container.NewTabItemWithIcon(tabExec, theme.ComputerIcon(), sbwidget.Fit(w.exec.content)),
+		container.NewTabItemWithIcon(tabTerminal, theme.ComputerIcon(), w.term.content),
+		container.NewTabItemWithIcon(tabExec, theme.MediaPlayIcon(), sbwidget.Fit(w.exec.content)),
 		container.NewTabItemWithIcon(tabNetwork, theme.UploadIcon(), sbwidget.Fit(w.net.content)),
 		container.NewTabItemWithIcon(tabResources, theme.InfoIcon(), sbwidget.Fit(w.res.content)),
 	)
 	w.tabs.OnSelected = func(t *container.TabItem) {
-		if t.Text == tabNetwork {
+		switch t.Text {
+		case tabNetwork:
 			// The counts of allowed connections move without events.
 			w.net.reloadSoon()
+		case tabTerminal:
+			w.term.showTab()
 		}
 	}
 	if s.Agent.Kind != "claude" {
@@ -321,6 +333,8 @@ func (w *sessionWindow) close() {
 	w.cancel()
 	w.logTab.close()
 	w.exec.close()
+	w.term.close()
+	w.envWaitBar.Stop()
 }
 
 // wait returns when the window's goroutines have ended.
@@ -365,7 +379,10 @@ func (w *sessionWindow) applySession(s store.Session) {
 	w.showOpenNote()
 	w.dot.FillColor = stateDotColor(s.State, s.Activity)
 	w.dot.Refresh()
-	w.state.SetText(sbwidget.ClipRunes(stateSentence(s), 160))
+	// Cut to one line in the window; a click shows it whole (the
+	// bound only keeps a runaway reason from the dialog).
+	w.state.SetText(sbwidget.ClipRunes(stateSentence(s), 4000))
+	w.showEnvWait(s)
 	w.showUptime()
 
 	live := session.Live(s.State)
@@ -382,6 +399,9 @@ func (w *sessionWindow) applySession(s store.Session) {
 	w.showMergeTarget()
 	w.res.setSession(s)
 	w.exec.setRunning(s.State == session.StateRunning)
+	w.logTab.setWorking(s.State == session.StateRunning &&
+		(s.Activity == session.ActivityWorking || s.Activity == session.ActivityRetrying))
+	w.term.setRunning(s.State == session.StateRunning)
 	w.net.setSession(s, w.running)
 	if running := s.State == session.StateRunning; running != w.running {
 		w.running = running

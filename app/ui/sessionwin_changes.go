@@ -61,7 +61,7 @@ func newChangesPanel(w *sessionWindow) *changesPanel {
 			status.SetText(word)
 			name := f.Path
 			if f.From != "" {
-				name = f.From + " → " + f.Path
+				name = f.Path + " (from " + f.From + ")"
 			}
 			path.SetText(displayLine(name))
 		})

@@ -51,7 +51,7 @@ func diffLines(text string) (lines []string, more string) {
 }
 
 // displayLine is one line of a diff as shown: tabs as four spaces,
-// control characters and bytes that are not UTF-8 as visible stand-ins,
+// control characters as \xNN and \uNNNN, bytes that are not UTF-8 as �,
 // and at most diffMaxLineLen characters.
 func displayLine(l string) string {
 	var b strings.Builder
@@ -65,12 +65,13 @@ func displayLine(l string) string {
 		switch {
 		case r == '\t':
 			b.WriteString("    ")
-		case r < 0x20:
-			b.WriteRune(0x2400 + r) // the Control Pictures block: ␀ … ␟
-		case r == 0x7f:
-			b.WriteRune('␡')
+		// As the command line shows them (termsafe): the Control
+		// Pictures block (␛) is in none of the theme's fonts, and drew
+		// as whatever the system had, or as boxes.
+		case r < 0x20, r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
 		case r >= 0x80 && r < 0xa0, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-			b.WriteRune('�') // C1 controls and bidi overrides
+			fmt.Fprintf(&b, `\u%04x`, r) // C1 controls and bidi overrides
 		default:
 			b.WriteRune(r)
 		}

@@ -16,7 +16,7 @@ func TestDiffLinesShowsTextOnly(t *testing.T) {
 		t.Fatalf("diffLines: %d lines, more %q", len(lines), more)
 	}
 	got := lines[4]
-	want := "+new ␛]0;title␇ ␛[2J␍�evil    end �"
+	want := `+new \x1b]0;title\x07 \x1b[2J\x0d\u202eevil    end �`
 	if got != want {
 		t.Errorf("line shown as %q, want %q", got, want)
 	}

@@ -40,6 +40,9 @@ type logTab struct {
 	// log replaces it.
 	liveArea *widget.Label
 	live     map[int]session.LiveOutput
+	// working: the agent's turn runs; ended: a turn ended and no other
+	// has begun, so live output that comes late is not shown.
+	working, ended bool
 }
 
 // newLogTab builds the tab around raw, the window's log view; for
@@ -117,6 +120,9 @@ func (t *logTab) append(ls ...store.LogLine) {
 // setLive shows a running tool's live output, or takes it away when
 // the tool ended; on the UI goroutine.
 func (t *logTab) setLive(l session.LiveOutput) {
+	if t.ended && !l.Done {
+		return // the last read of a tool whose turn is over
+	}
 	if l.Done {
 		if l.PID == 0 {
 			clear(t.live) // the tool's result: every live view goes
@@ -141,6 +147,24 @@ func (t *logTab) setLive(l session.LiveOutput) {
 	}
 	t.liveArea.SetText(strings.Join(lines, "\n"))
 	t.liveArea.Show()
+}
+
+// setWorking follows the agent's turn. When a turn ends its live
+// output goes, and stays away until the next turn: the tools' live
+// lines stayed under the turn's result, or came back after it with a
+// read the poller made before the end.
+func (t *logTab) setWorking(working bool) {
+	was := t.working
+	t.working = working
+	switch {
+	case working:
+		t.ended = false
+	case was:
+		t.ended = true
+		clear(t.live)
+		t.liveArea.SetText("")
+		t.liveArea.Hide()
+	}
 }
 
 // setTrimmed says that the stored log's oldest lines were dropped.

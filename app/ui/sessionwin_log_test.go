@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2/test"
+
 	"sandbar/app/session"
+	sbwidget "sandbar/app/ui/widget"
 )
 
 // TestSessionWindowLogReadable: a Claude Code session's Log tab shows
@@ -89,5 +92,32 @@ func TestSessionWindowLogReadable(t *testing.T) {
 	cw := h.open(t, c.ID)
 	if cw.logTab.readable != nil || cw.logTab.mode != nil {
 		t.Error("a custom agent's Log tab offers a readable view")
+	}
+}
+
+// TestLogLiveGoesWhenTheTurnEnds: the live area under the log shows a
+// running tool's lines while the turn runs; when the turn ends they go,
+// and a late read of the same tool does not bring them back under the
+// turn's result; the next turn shows its own.
+func TestLogLiveGoesWhenTheTurnEnds(t *testing.T) {
+	test.NewTempApp(t)
+	tab := newLogTab(sbwidget.NewLogView(100, ""), true, "")
+	tab.setWorking(true)
+	tab.setLive(session.LiveOutput{PID: 7, Tool: "Bash", Lines: []string{"tick 1"}})
+	if !tab.liveArea.Visible() || !strings.Contains(tab.liveArea.Text, "tick 1") {
+		t.Fatalf("a running tool's lines are not shown: %q", tab.liveArea.Text)
+	}
+	tab.setWorking(false)
+	if tab.liveArea.Visible() {
+		t.Fatalf("the live lines stay after the turn ended: %q", tab.liveArea.Text)
+	}
+	tab.setLive(session.LiveOutput{PID: 7, Tool: "Bash", Lines: []string{"tick 1", "tick 2"}})
+	if tab.liveArea.Visible() {
+		t.Fatalf("a late read brought the live lines back under the result: %q", tab.liveArea.Text)
+	}
+	tab.setWorking(true)
+	tab.setLive(session.LiveOutput{PID: 9, Tool: "Bash", Lines: []string{"next turn"}})
+	if !tab.liveArea.Visible() || strings.Contains(tab.liveArea.Text, "tick") {
+		t.Fatalf("the next turn's live lines: visible %v, %q", tab.liveArea.Visible(), tab.liveArea.Text)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -26,9 +25,8 @@ func (w *sessionWindow) buildMergeActions() {
 	w.branch = widget.NewButtonWithIcon("Create branch "+w.sess.Branch, theme.ContentAddIcon(), func() { w.doMerge(session.MergeOptions{}) })
 	w.merge = widget.NewButtonWithIcon(mergeIntoLabel(""), theme.MailForwardIcon(), func() { w.doMerge(session.MergeOptions{Into: true}) })
 	w.merge.Importance = widget.HighImportance
-	w.mergeNote = widget.NewLabel("")
+	w.mergeNote = newReadAllLabel()
 	w.mergeNote.Importance = widget.LowImportance
-	w.mergeNote.Truncation = fyne.TextTruncateEllipsis
 	w.mergeNote.Hide()
 }
 

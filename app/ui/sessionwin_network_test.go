@@ -172,7 +172,7 @@ func TestSessionWindowPorts(t *testing.T) {
 	if p.URL != url {
 		t.Errorf("the port's address is %q, want %q", p.URL, url)
 	}
-	line := url + " ⟶ guest port 5173"
+	line := url + " (guest port 5173)"
 	h.q.WaitFor(t, 5*time.Second, "the published port listed", func() bool { return shows(w.win, line) })
 	if w.net.portsNote.Visible() {
 		t.Errorf("with a port the note still says %q", w.net.portsNote.Text)

@@ -15,7 +15,7 @@ import (
 func shellOpener(self, id string, getenv func(string) string, look func(string) (string, error)) opener {
 	line := shellQuote(self) + " shell " + shellQuote(id)
 	script := "tell application \"Terminal\"\nactivate\ndo script " + appleScriptString(line) + "\nend tell"
-	return opener{label: "Terminal", icon: theme.ComputerIcon(), vm: true, argv: []string{"osascript", "-e", script}}
+	return opener{label: "Terminal app", icon: theme.ComputerIcon(), vm: true, argv: []string{"osascript", "-e", script}}
 }
 
 // workspaceOpeners lists the ways to open dir on macOS: Finder and an

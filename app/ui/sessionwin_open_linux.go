@@ -45,11 +45,11 @@ func terminalArgv(t string, argv []string) []string {
 // shellOpener opens a terminal app running `sandbar shell id`: a shell
 // inside the session's VM. Without a terminal app it says what to run.
 func shellOpener(self, id string, getenv func(string) string, look func(string) (string, error)) opener {
-	o := opener{label: "Terminal", icon: theme.ComputerIcon(), vm: true}
+	o := opener{label: "Terminal app", icon: theme.ComputerIcon(), vm: true}
 	if t := findTerminal(getenv, look); t != "" {
 		o.argv = terminalArgv(t, []string{self, "shell", id})
 	} else {
-		o.missing = "no terminal app found (x-terminal-emulator, gnome-terminal, konsole, xterm…, or $TERMINAL): run `sandbar shell " + id + "` in one"
+		o.missing = "no terminal app found (x-terminal-emulator, gnome-terminal, konsole, xterm…, or $TERMINAL): the Terminal tab has a shell in the VM"
 	}
 	return o
 }

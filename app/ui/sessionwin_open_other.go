@@ -19,7 +19,7 @@ func workspaceOpeners(dir string, getenv func(string) string, look func(string) 
 
 // shellOpener has nothing to offer where Sandbar does not run.
 func shellOpener(self, id string, getenv func(string) string, look func(string) (string, error)) opener {
-	return opener{label: "Terminal", icon: theme.ComputerIcon(), vm: true, missing: "not available on this system: run `sandbar shell " + id + "`"}
+	return opener{label: "Terminal app", icon: theme.ComputerIcon(), vm: true, missing: "not available on this system: the Terminal tab has a shell in the VM"}
 }
 
 func detach(*exec.Cmd) {}

@@ -60,14 +60,14 @@ func TestWorkspaceOpeners(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			os := byLabel(append(workspaceOpeners(dir, c.env, c.look), shellOpener("/opt/sandbar", "abc", c.env, c.look)))
-			if _, ok := os["Terminal"]; !ok {
+			if _, ok := os["Terminal app"]; !ok {
 				t.Fatal("no Terminal opener")
 			}
-			if term := os["Terminal"]; !term.vm || term.dir != "" {
+			if term := os["Terminal app"]; !term.vm || term.dir != "" {
 				t.Errorf("the Terminal opens into the VM, not a host folder: %+v", term)
 			}
-			if term := os["Terminal"]; term.missing != "" && !strings.Contains(term.missing, "sandbar shell abc") {
-				t.Errorf("no terminal app: %q does not say what to run", term.missing)
+			if term := os["Terminal app"]; term.missing != "" && !strings.Contains(term.missing, "Terminal tab") {
+				t.Errorf("no terminal app: %q does not point to the Terminal tab's shell", term.missing)
 			}
 			check := func(label, want string) {
 				o := os[label]
@@ -82,7 +82,7 @@ func TestWorkspaceOpeners(t *testing.T) {
 					t.Errorf("%s runs in %q", label, o.dir)
 				}
 			}
-			check("Terminal", c.terminal)
+			check("Terminal app", c.terminal)
 			check("Editor", c.editor)
 		})
 	}

@@ -63,7 +63,7 @@ func (p *netPanel) portsPane() fyne.CanvasObject {
 // arrow is U+27F6: Fyne 2.8 draws U+2192 followed by a space as a
 // replacement character.
 func portText(p netstack.Port) string {
-	return fmt.Sprintf("%s ⟶ guest port %d", portURL(p), p.Guest)
+	return fmt.Sprintf("%s (guest port %d)", portURL(p), p.Guest)
 }
 
 // portURL is where Open goes: the port's own origin, or (a port from an

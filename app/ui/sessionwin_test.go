@@ -363,7 +363,7 @@ func TestSessionWindowClaudeTranscript(t *testing.T) {
 			t.Errorf("%d %s rows: %v", kinds[k], k, kinds)
 		}
 	}
-	if got, _, _ := w.transcript.Tool("t1"); got != "✓ Bash  ls -la" {
+	if got, _, _ := w.transcript.Tool("t1"); got != "• Bash  ls -la" {
 		t.Errorf("tool row %q", got)
 	}
 	if last := w.transcript.Len() - 1; w.transcript.Kinds()[last] == sbwidget.EntryResult && !strings.Contains(w.transcript.RowText(last), "$0.0125") {

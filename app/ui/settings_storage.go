@@ -48,8 +48,10 @@ func (w *settingsWindow) storageTab() fyne.CanvasObject {
 	top := note("What each session takes on disk: its clone's own files and its scratch disk (what is written, not its size).")
 	bottom := container.NewVBox(container.NewHBox(w.storageTotal, layout.NewSpacer(), refresh, w.cleanup), w.storageStatus)
 	w.trash = newTrashPanel(w)
-	split := container.NewVSplit(w.storageList, w.trash.box)
-	split.Offset = 0.6
+	w.envStorage = newEnvStoragePanel(w)
+	lower := container.NewVSplit(w.envStorage.box, w.trash.box)
+	split := container.NewVSplit(w.storageList, lower)
+	split.Offset = 0.4
 	return container.NewBorder(top, bottom, nil, nil, split)
 }
 
@@ -73,6 +75,7 @@ func ended(state string) bool {
 
 func (w *settingsWindow) loadStorage() {
 	w.trash.load()
+	w.envStorage.load()
 	w.u.background(func(ctx context.Context) {
 		usage, err := w.u.Backend.DiskUsage(ctx)
 		sessions, lerr := w.u.Backend.List(ctx)

@@ -67,6 +67,7 @@ type settingsWindow struct {
 	cleanup       *widget.Button
 	storageStatus *widget.Label
 	trash         *trashPanel
+	envStorage    *envStoragePanel
 
 	// General.
 	login       *widget.Check

@@ -11,7 +11,7 @@ import (
 
 // A deleted session goes to the trash (session.Service.Remove), whence it
 // can be restored for a week: every place that deletes says so and offers
-// Undo, and Settings → Storage lists what the trash holds
+// Undo, and Settings › Storage lists what the trash holds
 // (settings_trash.go).
 
 // trashKeepWords is how long the trash keeps a session, for a person.
@@ -22,7 +22,7 @@ func trashKeepWords() string {
 
 // deletedMessage says that a session went to the trash, and for how long.
 func deletedMessage(label string) string {
-	return fmt.Sprintf("Moved “%s” to the trash. It is kept there for %s: Undo brings it back, or Settings → Storage later.", label, trashKeepWords())
+	return fmt.Sprintf("Moved “%s” to the trash. It is kept there for %s: Undo brings it back, or Settings › Storage later.", label, trashKeepWords())
 }
 
 // showAction puts msg in the banner with one button beside it; the

@@ -25,6 +25,9 @@ func sessionStatus(s store.Session) (state, detail string) {
 	detail = s.Reason
 	switch s.State {
 	case session.StateProvisioning:
+		if step, ok := envWaitStep(detail); ok {
+			return "waiting for its environment", step
+		}
 		return "cloning", detail
 	case session.StateBooting:
 		return "starting", detail
@@ -156,4 +159,18 @@ func capitalize(s string) string {
 		return s
 	}
 	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+// envWaitPrefix begins the reason of a session waiting for its
+// project's prepared environment (the session manager's waitPrepared
+// writes it, the step after it).
+const envWaitPrefix = "preparing the environment: "
+
+// envWaitStep is the step of the preparation a session waits for, and
+// whether it waits for one.
+func envWaitStep(reason string) (string, bool) {
+	if !strings.HasPrefix(reason, envWaitPrefix) {
+		return "", false
+	}
+	return "preparing it: " + strings.TrimPrefix(reason, envWaitPrefix), true
 }

@@ -76,7 +76,7 @@ func TestChangesListPlainWords(t *testing.T) {
 		{Path: "x.go", Status: "unmerged"},
 	}, DiffStat: " 3 files changed, 10 insertions(+), 1 deletion(-)"})
 	got := texts(w.Canvas().Content())
-	for _, want := range []string{"added", "modified", "deleted", "renamed", "untracked", "conflict", "a.go → b.go",
+	for _, want := range []string{"added", "modified", "deleted", "renamed", "untracked", "conflict", "b.go (from a.go)",
 		"6 files changed · 10 lines added and 1 removed in files the repository had"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("the Changes tab does not show %q; it shows %q", want, got)

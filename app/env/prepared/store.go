@@ -76,7 +76,14 @@ type Env struct {
 	Log     string    `json:"-"`
 	Size    int64     `json:"-"`
 	LastUse time.Time `json:"-"`
+	// Folder is its folder's name: its Key, or Key+FailedSuffix for a
+	// failed remake of a key whose ready environment stays.
+	Folder string `json:"-"`
 }
+
+// FailedSuffix names the folder of a failed build of a key that has a
+// ready environment: a failed remake never removes a good one.
+const FailedSuffix = ".failed"
 
 const (
 	diskFile = "env.img"
@@ -145,9 +152,14 @@ func (b *Build) Finish(e Env) (Env, error) {
 }
 
 // Fail records why the build failed and keeps its log, not its disk.
+// Where the key has a ready environment, that one stays and the failure
+// is kept beside it (FailedSuffix).
 func (b *Build) Fail(e Env, why error) (Env, error) {
 	e.Project, e.Key, e.State, e.Error = b.project, b.key, StateFailed, why.Error()
 	os.Remove(b.Disk())
+	if old, err := b.s.read(b.project, b.key); err == nil && old.State == StateReady {
+		return b.placeAt(e, b.key+FailedSuffix)
+	}
 	return b.place(e)
 }
 
@@ -155,6 +167,17 @@ func (b *Build) Fail(e Env, why error) (Env, error) {
 func (b *Build) Abandon() { os.RemoveAll(b.dir) }
 
 func (b *Build) place(e Env) (Env, error) {
+	placed, err := b.placeAt(e, b.key)
+	if err == nil {
+		// A failure kept beside the key's ready one is over.
+		os.RemoveAll(filepath.Join(b.s.Dir, b.project, b.key+FailedSuffix))
+	}
+	return placed, err
+}
+
+// placeAt puts the build in the folder name, whole.
+func (b *Build) placeAt(e Env, name string) (Env, error) {
+	os.Remove(filepath.Join(b.dir, progressFile)) // made, not being made
 	if e.Made.IsZero() {
 		e.Made = time.Now().UTC()
 	}
@@ -165,7 +188,7 @@ func (b *Build) place(e Env) (Env, error) {
 	if err := os.WriteFile(filepath.Join(b.dir, metaFile), data, 0o600); err != nil {
 		return Env{}, fmt.Errorf("prepared environment %s: %w", b.key, err)
 	}
-	final := filepath.Join(b.s.Dir, b.project, b.key)
+	final := filepath.Join(b.s.Dir, b.project, name)
 	old := final + ".old-" + filepath.Base(b.dir)
 	if err := os.Rename(final, old); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return Env{}, err
@@ -175,12 +198,14 @@ func (b *Build) place(e Env) (Env, error) {
 		return Env{}, fmt.Errorf("prepared environment %s: %w", b.key, err)
 	}
 	os.RemoveAll(old)
-	return b.s.read(b.project, b.key)
+	return b.s.read(b.project, name)
 }
 
-// read reads project/key's folder.
-func (s *Store) read(project, key string) (Env, error) {
-	dir := filepath.Join(s.Dir, project, key)
+// read reads project's folder name (a key, or a key's failure kept
+// beside it).
+func (s *Store) read(project, name string) (Env, error) {
+	dir := filepath.Join(s.Dir, project, name)
+	key := strings.TrimSuffix(name, FailedSuffix)
 	data, err := os.ReadFile(filepath.Join(dir, metaFile))
 	if err != nil {
 		return Env{}, err
@@ -192,6 +217,10 @@ func (s *Store) read(project, key string) (Env, error) {
 	if e.Project != project || e.Key != key {
 		return Env{}, fmt.Errorf("prepared environment %s: %s names another (%s/%s)", key, metaFile, e.Project, e.Key)
 	}
+	if name != key && e.State != StateFailed {
+		return Env{}, fmt.Errorf("prepared environment %s: a ready one in a failure's folder", key)
+	}
+	e.Folder = name
 	e.Log = filepath.Join(dir, logFile)
 	if e.State == StateReady {
 		e.Path = filepath.Join(dir, diskFile)
@@ -267,7 +296,7 @@ func (s *Store) Touch(project, key string) error {
 	return os.Chtimes(filepath.Join(s.Dir, project, key, diskFile), now, now)
 }
 
-// Remove deletes project/key.
+// Remove deletes project's folder key (an Env's Folder).
 func (s *Store) Remove(project, key string) error {
 	if err := checkNames(project, key); err != nil {
 		return err
@@ -320,10 +349,104 @@ func (s *Store) Prune(ctx context.Context, now time.Time, keep time.Duration, us
 			case e.State == StateReady && (used(e.Path) || now.Sub(e.LastUse) < keep):
 				continue
 			}
-			if err := s.Remove(e.Project, e.Key); err == nil {
+			if err := s.Remove(e.Project, e.Folder); err == nil {
 				removed = append(removed, e)
 			}
 		}
 	}
 	return removed, nil
+}
+
+// Progress is what a build being made says of itself, in its folder
+// (progress.json), for the processes that did not start it: `sandbar
+// env` and a window read it while the engine prepares.
+type Progress struct {
+	Project string    `json:"project"`
+	Key     string    `json:"key"`
+	BaseKey string    `json:"base_key"`
+	Commit  string    `json:"commit"`
+	Step    string    `json:"step"`
+	Started time.Time `json:"started"`
+	Updated time.Time `json:"updated"`
+	// PID is the process making it: a build whose process is gone is
+	// left over, not being made.
+	PID int `json:"pid"`
+
+	// Log is the build's log, as it is written.
+	Log string `json:"-"`
+}
+
+const progressFile = "progress.json"
+
+// SetProgress records p (its Project, Key, PID and Updated are set
+// here) in the build's folder, replacing the file whole.
+func (b *Build) SetProgress(p Progress) error {
+	p.Project, p.Key, p.PID, p.Updated = b.project, b.key, os.Getpid(), time.Now().UTC()
+	data, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(b.dir, progressFile+".new")
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(b.dir, progressFile))
+}
+
+// Building lists the builds of project being made now by a live
+// process, the most recently started first.
+func (s *Store) Building(project string) ([]Progress, error) {
+	if !validName.MatchString(project) {
+		return nil, fmt.Errorf("prepared environments: %q is not a project id", project)
+	}
+	tmp := filepath.Join(s.Dir, project, tmpDir)
+	entries, err := os.ReadDir(tmp)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Progress
+	for _, de := range entries {
+		data, err := os.ReadFile(filepath.Join(tmp, de.Name(), progressFile))
+		if err != nil || len(data) > 64<<10 {
+			continue
+		}
+		var p Progress
+		if json.Unmarshal(data, &p) != nil || p.Project != project || !processAlive(p.PID) {
+			continue
+		}
+		p.Log = filepath.Join(tmp, de.Name(), logFile)
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b Progress) int { return b.Started.Compare(a.Started) })
+	return out, nil
+}
+
+// Projects lists the projects that have prepared environments here.
+func (s *Store) Projects() ([]string, error) {
+	entries, err := os.ReadDir(s.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, de := range entries {
+		if de.IsDir() && validName.MatchString(de.Name()) {
+			out = append(out, de.Name())
+		}
+	}
+	return out, nil
+}
+
+// processAlive says whether pid names a running process.
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

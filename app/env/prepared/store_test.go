@@ -125,3 +125,51 @@ func TestStorePrune(t *testing.T) {
 		t.Error("a build a dead process left was not removed")
 	}
 }
+
+// TestStoreFailedRemakeKeepsTheReadyOne: a failed build of a key whose
+// ready environment exists is kept beside it, and the ready one stays;
+// the next good build clears the failure.
+func TestStoreFailedRemakeKeepsTheReadyOne(t *testing.T) {
+	s := &Store{Dir: t.TempDir()}
+	good := build(t, s, "p", "k", "base", "c1", false)
+	time.Sleep(10 * time.Millisecond)
+	bad := build(t, s, "p", "k", "base", "c1", true)
+	if bad.Folder != "k"+FailedSuffix || bad.State != StateFailed {
+		t.Errorf("the failed remake: %+v", bad)
+	}
+	if e, ok := s.Find("p", "base", "c1"); !ok || e.Path != good.Path {
+		t.Errorf("the ready one is gone after a failed remake: %+v %v", e, ok)
+	}
+	all, _ := s.List("p")
+	if len(all) != 2 || all[0].State != StateFailed {
+		t.Errorf("List: %+v", all)
+	}
+	build(t, s, "p", "k", "base", "c1", false)
+	if all, _ := s.List("p"); len(all) != 1 || all[0].State != StateReady {
+		t.Errorf("a good build left the failure: %+v", all)
+	}
+}
+
+// TestBuilding: a build in progress is listed with its step while its
+// process lives.
+func TestBuilding(t *testing.T) {
+	s := &Store{Dir: t.TempDir()}
+	b, err := s.Begin("p", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Building("p"); len(got) != 0 {
+		t.Errorf("a build with no progress is listed: %+v", got)
+	}
+	if err := b.SetProgress(Progress{Step: "running onCreateCommand", Commit: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Building("p")
+	if err != nil || len(got) != 1 || got[0].Step != "running onCreateCommand" || got[0].Key != "k" || got[0].Log != b.LogPath() {
+		t.Fatalf("Building = %+v, %v", got, err)
+	}
+	os.WriteFile(filepath.Join(b.Dir(), progressFile), []byte(`{"project":"p","key":"k","pid":999999999}`), 0o600)
+	if got, _ := s.Building("p"); len(got) != 0 {
+		t.Errorf("a build of a dead process is listed: %+v", got)
+	}
+}

@@ -258,7 +258,7 @@ func transcriptObject(e Entry) (fyne.CanvasObject, *toolRow) {
 		tr := newToolRow(e)
 		return tr.acc, tr
 	case EntryToolResult: // a result whose call we do not have
-		l := widget.NewLabel("← " + ClipRunes(e.Text, transcriptMaxText))
+		l := widget.NewLabel("Result: " + ClipRunes(e.Text, transcriptMaxText))
 		l.Wrapping = fyne.TextWrapWord
 		if e.IsError {
 			l.Importance = widget.DangerImportance
@@ -272,7 +272,7 @@ func transcriptObject(e Entry) (fyne.CanvasObject, *toolRow) {
 		l.Importance = widget.LowImportance
 		return l, nil
 	case EntryRetry:
-		l := widget.NewLabel("⟳ " + e.Text)
+		l := widget.NewLabel("Retrying: " + e.Text)
 		l.Wrapping = fyne.TextWrapWord
 		l.Importance = widget.WarningImportance
 		return l, nil
@@ -292,7 +292,7 @@ func newToolRow(e Entry) *toolRow {
 		return widget.NewLabelWithStyle(s, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	}
 	tr := &toolRow{title: toolTitle(e), result: result, started: e.Time}
-	tr.item = widget.NewAccordionItem("⋯ "+tr.title, container.NewVBox(heading("Input"), input, heading("Result"), result))
+	tr.item = widget.NewAccordionItem("… "+tr.title, container.NewVBox(heading("Input"), input, heading("Result"), result))
 	tr.acc = widget.NewAccordion(tr.item)
 	return tr
 }
@@ -304,9 +304,9 @@ func (tr *toolRow) setResult(e Entry) {
 		text = "(no output)"
 	}
 	tr.result.SetText(ClipRunes(text, transcriptMaxText))
-	mark := "✓ "
+	mark := "• "
 	if e.IsError {
-		mark = "✗ "
+		mark = "× "
 		tr.result.Importance = widget.DangerImportance
 	} else {
 		tr.result.Importance = widget.MediumImportance
@@ -324,7 +324,7 @@ func (t *TranscriptView) Tick(now time.Time) {
 		if tr.done || tr.ended || tr.started.IsZero() {
 			continue
 		}
-		title := "⋯ " + tr.title + " · " + Elapsed(now.Sub(tr.started))
+		title := "… " + tr.title + " · " + Elapsed(now.Sub(tr.started))
 		if title != tr.item.Title {
 			tr.item.Title = title
 			tr.acc.Refresh()
@@ -338,7 +338,7 @@ func (t *TranscriptView) EndTools() {
 	for _, tr := range t.tools {
 		if !tr.done && !tr.ended {
 			tr.ended = true
-			tr.item.Title = "⋯ " + tr.title
+			tr.item.Title = "… " + tr.title
 			tr.acc.Refresh()
 		}
 	}
@@ -399,14 +399,14 @@ func resultLabel(e Entry) *widget.Label {
 		parts = append(parts, RoundDuration(e.Duration).String())
 	}
 	parts = append(parts, fmt.Sprintf("$%.4f", e.CostUSD))
-	text := "✓ Turn done · " + strings.Join(parts, " · ")
+	text := "Turn done · " + strings.Join(parts, " · ")
 	l := widget.NewLabel(text)
 	l.TextStyle.Bold = true
 	l.Importance = widget.SuccessImportance
 	if e.IsError {
-		l.SetText("✗ Turn failed · " + strings.Join(parts, " · ") + firstLineOf(e.Text))
+		l.SetText("Turn failed · " + strings.Join(parts, " · ") + firstLineOf(e.Text))
 		if e.Problem != "" {
-			l.SetText("✗ Turn failed: " + e.Problem)
+			l.SetText("Turn failed: " + e.Problem)
 		}
 		l.Wrapping = fyne.TextWrapWord
 		l.Importance = widget.DangerImportance

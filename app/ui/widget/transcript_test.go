@@ -57,7 +57,7 @@ func TestTranscriptFoldsToolCalls(t *testing.T) {
 	if tr == nil {
 		t.Fatal("the tool call has no row")
 	}
-	if got := tr.Title(); got != "✓ Bash  ls -la" {
+	if got := tr.Title(); got != "• Bash  ls -la" {
 		t.Errorf("folded tool call %q", got)
 	}
 	if tr.item.Open {
@@ -83,7 +83,7 @@ func TestTranscriptFoldsToolCalls(t *testing.T) {
 	// A failing tool result marks the call.
 	v.Add(Entry{Kind: EntryToolUse, Tool: "Read", ToolID: "t2", Input: `{"file_path":"/nope"}`})
 	v.Add(Entry{Kind: EntryToolResult, ToolID: "t2", Text: "no such file", IsError: true})
-	if got := v.tools["t2"].Title(); got != "✗ Read  /nope" {
+	if got := v.tools["t2"].Title(); got != "× Read  /nope" {
 		t.Errorf("failed tool call %q", got)
 	}
 	if v.tools["t2"].result.Importance != widget.DangerImportance {
@@ -156,21 +156,21 @@ func TestTranscriptToolElapsed(t *testing.T) {
 	v.Add(Entry{Kind: EntryToolUse, Time: t0, Tool: "Bash", ToolID: "a", Input: `{"command":"go test ./..."}`})
 	v.Add(Entry{Kind: EntryToolUse, Time: t0, Tool: "Bash", ToolID: "b", Input: `{"command":"sleep 60"}`})
 	v.Tick(t0.Add(42 * time.Second))
-	if got, _, _ := v.Tool("a"); got != "⋯ Bash  go test ./... · 42 s" {
+	if got, _, _ := v.Tool("a"); got != "… Bash  go test ./... · 42 s" {
 		t.Errorf("after 42 s the running call reads %q", got)
 	}
 	v.Add(Entry{Kind: EntryToolResult, ToolID: "a", Text: "ok"})
 	v.Tick(t0.Add(125 * time.Second))
-	if got, _, _ := v.Tool("a"); got != "✓ Bash  go test ./..." {
+	if got, _, _ := v.Tool("a"); got != "• Bash  go test ./..." {
 		t.Errorf("a finished call reads %q", got)
 	}
-	if got, _, _ := v.Tool("b"); got != "⋯ Bash  sleep 60 · 2 min 05 s" {
+	if got, _, _ := v.Tool("b"); got != "… Bash  sleep 60 · 2 min 05 s" {
 		t.Errorf("after 125 s the running call reads %q", got)
 	}
 	// The turn ends (an interrupt) before b's result: its clock stops.
 	v.Add(Entry{Kind: EntryResult, Time: t0.Add(126 * time.Second), IsError: true})
 	v.Tick(t0.Add(200 * time.Second))
-	if got, _, _ := v.Tool("b"); got != "⋯ Bash  sleep 60" {
+	if got, _, _ := v.Tool("b"); got != "… Bash  sleep 60" {
 		t.Errorf("a call whose turn ended reads %q", got)
 	}
 }
