@@ -52,7 +52,7 @@ func TestDevcontainerDockerfile(t *testing.T) {
 	os.WriteFile(filepath.Join(dc, "devcontainer.json"), []byte(fmt.Sprintf(`{
 		// The context is the repository's root, one folder up.
 		"build": {"dockerfile": "Dockerfile", "context": "..", "args": {"BASE": %q, "NOTE": "from-args"}},
-		"postCreateCommand": "cat /etc/build-marker > /tmp/created",
+		"postCreateCommand": "cat /etc/build-marker > created.txt",
 	}`, ref)), 0o644)
 	dockerfile := `ARG BASE=none
 FROM ${BASE} AS base
@@ -64,6 +64,9 @@ RUN echo "built: $NOTE" > /etc/build-marker \
  && : > /tmp/` + unique + ` && ls /tmp/` + unique + ` > /etc/build-tmp
 `
 	os.WriteFile(filepath.Join(dc, "Dockerfile"), []byte(dockerfile), 0o644)
+	// What postCreateCommand leaves is an ignored file: the prepared
+	// environment, made on the built image, keeps it.
+	os.WriteFile(filepath.Join(w.repo, ".gitignore"), []byte("created.txt\n"), 0o644)
 	w.git("add", ".")
 	w.git("commit", "-qm", "environment from a Dockerfile")
 	good := w.git("rev-parse", "HEAD")
@@ -101,7 +104,7 @@ RUN echo "built: $NOTE" > /etc/build-marker \
 		}
 		return out
 	}
-	if got := sh(id, "cat /tmp/created /etc/from-context /etc/build-tmp"); got != "built: from-args\n# test\n/tmp/"+unique+"\n" {
+	if got := sh(id, "cat created.txt /etc/from-context /etc/build-tmp"); got != "built: from-args\n# test\n/tmp/"+unique+"\n" {
 		t.Errorf("the built image's files (the args, the context, the RUN step's /tmp): %q", got)
 	}
 	// The RUN step ran in the guest: its kernel is the session's VM's,
