@@ -226,7 +226,7 @@ func prepareSteps(cfg *devcontainer.Config) []SetupStep {
 func environmentNotes(cfg *devcontainer.Config) []string {
 	notes := []string{"environment: " + cfg.File + " (trusted)"}
 	if cfg.Build != nil {
-		notes = append(notes, fmt.Sprintf("environment: %s builds its image from %s: this session runs in Sandbar's own image (Debian with build tools, sudo and apt); its commands run there", cfg.File, cfg.Build.Dockerfile))
+		notes = append(notes, fmt.Sprintf("environment: %s builds its image from %s: built in a VM of Sandbar's own image (buildah), never on this machine, and cached", cfg.File, cfg.Build.Dockerfile))
 	}
 	if len(cfg.Unsupported) > 0 {
 		notes = append(notes, "environment: not supported, so not acted on: "+strings.Join(cfg.Unsupported, ", "))

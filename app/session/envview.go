@@ -119,6 +119,9 @@ func (m *Manager) Environment(ctx context.Context, projectRef string) (Environme
 		}
 		v.Commands = append(v.Commands, ec)
 	}
+	if b := cfg.Build; b != nil && cfg.Image == "" {
+		v.Notes = append(v.Notes, fmt.Sprintf("build: %s, context %s: built in a VM (buildah, never on this machine) when a session starts, and cached", b.Dockerfile, b.Context))
+	}
 	if len(cfg.Unsupported) > 0 {
 		v.Notes = append(v.Notes, "not supported, so not acted on: "+strings.Join(cfg.Unsupported, ", "))
 	}

@@ -198,6 +198,11 @@ func (r *run) life(ctx context.Context, provision bool) error {
 		if err := r.provision(ctx); err != nil {
 			return r.fail(ctx, err.Error())
 		}
+		// A Dockerfile's build reads the workspace disk just made; a
+		// prepared environment starts from the image it made.
+		if err := r.buildImage(ctx); err != nil {
+			return r.fail(ctx, err.Error())
+		}
 		if err := r.usePrepared(ctx); err != nil {
 			return r.fail(ctx, err.Error())
 		}

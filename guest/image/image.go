@@ -164,6 +164,12 @@ func DefaultPackages() []string {
 		// So the agent can build, and install what the project needs:
 		// `sudo apt-get install golang`, from the suite the image comes from.
 		"sudo", "apt", "debian-archive-keyring", "build-essential",
+		// A devcontainer.json's build.dockerfile is built in a VM, never on
+		// the host (app/env/dockerbuild): buildah as root, with chroot
+		// isolation and vfs storage, which need no runtime, no overlay of
+		// an overlay and no user namespaces. Its Depends bring the
+		// containers' configuration (registries, policy, storage).
+		"buildah",
 	}
 }
 

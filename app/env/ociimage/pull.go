@@ -69,9 +69,16 @@ type pull struct {
 	max         int64
 	credsSource string
 	hadCreds    bool
+	// display names an image that no registry holds (Import) in errors.
+	display string
 }
 
-func (p *pull) refName() string { return p.ref.Name() }
+func (p *pull) refName() string {
+	if p.display != "" {
+		return p.display
+	}
+	return p.ref.Name()
+}
 
 // repoRef is the reference without its registry: NAME:TAG or NAME@DIGEST.
 func (p *pull) repoRef() string {
@@ -91,6 +98,18 @@ func (s *Store) Pull(ctx context.Context, ref string, opts PullOptions) (Image, 
 	if err := s.check(); err != nil {
 		return Image{}, err
 	}
+	p, err := newPull(ref, opts)
+	if err != nil {
+		return Image{}, err
+	}
+	if img, ok, err := s.pullLocal(ctx, p); ok || err != nil {
+		return img, err
+	}
+	return s.pullRemote(ctx, p)
+}
+
+// newPull checks a pull's reference and platform.
+func newPull(ref string, opts PullOptions) (*pull, error) {
 	p := &pull{refStr: ref, opts: opts, max: opts.MaxBytes}
 	if p.max <= 0 {
 		p.max = DefaultMaxBytes
@@ -101,72 +120,22 @@ func (s *Store) Pull(ctx context.Context, ref string, opts PullOptions) (Image, 
 	}
 	pl, err := v1.ParsePlatform(plat)
 	if err != nil || pl.OS == "" || pl.Architecture == "" {
-		return Image{}, fmt.Errorf("platform %q: write it as os/arch, like linux/arm64", plat)
+		return nil, fmt.Errorf("platform %q: write it as os/arch, like linux/arm64", plat)
 	}
 	p.plat = *pl
 	if p.ref, err = parseRef(ref); err != nil {
-		return Image{}, err
+		return nil, err
 	}
-	if img, ok, err := s.pullLocal(ctx, p); ok || err != nil {
-		return img, err
-	}
-	return s.pullRemote(ctx, p)
+	return p, nil
 }
 
 // parseRef parses an image reference (see regclient.ParseRef).
 func parseRef(ref string) (name.Reference, error) { return regclient.ParseRef(ref, "image") }
 
 func (s *Store) pullRemote(ctx context.Context, p *pull) (Image, error) {
-	kc := p.opts.Keychain
-	p.credsSource = "the keychain given"
-	if kc == nil {
-		kc = authn.DefaultKeychain
-		p.credsSource = regclient.DockerConfigPath()
-	}
-	auth, err := kc.Resolve(p.ref.Context())
+	img, single, err := resolveRemote(ctx, p)
 	if err != nil {
-		return Image{}, fmt.Errorf("read the credentials for %s from %s: %w", p.ref.Context().RegistryStr(), p.credsSource, err)
-	}
-	p.hadCreds = auth != authn.Anonymous
-	ropts := []remote.Option{
-		remote.WithContext(ctx),
-		remote.WithAuth(auth),
-		remote.WithTransport(regclient.Transport(regclient.Base(p.opts.Proxy))),
-		remote.WithUserAgent("sandbar"),
-	}
-	desc, err := remote.Get(p.ref, ropts...)
-	if err != nil {
-		return Image{}, remoteErr(err, p)
-	}
-	var img v1.Image
-	single := false
-	switch {
-	case desc.MediaType.IsIndex():
-		idx, err := desc.ImageIndex()
-		if err != nil {
-			return Image{}, remoteErr(err, p)
-		}
-		im, err := idx.IndexManifest()
-		if err != nil {
-			return Image{}, remoteErr(err, p)
-		}
-		d, err := choosePlatform(im, p)
-		if err != nil {
-			return Image{}, err
-		}
-		if img, err = remote.Image(p.ref.Context().Digest(d.String()), ropts...); err != nil {
-			return Image{}, remoteErr(err, p)
-		}
-	case desc.MediaType.IsImage():
-		if img, err = desc.Image(); err != nil {
-			return Image{}, remoteErr(err, p)
-		}
-		// Its platform is in the config, read after the cache check
-		// (write compares a stored image's platform).
-		single = true
-	default:
-		return Image{}, &Error{Kind: ErrNotFound,
-			Msg: fmt.Sprintf("%s is a %s, not a container image: name an image", p.refName(), desc.MediaType)}
+		return Image{}, err
 	}
 	digest, err := img.Digest()
 	if err != nil {
@@ -197,6 +166,59 @@ func (s *Store) pullRemote(ctx context.Context, p *pull) (Image, error) {
 		}
 		return img, total, nil
 	})
+}
+
+// resolveRemote finds p's image on its registry: the platform's manifest
+// of an index, or the image itself (single: its platform is known only
+// from its config).
+func resolveRemote(ctx context.Context, p *pull) (img v1.Image, single bool, err error) {
+	kc := p.opts.Keychain
+	p.credsSource = "the keychain given"
+	if kc == nil {
+		kc = authn.DefaultKeychain
+		p.credsSource = regclient.DockerConfigPath()
+	}
+	auth, err := kc.Resolve(p.ref.Context())
+	if err != nil {
+		return nil, false, fmt.Errorf("read the credentials for %s from %s: %w", p.ref.Context().RegistryStr(), p.credsSource, err)
+	}
+	p.hadCreds = auth != authn.Anonymous
+	ropts := []remote.Option{
+		remote.WithContext(ctx),
+		remote.WithAuth(auth),
+		remote.WithTransport(regclient.Transport(regclient.Base(p.opts.Proxy))),
+		remote.WithUserAgent("sandbar"),
+	}
+	desc, err := remote.Get(p.ref, ropts...)
+	if err != nil {
+		return nil, false, remoteErr(err, p)
+	}
+	switch {
+	case desc.MediaType.IsIndex():
+		idx, err := desc.ImageIndex()
+		if err != nil {
+			return nil, false, remoteErr(err, p)
+		}
+		im, err := idx.IndexManifest()
+		if err != nil {
+			return nil, false, remoteErr(err, p)
+		}
+		d, err := choosePlatform(im, p)
+		if err != nil {
+			return nil, false, err
+		}
+		if img, err = remote.Image(p.ref.Context().Digest(d.String()), ropts...); err != nil {
+			return nil, false, remoteErr(err, p)
+		}
+		return img, false, nil
+	case desc.MediaType.IsImage():
+		if img, err = desc.Image(); err != nil {
+			return nil, false, remoteErr(err, p)
+		}
+		return img, true, nil
+	}
+	return nil, false, &Error{Kind: ErrNotFound,
+		Msg: fmt.Sprintf("%s is a %s, not a container image: name an image", p.refName(), desc.MediaType)}
 }
 
 func wrongPlatform(p *pull, has string) error {
