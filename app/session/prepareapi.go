@@ -78,6 +78,13 @@ func (m *Manager) jobFor(ctx context.Context, proj store.Project) (prepJob, erro
 	case !createsWork(cfg):
 		return prepJob{}, fmt.Errorf("%s names no features and no onCreateCommand, updateContentCommand or postCreateCommand: there is nothing to prepare: %w", cfg.File, ErrBadOptions)
 	}
+	if cfg.Build != nil && cfg.Image == "" {
+		// Its environment is prepared on the image its Dockerfile makes,
+		// which a session builds in a VM as it starts (buildImage):
+		// preparing it here on Sandbar's own image would make one no
+		// session of the project boots on.
+		return prepJob{}, fmt.Errorf("%s builds its image from %s, which is built (in a VM) when a session starts: start a session of the project to build it and prepare its environment: %w", cfg.File, cfg.Build.Dockerfile, ErrBadOptions)
+	}
 	fetched, err := fetchFeatures(ctx, review, cfg, m.cfg.Proxy.HTTPProxy)
 	if err != nil {
 		return prepJob{}, fmt.Errorf("project %s: %w", proj.Name, err)
