@@ -17,6 +17,9 @@ var (
 	ErrBootTimeout = errors.New("guest did not become ready in time")
 	// ErrNotFound means no such VM, image file or backend.
 	ErrNotFound = errors.New("not found")
+	// ErrUnsupported means this backend, or this VM, cannot do what was
+	// asked (a resume of a machine whose channel is vsock, say).
+	ErrUnsupported = errors.New("not supported by this VM")
 )
 
 // SpecError lists every problem of a Spec; errors.Is(err, ErrInvalidSpec).

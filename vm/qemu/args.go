@@ -40,6 +40,10 @@ type plan struct {
 	// ConsoleFile is the index in ExtraFiles of the console socket's QEMU
 	// end, which start makes (-1 when there is no console).
 	ConsoleFile int
+	// Incoming is QEMU's descriptor of the state file it loads after
+	// start (-incoming defer, then migrate-incoming): a resume; 0 for a
+	// boot.
+	Incoming int
 	// ParentDeath has the kernel kill QEMU and its virtiofsd when this
 	// process dies (see procAttr).
 	ParentDeath bool
