@@ -118,7 +118,10 @@ func (r *run) onStats(ev sandbox.Event) {
 	}
 	r.mu.Lock()
 	sb := r.sb
+	r.memUsed, r.memTotal = ev.MemUsed, ev.MemTotal
+	waiting := r.activity == ActivityWaiting && r.pause == nil
 	r.mu.Unlock()
+	r.adjustBalloon(waiting, ev.MemUsed, ev.MemTotal)
 	if sb != nil {
 		if hs, err := sb.Stats(); err == nil {
 			st.HostRSS, st.HostCPUSec = hs.RSS, hs.CPUTime.Seconds()
