@@ -5,6 +5,7 @@ package tests
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -160,4 +161,85 @@ func waitCounter(t *testing.T, sb *sandbox.Sandbox, n int) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// TestSessionSuspendResume: a session whose agent is a counter loop is
+// suspended (`sandbar suspend`: suspended in ls, no QEMU left), its engine
+// stopped, and resumed by a new engine (`sandbar resume`): the counter
+// goes on from where it was, the commit made before is in its clone, and
+// the network works again. Then a truncated state: the resume falls back
+// to interrupted with the reason in words, and a restart boots the
+// session on its disk with the commit there.
+func TestSessionSuspendResume(t *testing.T) {
+	w := newWorld(t)
+	counter := `i=0; while :; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.2; done`
+	id := w.startID("--repo", w.repo, "--agent", counter, "--cpus", "1", "--memory", "1024", "--disk", "1")
+	w.waitState(id, "running")
+	w.ok("exec", id, "--", "git", "commit", "-q", "--allow-empty", "-m", "made before the suspend")
+	count := func() int {
+		t.Helper()
+		var n int
+		out := w.ok("exec", id, "--", "cat", "/tmp/counter")
+		if _, err := fmt.Sscan(out, &n); err != nil {
+			t.Fatalf("counter %q: %v", out, err)
+		}
+		return n
+	}
+	waitUntil(time.Minute, 200*time.Millisecond, func() bool { return count() >= 5 })
+	n1 := count()
+
+	out := w.ok("suspend", id)
+	if !strings.Contains(out, "suspended") {
+		t.Errorf("suspend printed %q", out)
+	}
+	if s := w.session(id); s.State != "suspended" {
+		t.Fatalf("after suspend: %+v", s)
+	}
+	if n := qemuUnder(w.home); n != 0 {
+		t.Fatalf("%d QEMU processes left after suspend", n)
+	}
+	state := filepath.Join(w.home, "sessions", id, "vm.state")
+	if _, err := os.Stat(state); err != nil {
+		t.Fatalf("no saved state: %v", err)
+	}
+	w.stopEngine()
+	if s := w.session(id); s.State != "suspended" { // ls starts no engine
+		t.Fatalf("after the engine stopped: %+v", s)
+	}
+
+	w.ok("resume", id)
+	w.waitState(id, "running")
+	n2 := count()
+	if n2 < n1 {
+		t.Fatalf("counter %d after resume, %d before the suspend: the agent started over", n2, n1)
+	}
+	if !waitUntil(time.Minute, 200*time.Millisecond, func() bool { return count() > n2 }) {
+		t.Fatal("the counter does not go on after the resume")
+	}
+	if log := w.ok("exec", id, "--", "git", "log", "--format=%s"); !strings.Contains(log, "made before the suspend") {
+		t.Errorf("the commit made before the suspend is gone: %q", log)
+	}
+	if _, err := os.Stat(state); err == nil {
+		t.Error("the loaded state file was kept: a second resume from it would find the disks moved on")
+	}
+	t.Logf("counter %d at the suspend, %d after the resume by a new engine", n1, n2)
+
+	// A truncated state falls back to interrupted, losing nothing.
+	w.ok("suspend", id)
+	b, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(state, b[:len(b)/3], 0o600)
+	w.ok("resume", id)
+	s := w.waitState(id, "interrupted")
+	if !strings.Contains(s.Reason, "could not be restored") || !strings.Contains(s.Reason, "restart") {
+		t.Errorf("reason %q: want what happened and what to do", s.Reason)
+	}
+	w.ok("restart", id)
+	w.waitState(id, "running")
+	if log := w.ok("exec", id, "--", "git", "log", "--format=%s"); !strings.Contains(log, "made before the suspend") {
+		t.Errorf("after the fallback and a restart the commit is gone: %q", log)
+	}
+	w.ok("stop", id)
 }
