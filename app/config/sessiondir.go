@@ -33,6 +33,7 @@ const (
 	transcriptFile  = "transcript.jsonl"
 	consoleFile     = "console.log"
 	vmStateFile     = "vm.state"
+	vmPortsFile     = "vm-ports.json"
 	scratchFile     = "scratch.img"
 	baseCommitFile  = "base-commit"
 	baseDiskFile    = "base-disk"
@@ -86,6 +87,11 @@ func (d SessionDir) Scratch() string { return filepath.Join(d.VMDir(), scratchFi
 // VM, which a resume loads and then deletes: the session's disks move on
 // from it once the guest runs.
 func (d SessionDir) VMState() string { return filepath.Join(d.VMDir(), vmStateFile) }
+
+// VMPorts is the listening ports a suspended session's guest last
+// reported: the guest reports a change only, so its resumed servers are
+// published again from this.
+func (d SessionDir) VMPorts() string { return filepath.Join(d.VMDir(), vmPortsFile) }
 
 // BaseCommit holds the commit the session's branch started from.
 func (d SessionDir) BaseCommit() string { return d.join(baseCommitFile) }

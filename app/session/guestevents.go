@@ -51,6 +51,7 @@ func handOver[T any](c chan T, v T) {
 func (r *run) onPorts(ev sandbox.Event) {
 	r.mu.Lock()
 	sn := r.net
+	r.ports = ev.Ports
 	r.mu.Unlock()
 	if sn != nil {
 		sn.guestPorts(ev.Ports)

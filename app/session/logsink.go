@@ -54,7 +54,7 @@ type logSink struct {
 	// arm tells the flusher a line waits, so it flushes in flushEvery:
 	// an idle session's flusher sleeps rather than ticking five times a
 	// second.
-	arm chan struct{}
+	arm  chan struct{}
 	stop chan struct{}
 	done chan struct{} // nil until open starts the flusher
 }

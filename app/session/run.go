@@ -118,6 +118,9 @@ type run struct {
 	// memUsed and memTotal are the guest's latest memory figures (under
 	// mu), which a change of activity sizes the balloon by.
 	memUsed, memTotal uint64
+	// ports are the guest's latest listening ports (under mu), kept
+	// with a suspended VM (suspend.go).
+	ports []sandbox.Port
 }
 
 func (m *Manager) newRun(s store.Session, repo workspace.Repo, setup *agentSetup, idleStop bool) *run {

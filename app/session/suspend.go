@@ -2,8 +2,10 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -106,6 +108,12 @@ func (r *run) suspend() error {
 	}
 	took := time.Since(start)
 	r.timing(context.Background(), "suspend", took)
+	r.mu.Lock()
+	ports := r.ports
+	r.mu.Unlock()
+	if b, err := json.Marshal(ports); err == nil {
+		os.WriteFile(r.dir.VMPorts(), b, 0o600)
+	}
 	size := ""
 	if fi, err := os.Stat(r.dir.VMState()); err == nil {
 		size = fmt.Sprintf(", %d MiB", fi.Size()>>20)
@@ -190,6 +198,37 @@ func (r *run) resumeVM(ctx context.Context, img *image.Image, opts sandbox.Optio
 	return sb, nil
 }
 
+// republishPorts publishes again the ports the guest listened on when it
+// was saved: it reports only changes, and its servers run on. The file
+// is Sandbar's own, written at the suspend from what the guest reported
+// then (already checked against protocol.MaxPorts); it is read with a
+// bound all the same.
+func (r *run) republishPorts() {
+	path := r.dir.VMPorts()
+	defer os.Remove(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var ports []sandbox.Port
+	if err := json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(&ports); err != nil {
+		r.log.Warn("the suspended guest's ports", "err", err)
+		return
+	}
+	r.mu.Lock()
+	sn := r.net
+	if r.ports == nil { // nothing newer came from the guest meanwhile
+		r.ports = ports
+	} else {
+		sn = nil
+	}
+	r.mu.Unlock()
+	if sn != nil && len(ports) > 0 {
+		sn.guestPorts(ports)
+	}
+}
+
 // resumeFailed ends a resume whose state could not be loaded. A state
 // that is missing or that QEMU refused is gone for good: the session is
 // interrupted, its disks intact, and a restart boots it again. Any other
@@ -215,6 +254,7 @@ func (r *run) resumed(ctx context.Context) {
 	r.mu.Lock()
 	r.started = true
 	r.mu.Unlock()
+	r.republishPorts()
 	activity := r.resumeActivity
 	reason := "working"
 	if activity == "" || activity == ActivityWaiting {

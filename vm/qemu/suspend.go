@@ -129,12 +129,21 @@ func (m *machine) resumeIncoming(ctx context.Context, fd int) error {
 	exitErr := func() error {
 		return fmt.Errorf("%w: qemu could not load it: %s", vm.ErrBadState, strings.TrimSpace(m.stderr.String()))
 	}
-	c, err := dialQMP(m.plan.QMP, time.Until(deadline))
-	if err != nil {
-		if m.waitFor(time.Second) {
-			return exitErr()
+	// QEMU makes its sockets one after another: the channel's may
+	// answer a moment before the monitor's listens.
+	var c *qmpConn
+	for {
+		var err error
+		if c, err = dialQMP(m.plan.QMP, time.Until(deadline)); err == nil {
+			break
 		}
-		return err
+		select {
+		case <-m.done:
+			return exitErr()
+		case <-ctx.Done():
+			return fmt.Errorf("connect to QEMU's monitor: %w", err)
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 	defer c.Close()
 	if err := c.execute("migrate-incoming", map[string]any{"uri": fmt.Sprintf("fd:%d", fd)}, nil); err != nil {
