@@ -48,7 +48,12 @@ func TestSuspendResume(t *testing.T) {
 	if err != nil {
 		t.Fatalf("boot: %v", err)
 	}
-	defer func() { sb.Kill(); sb.Wait(context.Background()) }()
+	defer func() {
+		if sb != nil {
+			sb.Kill()
+			sb.Wait(context.Background())
+		}
+	}()
 	pid := strings.TrimSpace(run(t, sb, "", "sh", "-c", counterScript))
 	run(t, sb, "", "sh", "-c", "echo kept > ~/marker && sync")
 	waitCounter(t, sb, 3)
