@@ -455,12 +455,14 @@ func (r *run) supervise(ctx context.Context, vmDone <-chan error) error {
 		case <-r.stopReq:
 			return r.stopAgent(ctx, vmDone)
 		case reply := <-r.suspendReq:
-			err := r.suspend()
-			reply <- err
-			if err == nil {
-				<-vmDone // the VM ended once its state was saved
-				return r.finishSuspended(ctx)
+			if err := r.suspend(); err != nil {
+				reply <- err
+				continue
 			}
+			<-vmDone // the VM ended once its state was saved
+			err := r.finishSuspended(ctx)
+			reply <- nil // once the session reads suspended
+			return err
 		case <-wall:
 			r.requestStop(fmt.Sprintf("timed out after %s", r.s.Limits.Timeout))
 		case <-idle:
