@@ -57,6 +57,11 @@ func Resume(ctx context.Context, hv vm.Hypervisor, img *image.Image, o Options, 
 	}
 	sb := &Sandbox{Machine: m, spec: spec, Booted: time.Since(start), log: o.Logger.With("vm", o.Name)}
 	sb.Client = NewClient(m.Conn(), ClientOptions{OnEvent: o.OnEvent, Logger: o.Logger})
+	// The guest's supervisor still knows the ids of the execs the last
+	// host ran, one of them perhaps not yet forgotten when the guest was
+	// saved: this Client's ids start past any a Client counting from 0
+	// in an earlier life could have reached.
+	sb.Client.nextID.Store(uint64(time.Now().UnixNano()))
 	if err := sb.SetTime(time.Now()); err != nil {
 		sb.Kill()
 		m.Wait(context.Background())
