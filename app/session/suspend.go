@@ -102,6 +102,13 @@ func (r *run) suspend() error {
 	ctx, cancel := context.WithTimeout(context.Background(), suspendTimeout)
 	defer cancel()
 	start := time.Now()
+	// The guest's unwritten file data would live only in the state: a
+	// state that cannot be loaded later would take the last commits
+	// with it. Written to the session's disk first, a fallback to a
+	// cold boot loses nothing.
+	if res, err := sb.Client.Exec(ctx, sandbox.ExecRequest{Argv: []string{"sync"}, User: sandbox.UserRoot}, nil, nil); err != nil || res.Code != 0 {
+		r.log.Warn("sync before suspend", "err", err, "code", res.Code)
+	}
 	if err := sb.Suspend(ctx, r.dir.VMState()); err != nil {
 		r.systemLine("suspend failed, the session runs on: " + err.Error())
 		return err
