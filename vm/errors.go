@@ -21,6 +21,9 @@ var (
 	// (a remote host) was lost, and the VM was stopped with it; its disks
 	// are kept there, so the session can restart.
 	ErrHostLost = errors.New("the connection to the VM's host was lost")
+	// ErrUnsupported means this backend, or this VM, cannot do what was
+	// asked (a resume of a machine whose channel is vsock, say).
+	ErrUnsupported = errors.New("not supported by this VM")
 )
 
 // SpecError lists every problem of a Spec; errors.Is(err, ErrInvalidSpec).

@@ -62,6 +62,13 @@ type Features struct {
 	// lives inside that process). Where false, an owner that crashed
 	// leaves its VMs running, and only an OrphanReaper ends them.
 	DiesWithOwner bool
+	// FreePageReporting: the guest's balloon driver reports the pages
+	// it frees and the hypervisor drops them from its memory (QEMU's
+	// virtio-balloon free-page-reporting), so memory the guest frees goes
+	// back to the host within seconds with no one driving it. Where
+	// false, a Machine that is a Ballooner returns memory only when its
+	// owner lowers the target.
+	FreePageReporting bool
 }
 
 // Supports reports whether Boot takes Specs with network n.

@@ -512,12 +512,29 @@ func restart(ctx context.Context, env *Env, args []string) error {
 	return nil
 }
 
-// resume runs a session paused on a full disk again: sandbar resume ID.
+// resume brings a suspended session back, or runs a session paused on a
+// full disk again: sandbar resume ID.
 func resume(ctx context.Context, env *Env, args []string) error {
 	return oneID(ctx, env, args, "resume", func(e session.Service, id string) error {
+		was, _ := e.Get(ctx, id)
 		s, err := e.Resume(ctx, id)
-		if err == nil {
+		switch {
+		case err != nil:
+		case was.State == session.StateSuspended:
+			fmt.Fprintf(env.Stdout, "session %s resuming from its saved state (`sandbar wait` or its log says when it runs)\n", s.ID)
+		default:
 			fmt.Fprintf(env.Stdout, "session %s resuming (it pauses again if the disk is still full)\n", s.ID)
+		}
+		return err
+	})
+}
+
+// suspend saves a running session's VM and ends it: sandbar suspend ID.
+func suspend(ctx context.Context, env *Env, args []string) error {
+	return oneID(ctx, env, args, "suspend", func(e session.Service, id string) error {
+		s, err := e.Suspend(ctx, id)
+		if err == nil {
+			fmt.Fprintf(env.Stdout, "session %s suspended: `sandbar resume %s` brings it back where it was\n", s.ID, s.ID)
 		}
 		return err
 	})

@@ -32,6 +32,8 @@ const (
 	agentLogFile    = "agent.log"
 	transcriptFile  = "transcript.jsonl"
 	consoleFile     = "console.log"
+	vmStateFile     = "vm.state"
+	vmPortsFile     = "vm-ports.json"
 	scratchFile     = "scratch.img"
 	baseCommitFile  = "base-commit"
 	baseDiskFile    = "base-disk"
@@ -81,6 +83,16 @@ func (d SessionDir) Console() string { return filepath.Join(d.VMDir(), consoleFi
 // Scratch is the VM's writable disk: the root overlay's upper layer and
 // the workspace's copy-on-write layer, kept across restarts.
 func (d SessionDir) Scratch() string { return filepath.Join(d.VMDir(), scratchFile) }
+
+// VMState is the saved state (RAM and devices) of a suspended session's
+// VM, which a resume loads and then deletes: the session's disks move on
+// from it once the guest runs.
+func (d SessionDir) VMState() string { return filepath.Join(d.VMDir(), vmStateFile) }
+
+// VMPorts is the listening ports a suspended session's guest last
+// reported: the guest reports a change only, so its resumed servers are
+// published again from this.
+func (d SessionDir) VMPorts() string { return filepath.Join(d.VMDir(), vmPortsFile) }
 
 // BaseCommit holds the commit the session's branch started from.
 func (d SessionDir) BaseCommit() string { return d.join(baseCommitFile) }

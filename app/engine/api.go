@@ -59,6 +59,7 @@ const (
 	OpStop          = "stop"
 	OpRestart       = "restart"
 	OpResume        = "resume"
+	OpSuspend       = "suspend"
 	OpRestartSaved  = "restart-saved"
 	OpWait          = "wait"
 	OpRemove        = "remove"

@@ -308,9 +308,18 @@ func (c *Client) RestartFromSaved(ctx context.Context, id string) (store.Session
 	return rep.Session, err
 }
 
-// Resume runs a session paused on a full disk again, in the engine.
+// Resume brings a suspended session back, or runs a session paused on a
+// full disk again, in the engine.
 func (c *Client) Resume(ctx context.Context, id string) (store.Session, error) {
-	rep, err := call[SessionReply](ctx, c, OpResume, SessionRef{ID: id})
+	rep, err := withKeyring(ctx, c, func() (SessionReply, error) {
+		return call[SessionReply](ctx, c, OpResume, SessionRef{ID: id})
+	})
+	return rep.Session, err
+}
+
+// Suspend saves a running session's VM and ends it, in the engine.
+func (c *Client) Suspend(ctx context.Context, id string) (store.Session, error) {
+	rep, err := call[SessionReply](ctx, c, OpSuspend, SessionRef{ID: id})
 	return rep.Session, err
 }
 

@@ -37,6 +37,10 @@ func operations() map[string]handler {
 			s, err := svc.Resume(ctx, r.ID)
 			return SessionReply{Session: s}, err
 		}),
+		OpSuspend: unary(func(ctx context.Context, svc session.Service, r SessionRef) (SessionReply, error) {
+			s, err := svc.Suspend(ctx, r.ID)
+			return SessionReply{Session: s}, err
+		}),
 		OpWait: unary(func(ctx context.Context, svc session.Service, r SessionRef) (SessionReply, error) {
 			s, err := svc.Wait(ctx, r.ID)
 			return SessionReply{Session: s}, err

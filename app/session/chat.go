@@ -8,6 +8,10 @@ import (
 
 // Chat sends text to the agent's input.
 func (m *Manager) Chat(ctx context.Context, ref, text string) error {
+	// A message to a suspended session brings it back first.
+	if err := m.ensureResumed(ctx, ref); err != nil {
+		return err
+	}
 	_, r, err := m.liveRun(ctx, ref)
 	if err != nil {
 		return err

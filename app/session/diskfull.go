@@ -298,6 +298,11 @@ func (r *run) diskResumed() {
 // pause. Where the disk is still short, the VM pauses again at its next
 // write that finds no room.
 func (m *Manager) Resume(ctx context.Context, ref string) (store.Session, error) {
+	if s, err := m.findIntact(ctx, ref); err != nil {
+		return s, err
+	} else if s.State == StateSuspended {
+		return m.resumeSuspended(ctx, s)
+	}
 	s, r, err := m.liveRun(ctx, ref)
 	if err != nil {
 		return s, err

@@ -51,6 +51,7 @@ func handOver[T any](c chan T, v T) {
 func (r *run) onPorts(ev sandbox.Event) {
 	r.mu.Lock()
 	sn := r.net
+	r.ports = ev.Ports
 	r.mu.Unlock()
 	if sn != nil {
 		sn.guestPorts(ev.Ports)
@@ -118,7 +119,10 @@ func (r *run) onStats(ev sandbox.Event) {
 	}
 	r.mu.Lock()
 	sb := r.sb
+	r.memUsed, r.memTotal = ev.MemUsed, ev.MemTotal
+	waiting := r.activity == ActivityWaiting && r.pause == nil
 	r.mu.Unlock()
+	r.adjustBalloon(waiting, ev.MemUsed, ev.MemTotal)
 	if sb != nil {
 		if hs, err := sb.Stats(); err == nil {
 			st.HostRSS, st.HostCPUSec = hs.RSS, hs.CPUTime.Seconds()

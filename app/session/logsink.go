@@ -51,12 +51,16 @@ type logSink struct {
 	heldFull bool
 
 	wake chan struct{}
+	// arm tells the flusher a line waits, so it flushes in flushEvery:
+	// an idle session's flusher sleeps rather than ticking five times a
+	// second.
+	arm  chan struct{}
 	stop chan struct{}
 	done chan struct{} // nil until open starts the flusher
 }
 
 func newLogSink(id string, st *store.Store, h *hub, log *slog.Logger, storeMu sync.Locker) *logSink {
-	return &logSink{id: id, st: st, hub: h, log: log, storeMu: storeMu, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	return &logSink{id: id, st: st, hub: h, log: log, storeMu: storeMu, wake: make(chan struct{}, 1), arm: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
 // open opens the session's agent log and transcript for appending, each
@@ -129,11 +133,13 @@ func (l *logSink) line(stream, text string) {
 	}
 	n, size := len(l.pending), l.pendingBytes
 	l.mu.Unlock()
+	wake := l.arm
 	if n >= 500 || size >= flushPendingLog {
-		select {
-		case l.wake <- struct{}{}:
-		default:
-		}
+		wake = l.wake
+	}
+	select {
+	case wake <- struct{}{}:
+	default:
 	}
 	l.hub.publish(Event{Session: l.id, Time: ln.Time, Kind: EventLog, Log: &ln})
 }
@@ -150,20 +156,39 @@ func (l *logSink) entry(e Entry) {
 	l.hub.publish(Event{Session: l.id, Time: e.Time, Kind: EventTranscript, Entry: &e})
 }
 
-// flusher writes pending lines to the store every 200 ms, or sooner when
-// line wakes it.
+// flushEvery is how long a logged line waits for the store at most,
+// unless a flood wakes the flusher sooner.
+const flushEvery = 200 * time.Millisecond
+
+// flusher writes pending lines to the store flushEvery after the first
+// one since the last write, or at once when line wakes it. Lines kept
+// back (a full disk) are tried again flushEvery later.
 func (l *logSink) flusher() {
 	defer close(l.done)
-	t := time.NewTicker(200 * time.Millisecond)
+	t := time.NewTimer(flushEvery)
 	defer t.Stop()
+	armed := true
 	for {
 		select {
 		case <-l.wake:
 			l.flush()
+		case <-l.arm:
+			if !armed {
+				t.Reset(flushEvery)
+				armed = true
+			}
 		case <-l.stop:
 			return
 		case <-t.C:
+			armed = false
 			l.flush()
+			l.mu.Lock()
+			left := len(l.pending) > 0
+			l.mu.Unlock()
+			if left {
+				t.Reset(flushEvery)
+				armed = true
+			}
 		}
 	}
 }

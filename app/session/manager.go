@@ -57,6 +57,7 @@ const (
 	StateStopped      = store.StateStopped
 	StateFailed       = store.StateFailed
 	StateInterrupted  = store.StateInterrupted
+	StateSuspended    = store.StateSuspended
 )
 
 // Activities of a running session.

@@ -59,6 +59,11 @@ func (m *Manager) restart(ctx context.Context, ref string, fromSaved bool) (stor
 	if Live(s.State) && ownerAlive(s.Owner) {
 		return s, fmt.Errorf("session %s is %s: stop it first: %w", s.ID, s.State, ErrState)
 	}
+	if s.State == StateSuspended {
+		// A cold boot would leave the saved state behind a disk that
+		// moved on from it, and lose the processes it holds.
+		return s, fmt.Errorf("session %s is suspended: `sandbar resume %s` brings it back where it was: %w", s.ID, short(s.ID), ErrState)
+	}
 	if m.isLegacy(s) {
 		return s, m.legacyError(s)
 	}

@@ -53,6 +53,14 @@ type run struct {
 	// watchChanges); one pending notice is enough.
 	wsChanged chan struct{}
 
+	// suspendReq asks supervise to save the VM (suspend.go); it answers
+	// on the channel sent.
+	suspendReq chan chan error
+	// resumeFrom is the saved VM state a resume loads instead of booting
+	// ("" for a boot), and resumeActivity what the session did when it
+	// was saved.
+	resumeFrom, resumeActivity string
+
 	stopOnce   sync.Once
 	stopReq    chan struct{}
 	stopMu     sync.Mutex
@@ -106,6 +114,17 @@ type run struct {
 	// turn has not ended since; interrupts counts them, for request ids.
 	interruptAt time.Time
 	interrupts  int
+
+	// balloon is the VM's memory target while it waits (balloon.go),
+	// under balloonMu.
+	balloonMu sync.Mutex
+	balloon   balloon
+	// memUsed and memTotal are the guest's latest memory figures (under
+	// mu), which a change of activity sizes the balloon by.
+	memUsed, memTotal uint64
+	// ports are the guest's latest listening ports (under mu), kept
+	// with a suspended VM (suspend.go).
+	ports []sandbox.Port
 }
 
 func (m *Manager) newRun(s store.Session, repo workspace.Repo, setup *agentSetup, idleStop bool) *run {
@@ -119,6 +138,7 @@ func (m *Manager) newRun(s store.Session, repo workspace.Repo, setup *agentSetup
 		sink: newLogSink(s.ID, m.cfg.Store, m.hub, log, &m.storeMu),
 		ctx:  ctx, cancel: cancel, done: make(chan struct{}),
 		stopReq:       make(chan struct{}),
+		suspendReq:    make(chan chan error),
 		agentStarted:  make(chan sandbox.Event, 1),
 		agentPrepared: make(chan sandbox.Event, 1),
 		agentExit:     make(chan sandbox.Event, 1),
@@ -224,7 +244,11 @@ func (r *run) boot(ctx context.Context, undo *cleanups) error {
 	if r.fromSaved != "" {
 		r.systemLine("its disk was gone: continuing from its last saved work, " + r.fromSaved + " (a new clone; not from the commit it started from)")
 	}
-	if _, err := r.m.setState(ctx, r.id, StateBooting, "", "booting the VM", nil); err != nil {
+	what := "booting the VM"
+	if r.resumeFrom != "" {
+		what = "resuming the VM"
+	}
+	if _, err := r.m.setState(ctx, r.id, StateBooting, "", what, nil); err != nil {
 		return err
 	}
 	img, err := r.m.cfg.Image(ctx)
@@ -286,10 +310,18 @@ func (r *run) boot(ctx context.Context, undo *cleanups) error {
 	if err != nil {
 		return r.fail(ctx, err.Error())
 	}
-	sb, err := sandbox.Boot(ctx, hv, img, opts)
+	var sb *sandbox.Sandbox
+	if r.resumeFrom != "" {
+		sb, err = r.resumeVM(ctx, hv, img, opts)
+	} else {
+		sb, err = sandbox.Boot(ctx, hv, img, opts)
+	}
 	if err != nil {
 		if reason, stop := r.stopRequested(); stop {
 			return r.finish(ctx, r.stoppedAs(), reason, nil)
+		}
+		if r.resumeFrom != "" {
+			return r.resumeFailed(ctx, err)
 		}
 		return r.fail(ctx, "boot the VM: "+err.Error())
 	}
@@ -297,9 +329,14 @@ func (r *run) boot(ctx context.Context, undo *cleanups) error {
 	r.sb = sb
 	r.mu.Unlock()
 	r.markUnsaved()
-	r.timing(ctx, "boot", sb.Booted)
-	r.timing(ctx, "ready", sb.ReadyAfter-sb.Booted)
-	r.systemLine(fmt.Sprintf("VM ready in %s (%s, %d vCPUs, %d MiB)", sb.ReadyAfter.Round(time.Millisecond), sb.Ready.Kernel, sb.Ready.CPUs, sb.Ready.Memory>>20))
+	if r.resumeFrom != "" {
+		r.timing(ctx, "resume", sb.ReadyAfter)
+		r.systemLine(fmt.Sprintf("VM resumed in %s, its processes where they were", sb.ReadyAfter.Round(time.Millisecond)))
+	} else {
+		r.timing(ctx, "boot", sb.Booted)
+		r.timing(ctx, "ready", sb.ReadyAfter-sb.Booted)
+		r.systemLine(fmt.Sprintf("VM ready in %s (%s, %d vCPUs, %d MiB)", sb.ReadyAfter.Round(time.Millisecond), sb.Ready.Kernel, sb.Ready.CPUs, sb.Ready.Memory>>20))
+	}
 	if why := sb.NetError(); why != "" {
 		// The guest booted without the network it was given (a DHCP
 		// server that never answered, say); the session goes on.
@@ -313,7 +350,9 @@ func (r *run) boot(ctx context.Context, undo *cleanups) error {
 		r.adoptAutoCommit(ctx)
 	}
 	clock := newClockKeeper(r.m.cfg.Clock)
-	if err := r.startAgent(ctx, vmDone); err != nil {
+	if r.resumeFrom != "" {
+		r.resumed(ctx)
+	} else if err := r.startAgent(ctx, vmDone); err != nil {
 		saveErr := r.saveBeforeStop()
 		r.shutdown()
 		if reason, stop := r.stopRequested(); stop {
@@ -440,6 +479,15 @@ func (r *run) supervise(ctx context.Context, vmDone <-chan error) error {
 			return r.fail(ctx, msg)
 		case <-r.stopReq:
 			return r.stopAgent(ctx, vmDone)
+		case reply := <-r.suspendReq:
+			if err := r.suspend(); err != nil {
+				reply <- err
+				continue
+			}
+			<-vmDone // the VM ended once its state was saved
+			err := r.finishSuspended(ctx)
+			reply <- nil // once the session reads suspended
+			return err
 		case <-wall:
 			r.requestStop(fmt.Sprintf("timed out after %s", r.s.Limits.Timeout))
 		case <-idle:
@@ -602,7 +650,9 @@ func (r *run) setActivity(ctx context.Context, activity, reason string) {
 	}
 	same := r.activity == activity
 	r.activity, r.reason = activity, reason
+	used, total := r.memUsed, r.memTotal
 	r.mu.Unlock()
+	r.adjustBalloon(activity == ActivityWaiting, used, total)
 	if same && activity == ActivityWorking {
 		return
 	}

@@ -46,10 +46,14 @@ type Service interface {
 	// last saved work (a new clone), never from where it first started;
 	// Restart refuses such a session with ErrScratchGone.
 	RestartFromSaved(ctx context.Context, id string) (store.Session, error)
-	// Resume runs a session whose VM paused on a full disk again at once
-	// (it also resumes by itself once there is room); one not paused is
-	// refused with ErrState.
+	// Resume brings a suspended session back from its saved VM state
+	// (StateSuspended), or runs a session whose VM paused on a full disk
+	// again at once (it also resumes by itself once there is room); one
+	// neither suspended nor paused is refused with ErrState.
 	Resume(ctx context.Context, id string) (store.Session, error)
+	// Suspend saves a running session's VM to its directory and ends it
+	// (StateSuspended); Resume brings it back with its processes alive.
+	Suspend(ctx context.Context, id string) (store.Session, error)
 	// Wait blocks until the session has ended (or ctx is done).
 	Wait(ctx context.Context, id string) (store.Session, error)
 	// Remove moves a session to the trash (its VM stopped first).

@@ -14,6 +14,10 @@ const (
 	StateStopped      State = "stopped"
 	StateFailed       State = "failed"
 	StateInterrupted  State = "interrupted" // Sandbar went away while it ran; restartable
+	// StateSuspended: its running VM was saved to its directory and
+	// ended; a resume brings it back with its processes alive. It has no
+	// VM (not Live) and its run is not over (not Ended).
+	StateSuspended State = "suspended"
 	// StateDamaged is never written: it is what a row whose content does
 	// not parse reads as (Session.Damaged says which columns).
 	StateDamaged State = "damaged"
@@ -22,7 +26,7 @@ const (
 // known reports whether s is a state Sandbar writes.
 func (s State) known() bool {
 	switch s {
-	case StateProvisioning, StateBooting, StateRunning, StateStopping, StateStopped, StateFailed, StateInterrupted:
+	case StateProvisioning, StateBooting, StateRunning, StateStopping, StateStopped, StateFailed, StateInterrupted, StateSuspended:
 		return true
 	}
 	return false

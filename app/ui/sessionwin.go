@@ -78,6 +78,9 @@ func (u *UI) showSession(id string) *sessionWindow {
 	u.sessionWins[s.ID] = w
 	w.win.Show()
 	w.start()
+	if s.State == session.StateSuspended {
+		w.doResume() // opening a suspended session brings it back
+	}
 	return w
 }
 
@@ -390,8 +393,10 @@ func (w *sessionWindow) applySession(s store.Session) {
 	setEnabled(w.interrupt, canInterrupt(s) && !w.interrupting && !w.gone)
 	// A stop is done when Stop returns, a moment after the state says
 	// stopped: restarting before would be refused.
-	setEnabled(w.restart, !live && !w.stopping)
-	if s.State == session.StateRunning && s.Activity == session.ActivityPaused {
+	// A suspended session resumes where it was; a restart would boot
+	// it anew and lose its running processes.
+	setEnabled(w.restart, !live && !w.stopping && s.State != session.StateSuspended)
+	if s.State == session.StateRunning && s.Activity == session.ActivityPaused || s.State == session.StateSuspended {
 		w.resume.Show()
 	} else {
 		w.resume.Hide()

@@ -42,8 +42,9 @@ func (w *sessionWindow) doStop() {
 	})
 }
 
-// doResume runs a VM paused on a full disk again, at once: where the
-// disk is still full it pauses again, and the header says so.
+// doResume brings a suspended session back from its saved state, or runs
+// a VM paused on a full disk again, at once: where the disk is still full
+// it pauses again, and the header says so.
 func (w *sessionWindow) doResume() {
 	w.resume.Disable()
 	w.spawn(func(ctx context.Context) {

@@ -10,7 +10,7 @@ import (
 
 // trayGlance counts what the tray's tooltip says of the sessions.
 type trayGlance struct {
-	running, waiting, paused, finished, failed int
+	running, waiting, paused, suspended, finished, failed int
 }
 
 // add counts s, whose notice (until the person looks) is n.
@@ -22,6 +22,8 @@ func (g *trayGlance) add(s store.Session, n notice) {
 		g.paused++
 	case session.Live(s.State):
 		g.running++
+	case s.State == session.StateSuspended:
+		g.suspended++
 	case n == noticeFinished:
 		g.finished++
 	case n == noticeFailed, n == noticeNotSaved:
@@ -41,6 +43,9 @@ func (g trayGlance) String() string {
 	}
 	if g.paused > 0 {
 		parts = append(parts, fmt.Sprintf("%d paused (disk full)", g.paused))
+	}
+	if g.suspended > 0 {
+		parts = append(parts, fmt.Sprintf("%d suspended", g.suspended))
 	}
 	if g.finished > 0 {
 		parts = append(parts, fmt.Sprintf("%d finished", g.finished))

@@ -62,7 +62,9 @@ func buildTrayModel(sessions []store.Session, projects []store.Project, attentio
 		live := session.Live(s.State)
 		n, needs := attention[s.ID]
 		glance.add(s, n)
-		if !live && !needs {
+		// A suspended session is shown too: it is not over, and opening
+		// it brings it back.
+		if !live && !needs && s.State != session.StateSuspended {
 			continue
 		}
 		if live {

@@ -73,6 +73,9 @@ func TestBuildTrayModel(t *testing.T) {
 			sess("c", session.StateFailed, "", 50*time.Minute, 40*time.Minute),
 		}, map[string]notice{"b": noticeFinished, "c": noticeFailed}, assets.Attention,
 			[]string{"Task a · working · 5m", "Task b · finished · 30m", "Task c · failed · 10m"}, "1 session running · 2 need you"},
+		{"suspended is shown, not running", []store.Session{
+			sess("a", session.StateSuspended, session.ActivityWaiting, 40*time.Minute, 0),
+		}, nil, assets.Idle, []string{"Task a · suspended · 40m"}, "No sessions running"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

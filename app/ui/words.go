@@ -78,6 +78,10 @@ func sessionStatus(s store.Session) (state, detail string) {
 		return "failed", detail
 	case session.StateInterrupted:
 		return "interrupted", detail
+	case session.StateSuspended:
+		// Its reason is the way back, which the window's buttons and
+		// the tray already offer.
+		return "suspended", ""
 	}
 	return string(s.State), detail
 }

@@ -40,6 +40,10 @@ type plan struct {
 	// ConsoleFile is the index in ExtraFiles of the console socket's QEMU
 	// end, which start makes (-1 when there is no console).
 	ConsoleFile int
+	// Incoming is QEMU's descriptor of the state file it loads after
+	// start (-incoming defer, then migrate-incoming): a resume; 0 for a
+	// boot.
+	Incoming int
 	// ParentDeath has the kernel kill QEMU and its virtiofsd when this
 	// process dies (see procAttr).
 	ParentDeath bool
@@ -238,6 +242,11 @@ func buildPlan(spec vm.Spec, st settings) (plan, error) {
 		}
 	} else {
 		a = append(a,
+			// The guest's balloon driver reports the pages it frees (in
+			// 2 MiB blocks, two seconds after they are freed) and QEMU
+			// drops them from its memory: a guest that freed 1 GiB gives
+			// the host 1 GiB back, with no one driving the balloon.
+			"-device", dev("balloon")+",free-page-reporting=on",
 			// Two ports, not the default 31: the guest driver sets up two
 			// virtqueues per port at probe, which took 30 ms of its 100 ms
 			// under emulation; port 0 is reserved for a console, the

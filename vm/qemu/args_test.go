@@ -76,7 +76,9 @@ func TestPlanEmulation(t *testing.T) {
 		t.Error("-virtfs does not work on microvm")
 	}
 	devs := strings.Join(argsOf(a, "-device"), " ")
-	for _, want := range []string{"virtio-9p-device,fsdev=fs0,mount_tag=workspace", "virtio-net-device", "virtio-serial-device,max_ports=2", "virtserialport,chardev=channel,name=org.sandbar.0", "virtio-blk-device,drive=vda"} {
+	for _, want := range []string{"virtio-9p-device,fsdev=fs0,mount_tag=workspace", "virtio-net-device", "virtio-serial-device,max_ports=2", "virtserialport,chardev=channel,name=org.sandbar.0", "virtio-blk-device,drive=vda",
+		// Memory the guest frees goes back to the host (issue 24).
+		"virtio-balloon-device,free-page-reporting=on"} {
 		if !strings.Contains(devs, want) {
 			t.Errorf("devices %q lack %q", devs, want)
 		}
@@ -152,8 +154,10 @@ func TestPlanEmulationArm64(t *testing.T) {
 		t.Errorf("cpu = %v", got)
 	}
 	devs := strings.Join(argsOf(p.Args, "-device"), " ")
-	if !strings.Contains(devs, "virtio-serial-pci,max_ports=2") {
-		t.Errorf("devices %q lack virtio-serial-pci,max_ports=2", devs)
+	for _, want := range []string{"virtio-serial-pci,max_ports=2", "virtio-balloon-pci,free-page-reporting=on"} {
+		if !strings.Contains(devs, want) {
+			t.Errorf("devices %q lack %s", devs, want)
+		}
 	}
 	if app := argsOf(p.Args, "-append")[0]; !strings.Contains(app, "console=ttyAMA0") || !strings.Contains(app, "mitigations=off") {
 		t.Errorf("-append %q", app)
@@ -251,6 +255,9 @@ func TestPlanVZShape(t *testing.T) {
 					t.Errorf("devices %q lack %q", joined, want)
 				}
 			}
+			if strings.Contains(joined, "free-page-reporting") {
+				t.Errorf("the vz shape's balloon reports free pages, which vz's does not: %q", joined)
+			}
 			if strings.Contains(joined, "virtserialport") || strings.Contains(strings.Join(a, " "), ChannelName) || p.Channel != "" {
 				t.Errorf("the vz shape has the org.sandbar.0 port (channel %q): %q", p.Channel, joined)
 			}
@@ -269,6 +276,9 @@ func TestShapeVZGuest(t *testing.T) {
 	plain, vz := New(Config{}).Info(), New(Config{Shape: ShapeVZ}).Info()
 	if plain.Channel != vm.ChannelSerial || plain.NATNet != GuestNet {
 		t.Errorf("QEMU's own machine: channel %s, net %s", plain.Channel, plain.NATNet)
+	}
+	if !plain.Features.FreePageReporting || vz.Features.FreePageReporting {
+		t.Errorf("free page reporting: QEMU's own machine %v, the vz shape %v; want true, false", plain.Features.FreePageReporting, vz.Features.FreePageReporting)
 	}
 	if vz.Channel != vm.ChannelVsock || vz.NATNet != "dhcp" {
 		t.Errorf("the vz shape: channel %s, net %s", vz.Channel, vz.NATNet)

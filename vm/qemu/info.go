@@ -18,6 +18,9 @@ func (h *Hypervisor) Info() vm.Info {
 		Features: vm.Features{
 			OwnProcess:    true,
 			DiesWithOwner: parentDeath && !h.cfg.NoParentDeath,
+			// Sandbar's own machine has a reporting balloon (buildPlan);
+			// the vz shape has vz's traditional one.
+			FreePageReporting: h.cfg.Shape != ShapeVZ,
 		},
 	}
 	if h.virtiofsd() != "" {

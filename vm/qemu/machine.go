@@ -112,6 +112,14 @@ func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *
 		return nil, err
 	}
 	m.conn = conn
+	if p.Incoming != 0 {
+		if err := m.resumeIncoming(ctx, p.Incoming); err != nil {
+			conn.Close()
+			m.Kill()
+			<-m.done
+			return nil, err
+		}
+	}
 	return m, nil
 }
 
@@ -329,8 +337,10 @@ func (m *machine) startConsole() (*os.File, error) {
 	if m.plan.ConsoleFile < 0 {
 		return nil, nil
 	}
-	if err := caplog.Remove(m.plan.Console); err != nil {
-		return nil, fmt.Errorf("remove the last boot's console log: %w", err)
+	if m.plan.Incoming == 0 { // a resumed guest's console goes on
+		if err := caplog.Remove(m.plan.Console); err != nil {
+			return nil, fmt.Errorf("remove the last boot's console log: %w", err)
+		}
 	}
 	log, err := caplog.Open(m.plan.Console, m.plan.ConsoleMax, []byte(consoleMarker), 0)
 	if err != nil {

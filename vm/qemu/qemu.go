@@ -165,6 +165,28 @@ func (h *Hypervisor) virtiofsd() string {
 // once the hypervisor runs; the caller waits for the guest's system:ready
 // on Conn (see vm.WaitReady).
 func (h *Hypervisor) Boot(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
+	return h.boot(ctx, spec, "")
+}
+
+// Resume implements vm.Resumer: QEMU starts from spec waiting for a
+// migration (-incoming defer), the host's channel connects, and the state
+// file is loaded through an inherited descriptor (QEMU 7.2 has no file:
+// URI); the guest then runs on. A missing or unreadable state, or one
+// QEMU refuses, is vm.ErrBadState.
+func (h *Hypervisor) Resume(ctx context.Context, spec vm.Spec, statePath string) (vm.Machine, error) {
+	if h.cfg.Shape == ShapeVZ {
+		// The guest's vsock connection would not survive the old
+		// vhost-vsock device, and the supervisor ends at its loss.
+		return nil, fmt.Errorf("resume needs Sandbar's own machine (a serial channel), not the vz shape: %w", vm.ErrUnsupported)
+	}
+	if statePath == "" {
+		return nil, fmt.Errorf("%w: no state file named", vm.ErrBadState)
+	}
+	return h.boot(ctx, spec, statePath)
+}
+
+// boot starts QEMU for spec: a fresh boot, or with statePath a resume.
+func (h *Hypervisor) boot(ctx context.Context, spec vm.Spec, statePath string) (vm.Machine, error) {
 	st := h.Check(ctx)
 	if !st.Available {
 		return nil, fmt.Errorf("%s: %w", st.Detail, vm.ErrUnavailable)
@@ -200,7 +222,34 @@ func (h *Hypervisor) Boot(ctx context.Context, spec vm.Spec) (vm.Machine, error)
 	if err != nil {
 		return nil, err
 	}
+	if statePath != "" {
+		f, err := openState(statePath)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close() // QEMU has its own copy once it started
+		p.Incoming = 3 + len(p.ExtraFiles)
+		p.ExtraFiles = append(p.ExtraFiles, f)
+		p.Args = append(p.Args, "-incoming", "defer")
+	}
 	return start(ctx, p, spec, sockDir != spec.Dir, h.log.With("vm", spec.Name))
+}
+
+// openState opens a state file Suspend wrote, saying in words what is
+// wrong with one that cannot be.
+func openState(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: the state file %s is missing", vm.ErrBadState, path)
+		}
+		return nil, fmt.Errorf("%w: %v", vm.ErrBadState, err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
+		f.Close()
+		return nil, fmt.Errorf("%w: the state file %s is empty or not a file", vm.ErrBadState, path)
+	}
+	return f, nil
 }
 
 // ErrKVMTrial is returned when a trial boot under KVM failed.
