@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -204,5 +205,73 @@ func TestSaveKeepsEarlierSaves(t *testing.T) {
 	}
 	if got := gitT(t, c.m.Dir, "cat-file", "-t", first); got != "commit" {
 		t.Errorf("the first saved commit is %q after gc", got)
+	}
+}
+
+// TestSaveLeavesTheCloneAsItWas saves 4,500 new files (three batches, made
+// side by side) twice over: the clone's .git (objects, index, refs: every
+// file's name and bytes) is as it was before, nothing of the save's own is
+// left there, and both saves make the same tree, which holds every
+// new file beside the committed ones and a tracked file changed within the second
+// of its commit (git's racy-clean check needs the index's own mtime).
+func TestSaveLeavesTheCloneAsItWas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes 4,500 files")
+	}
+	root := newRepo(t, testRemote)
+	c := sessionT(t, root, "untouched")
+	commitT(t, c.dir, "tracked.txt", "v1\n", "tracked")
+	writeFile(t, filepath.Join(c.dir, "tracked.txt"), "v2\n")
+	for i := range 4500 {
+		writeFile(t, filepath.Join(c.dir, fmt.Sprintf("d%02d", i%45), fmt.Sprintf("f%04d.txt", i)), fmt.Sprintf("file %d\n", i))
+	}
+	gitDir := func() map[string]string {
+		m := map[string]string{}
+		filepath.WalkDir(filepath.Join(c.dir, ".git"), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				data, _ := os.ReadFile(p)
+				m[p] = string(data)
+			}
+			return nil
+		})
+		return m
+	}
+	before := gitDir()
+	one := c.save(t)
+	if strings.Contains(c.stderr, "update-index failed") {
+		t.Fatalf("the save fell back to git add -A:\n%s", c.stderr)
+	}
+	if n := strings.Count(c.stderr, "progress added a batch of paths"); n != 3 {
+		t.Errorf("the save said %d batches done, want 3:\n%s", n, c.stderr)
+	}
+	after := gitDir()
+	for p := range after {
+		if _, ok := before[p]; !ok {
+			t.Errorf("the save left %s in the clone", p)
+		}
+	}
+	for p, data := range before {
+		if after[p] != data {
+			t.Errorf("the save changed or removed %s in the clone", p)
+		}
+	}
+	two := c.save(t)
+	if a, b := gitT(t, c.m.Dir, "rev-parse", one.Snapshot+"^{tree}"), gitT(t, c.m.Dir, "rev-parse", two.Snapshot+"^{tree}"); a != b {
+		t.Errorf("two saves of the same work made different trees: %s and %s", a, b)
+	}
+	files := strings.Split(gitT(t, c.m.Dir, "ls-tree", "-r", "--name-only", one.Snapshot), "\n")
+	want := map[string]bool{"tracked.txt": true, "d44/f4499.txt": true, "d00/f0000.txt": true}
+	n := 0
+	for _, f := range files {
+		if len(f) > 4 && f[0] == 'd' && f[3] == '/' {
+			n++
+		}
+		delete(want, f)
+	}
+	if n != 4500 || len(want) > 0 {
+		t.Errorf("the snapshot has %d of the 4,500 new files, and lacks %v", n, want)
+	}
+	if got := gitT(t, c.m.Dir, "show", one.Snapshot+":tracked.txt"); got != "v2" {
+		t.Errorf("tracked.txt in the snapshot is %q, want the modified v2", got)
 	}
 }
