@@ -21,7 +21,8 @@ import (
 // The last pack holds every object the branch and the snapshot have that
 // BASE lacks. The snapshot is a commit on top of HEAD holding the working
 // tree as it is, untracked files included (ignored ones not), made with a
-// private index so the agent's own index and refs are not touched; it is
+// private index and a folder of objects of its own (removed at the end),
+// so the agent's own index, objects and refs are not touched; it is
 // HEAD itself when nothing is uncommitted, and it records each submodule
 // at its HEAD (a gitlink), as git add -A does.
 //

@@ -275,3 +275,36 @@ func TestSaveLeavesTheCloneAsItWas(t *testing.T) {
 		t.Errorf("tracked.txt in the snapshot is %q, want the modified v2", got)
 	}
 }
+
+// TestSaveFallsBackToGitAdd: when update-index refuses the batches (here a
+// git on PATH that fails --index-info), the save takes the working tree
+// with git add -A instead, into the same private object folder, and the
+// snapshot still holds every file.
+func TestSaveFallsBackToGitAdd(t *testing.T) {
+	root := newRepo(t, testRemote)
+	c := sessionT(t, root, "fallback")
+	for i := range 50 {
+		writeFile(t, filepath.Join(c.dir, "new", fmt.Sprintf("f%02d.txt", i)), fmt.Sprintf("file %d\n", i))
+	}
+	real, err := lookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	wrapper := fmt.Sprintf("#!/bin/sh\nfor a; do [ \"$a\" = --index-info ] && exit 128; done\nexec %q \"$@\"\n", real)
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	info := c.save(t)
+	if !strings.Contains(c.stderr, "adding with git add -A") {
+		t.Fatalf("the save did not fall back to git add -A:\n%s", c.stderr)
+	}
+	files := gitT(t, c.m.Dir, "ls-tree", "-r", "--name-only", info.Snapshot, "--", "new")
+	if n := strings.Count(files, "\n") + 1; n != 50 {
+		t.Errorf("the snapshot has %d of the 50 new files:\n%s", n, files)
+	}
+	if left, _ := filepath.Glob(filepath.Join(c.dir, ".git", "sandbar-save.*")); len(left) > 0 {
+		t.Errorf("the save left %v", left)
+	}
+}
