@@ -21,8 +21,9 @@ import (
 // The last pack holds every object the branch and the snapshot have that
 // BASE lacks. The snapshot is a commit on top of HEAD holding the working
 // tree as it is, untracked files included (ignored ones not), made with a
-// private index and a folder of objects of its own (removed at the end),
-// so the agent's own index, objects and refs are not touched; it is
+// private index and a folder of objects of its own (whose packs the
+// clone takes at the end), so the agent's own index and refs are not
+// touched; it is
 // HEAD itself when nothing is uncommitted, and it records each submodule
 // at its HEAD (a gitlink), as git add -A does.
 //
@@ -51,11 +52,10 @@ br=$(git rev-parse -q --verify "refs/heads/$branch^{commit}") || br=$head
 objs=$(git rev-parse --path-format=absolute --git-path objects)
 if [ -f .git/index ]; then cp -p .git/index "$GIT_INDEX_FILE"; else git read-tree "$head"; fi
 # The objects the save makes go to a folder of its own beside the clone's
-# (on its disk: /tmp is memory), removed when it ends: the agent's object
-# store, like its index and refs, is left as it was (no packs piling up
-# there, no gc of them in the agent's next commit). Nothing there needs
-# to outlive the script, so nothing is synced to disk (core.fsync=none):
-# what must last is the copy the host takes in.
+# (on its disk: /tmp is memory), removed when it ends; the clone takes
+# their packs at the end (see below). Nothing is synced to disk
+# (core.fsync=none): what must last is the copy the host takes in, and a
+# VM that dies mid-save loses only a save it can make again.
 o=$(mktemp -d "$objs/../sandbar-save.XXXXXX" 2>/dev/null) || o=$(mktemp -d "$t/objects.XXXXXX")
 mkdir "$o/pack" "$o/info"
 printf '%s\n' "$objs" > "$o/info/alternates"
@@ -103,7 +103,8 @@ if [ -s "$t/deleted" ] || [ -s "$t/dirs" ] || [ -s "$t/add" ]; then
 	# core.bigFileThreshold=1 has update-index stream every new blob into
 	# a pack (git's bulk check-in) instead of a file per object, at
 	# compression level 1; git looks for each blob it makes in the
-	# batch's folder, empty at the start, and not in every other's packs.
+	# batch's folder, empty at the start, and the clone's, and not in
+	# every other batch's packs.
 	# (--verbose would say each path, but it also ends the bulk check-in
 	# at each: a pack per object.) The batches' entries then join the
 	# private index in one pass (--index-info reads no file again): one
@@ -115,7 +116,7 @@ if [ -s "$t/deleted" ] || [ -s "$t/dirs" ] || [ -s "$t/add" ]; then
 		[ "$j" -le 4 ] || j=4
 		k=$(ls "$t" | grep -c '^batch\.')
 		ls "$t" | grep '^batch\.[0-9]*$' | xargs -P "$j" -n 1 sh -c '
-			mkdir "$2/$4" "$2/$4/pack" || exit 1
+			mkdir "$2/$4" "$2/$4/pack" "$2/$4/info" && cp "$2/info/alternates" "$2/$4/info/" || exit 1
 			GIT_INDEX_FILE=$1/$4.index GIT_OBJECT_DIRECTORY=$2/$4 git -c core.bigFileThreshold=1 -c pack.compression=1 update-index -z --add --remove --replace --stdin < "$1/$4" || exit 1
 			n=${4#batch.}
 			while [ "${n#0}" != "$n" ] && [ ${#n} -gt 1 ]; do n=${n#0}; done
@@ -146,6 +147,22 @@ if [ "$tree" = "$htree" ]; then
 else
 	snap=$(echo 'Sandbar: uncommitted work' | git commit-tree -p "$head" "$tree")
 fi
+# The clone keeps the objects the snapshot is made of, as packs: Sandbar's
+# commit of the uncommitted work becomes the clone's branch (AdoptScript),
+# which needs its tree there, and the next save finds them there and
+# writes none of them again. The batches' packs move in as they are (each
+# .pack before its .idx, which is what makes git see it); the loose
+# objects (trees, the snapshot's commit, what git does not stream into a
+# pack: empty files, symlinks, files with a filter) go in one more pack.
+echo "sandbar-save: progress keeping the snapshot's objects in the clone" >&2
+set -- "$o"/batch.*/pack/pack-*.pack
+if [ -e "$1" ]; then
+	mv "$@" "$objs/pack/"
+	set -- "$o"/batch.*/pack/pack-*.idx
+	mv "$@" "$objs/pack/"
+fi
+find "$o" -type f | sed -n 's,.*/\([0-9a-f][0-9a-f]\)/\([0-9a-f]\{38\}\)$,\1\2,p' > "$t/loose"
+[ ! -s "$t/loose" ] || git pack-objects -q "$objs/pack/pack" < "$t/loose" > /dev/null
 # mods DIR PREFIX DEPTH BRANCH: a section per checked-out submodule of the
 # repository at DIR (the top reads the private index), then its own.
 mods() {

@@ -1,11 +1,14 @@
 package workspace
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -208,13 +211,16 @@ func TestSaveKeepsEarlierSaves(t *testing.T) {
 	}
 }
 
-// TestSaveLeavesTheCloneAsItWas saves 4,500 new files (three batches, made
-// side by side) twice over: the clone's .git (objects, index, refs: every
-// file's name and bytes) is as it was before, nothing of the save's own is
-// left there, and both saves make the same tree, which holds every
-// new file beside the committed ones and a tracked file changed within the second
-// of its commit (git's racy-clean check needs the index's own mtime).
-func TestSaveLeavesTheCloneAsItWas(t *testing.T) {
+// TestSaveKeepsTheClonesIndexAndRefs saves 4,500 new files (three
+// batches, made side by side) twice over: outside objects/, the clone's
+// .git (index, refs, config: every file's name and bytes) is as it was
+// before and nothing of the save's own is left there; the snapshot's
+// objects are in the clone (Sandbar's commit of the work is adopted there),
+// and the second save writes none of the blobs again. Both saves make the
+// same tree, which holds every new file beside the committed ones and a
+// tracked file changed within the second of its commit (git's
+// racy-clean check needs the index's own mtime).
+func TestSaveKeepsTheClonesIndexAndRefs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("makes 4,500 files")
 	}
@@ -225,16 +231,26 @@ func TestSaveLeavesTheCloneAsItWas(t *testing.T) {
 	for i := range 4500 {
 		writeFile(t, filepath.Join(c.dir, fmt.Sprintf("d%02d", i%45), fmt.Sprintf("f%04d.txt", i)), fmt.Sprintf("file %d\n", i))
 	}
+	objects := filepath.Join(c.dir, ".git", "objects")
 	gitDir := func() map[string]string {
 		m := map[string]string{}
 		filepath.WalkDir(filepath.Join(c.dir, ".git"), func(p string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() {
+			if err == nil && !d.IsDir() && !strings.HasPrefix(p, objects+string(filepath.Separator)) {
 				data, _ := os.ReadFile(p)
 				m[p] = string(data)
 			}
 			return nil
 		})
 		return m
+	}
+	inPack := func() int {
+		n := 0
+		for _, l := range strings.Split(gitT(t, c.dir, "count-objects", "-v"), "\n") {
+			if v, ok := strings.CutPrefix(l, "in-pack: "); ok {
+				n, _ = strconv.Atoi(v)
+			}
+		}
+		return n
 	}
 	before := gitDir()
 	one := c.save(t)
@@ -255,7 +271,20 @@ func TestSaveLeavesTheCloneAsItWas(t *testing.T) {
 			t.Errorf("the save changed or removed %s in the clone", p)
 		}
 	}
+	if left, _ := filepath.Glob(filepath.Join(c.dir, ".git", "sandbar-save.*")); len(left) > 0 {
+		t.Errorf("the save left %v", left)
+	}
+	if out, err := gitCmd(c.dir, "cat-file", "-e", one.Snapshot+"^{tree}").CombinedOutput(); err != nil {
+		t.Errorf("the snapshot's tree is not in the clone: %v %s", err, out)
+	}
+	if out, err := gitCmd(c.dir, "cat-file", "-e", one.Snapshot+":d44/f4499.txt").CombinedOutput(); err != nil {
+		t.Errorf("the snapshot's blobs are not in the clone: %v %s", err, out)
+	}
+	packed := inPack()
 	two := c.save(t)
+	if more := inPack() - packed; more > 100 {
+		t.Errorf("the second save of the same files added %d objects to the clone (its trees and commit are about 50)", more)
+	}
 	if a, b := gitT(t, c.m.Dir, "rev-parse", one.Snapshot+"^{tree}"), gitT(t, c.m.Dir, "rev-parse", two.Snapshot+"^{tree}"); a != b {
 		t.Errorf("two saves of the same work made different trees: %s and %s", a, b)
 	}
@@ -306,5 +335,42 @@ func TestSaveFallsBackToGitAdd(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(c.dir, ".git", "sandbar-save.*")); len(left) > 0 {
 		t.Errorf("the save left %v", left)
+	}
+}
+
+// TestSavedWorkIsAdoptedInTheClone: after a save of uncommitted files (a
+// batch of them, an empty one, a symlink), the commit Sandbar makes of
+// them on the host is taken by the clone (AdoptScript, as Commit now and
+// a restart run it): the save left the snapshot's objects there.
+func TestSavedWorkIsAdoptedInTheClone(t *testing.T) {
+	root := newRepo(t, testRemote)
+	c := sessionT(t, root, "adopt")
+	for i := range 30 {
+		writeFile(t, filepath.Join(c.dir, "new", fmt.Sprintf("f%02d.txt", i)), fmt.Sprintf("file %d\n", i))
+	}
+	writeFile(t, filepath.Join(c.dir, "empty.txt"), "")
+	if err := os.Symlink("new/f00.txt", filepath.Join(c.dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	c.save(t)
+	ctx := context.Background()
+	commit, made, err := c.m.CommitSnapshot(ctx, c.id, "work")
+	if err != nil || !made {
+		t.Fatalf("CommitSnapshot: %v (made %v)", err, made)
+	}
+	got, raw, ok, err := c.m.AutoCommitFor(ctx, c.id)
+	if err != nil || !ok || got != commit {
+		t.Fatalf("AutoCommitFor: %s %v %v, want %s", got, ok, err, commit)
+	}
+	cmd := exec.Command("sh", "-c", AdoptScript, "sandbar-adopt", c.branch, commit)
+	cmd.Dir, cmd.Env, cmd.Stdin = c.dir, gitEnv(), bytes.NewReader(raw)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the clone did not take the commit of the saved work: %v\n%s", err, out)
+	}
+	if tip := gitT(t, c.dir, "rev-parse", c.branch); tip != commit {
+		t.Errorf("the clone's branch is at %s, want %s", tip, commit)
+	}
+	if st := gitT(t, c.dir, "status", "--porcelain"); st != "" {
+		t.Errorf("the clone has uncommitted work after taking the commit:\n%s", st)
 	}
 }
