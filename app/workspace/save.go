@@ -21,7 +21,9 @@ import (
 // The last pack holds every object the branch and the snapshot have that
 // BASE lacks. The snapshot is a commit on top of HEAD holding the working
 // tree as it is, untracked files included (ignored ones not), made with a
-// private index so the agent's own index and refs are not touched; it is
+// private index and a folder of objects of its own (whose packs the
+// clone takes at the end), so the agent's own index and refs are not
+// touched; it is
 // HEAD itself when nothing is uncommitted, and it records each submodule
 // at its HEAD (a gitlink), as git add -A does.
 //
@@ -38,7 +40,8 @@ import (
 const SaveScript = `set -e
 branch=$1 base=$2
 t=$(mktemp -d /tmp/sandbar-save.XXXXXX)
-trap 'rm -rf "$t"' EXIT
+o=
+trap 'rm -rf "$t" ${o:+"$o"}' EXIT
 export GIT_INDEX_FILE=$t/index GIT_OPTIONAL_LOCKS=0
 export GIT_AUTHOR_NAME=Sandbar GIT_AUTHOR_EMAIL=sandbar@localhost GIT_COMMITTER_NAME=Sandbar GIT_COMMITTER_EMAIL=sandbar@localhost
 # Each on its own: rev-parse prints an argument it cannot resolve (a
@@ -46,52 +49,96 @@ export GIT_AUTHOR_NAME=Sandbar GIT_AUTHOR_EMAIL=sandbar@localhost GIT_COMMITTER_
 head=$(git rev-parse -q --verify 'HEAD^{commit}') || head=$base
 htree=$(git rev-parse -q --verify 'HEAD^{tree}') || htree=
 br=$(git rev-parse -q --verify "refs/heads/$branch^{commit}") || br=$head
-if [ -f .git/index ]; then cp .git/index "$GIT_INDEX_FILE"; else git read-tree "$head"; fi
-# The private index takes the working tree's changes in one pass of git's
-# own plumbing: never a process per file (thousands of files would take
-# minutes). stderr says how far it got ("sandbar-save: progress …"), so a
-# save that is busy is never taken for one that is stuck. Files over
-# 64 MiB that are not committed stay out of the snapshot (it is for work
-# in progress; a stray disk image would make every stop slow), and stderr
-# says which. core.bigFileThreshold=1 has update-index stream every new
-# blob into a pack (git's bulk check-in) instead of a file per object:
-# 10,000 new files are five packs, not 10,000 files created in the VM's
-# overlay and read back. Both that and the last pack-objects compress at
-# level 1 and look for no deltas (--window=0: the pack reuses the objects
-# as they are, and deltas it already has). In a VM under emulation the
-# script took about half the time for 10,000 new files (16 s, against 28
-# and 40 s with loose objects and a delta search), in a pack 8% smaller.
+objs=$(git rev-parse --path-format=absolute --git-path objects)
+if [ -f .git/index ]; then cp -p .git/index "$GIT_INDEX_FILE"; else git read-tree "$head"; fi
+# The objects the save makes go to a folder of its own beside the clone's
+# (on its disk: /tmp is memory), removed when it ends; the clone takes
+# their packs at the end (see below). Nothing is synced to disk
+# (core.fsync=none): what must last is the copy the host takes in, and a
+# VM that dies mid-save loses only a save it can make again.
+o=$(mktemp -d "$objs/../sandbar-save.XXXXXX" 2>/dev/null) || o=$(mktemp -d "$t/objects.XXXXXX")
+mkdir "$o/pack" "$o/info"
+printf '%s\n' "$objs" > "$o/info/alternates"
+export GIT_OBJECT_DIRECTORY=$o
+export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsync GIT_CONFIG_VALUE_0=none
+# Git's bulk check-in opens a zlib stream per object, and glibc hands its
+# quarter megabyte back to the kernel after each (heap trimming), to
+# fault it in again for the next: under emulation those page faults were
+# most of the save's time (56,000 faults for 3,000 files, 500 without).
+export MALLOC_TRIM_THRESHOLD_=268435456 MALLOC_TOP_PAD_=16777216
+# The private index takes the working tree's changes by git's own
+# plumbing, a batch of paths at a time: never a process per file
+# (thousands of files would take minutes). stderr says how far it got
+# ("sandbar-save: progress …"), so a save that is busy is never taken for
+# one that is stuck. Files over 64 MiB that are not committed stay out of
+# the snapshot (it is for work in progress; a stray disk image would make
+# every stop slow), and stderr says which.
 echo "sandbar-save: progress listing changes" >&2
 git ls-files -z -d > "$t/deleted"
-# Modified paths before new ones: a file that became a folder leaves the
-# index before what is now inside it comes in.
 git ls-files -z -m > "$t/changed"
 git ls-files -z -o --exclude-standard >> "$t/changed"
 : > "$t/big"
 : > "$t/add"
 # find stats each listed path once (deleted ones it cannot find: they are
-# in $t/deleted); a folder ls-files ends with / is a repository of its own.
-[ ! -s "$t/changed" ] || { find -files0-from "$t/changed" -maxdepth 0 \( -type f -size +65536k -fprint0 "$t/big" \) -o -print0 2>/dev/null || :; } | sed -z 's,/$,,' > "$t/add"
+# in $t/deleted), and sets folders apart: a folder ls-files ends with / is
+# a repository of its own, one without is where the index has a file.
+: > "$t/dirs"
+[ ! -s "$t/changed" ] || find -files0-from "$t/changed" -maxdepth 0 \( -type f -size +65536k -fprint0 "$t/big" \) -o \( -type d -fprint0 "$t/dirs" \) -o -print0 > "$t/add" 2>/dev/null || :
 if [ -s "$t/big" ]; then
 	tr '\0' '\n' < "$t/big" | sed 's/^/sandbar-save: left out of the snapshot, over 64 MiB: /' | head -20 >&2
 fi
-if [ -s "$t/deleted" ] || [ -s "$t/add" ]; then
-	echo "sandbar-save: progress adding $(cat "$t/deleted" "$t/add" | tr -cd '\0' | wc -c) paths" >&2
-	# In batches of 2,000 paths, each one update-index (one pack) and a
-	# progress line: --verbose would say each path, but it also ends
-	# the bulk check-in at each (a pack per object).
-	cat "$t/deleted" "$t/add" | split -t '\0' -l 2000 -a 4 - "$t/batch."
-	r=0 n=0
-	for b in "$t"/batch.*; do
-		git -c core.bigFileThreshold=1 -c pack.compression=1 update-index -z --add --remove --replace --stdin < "$b" || { r=1; break; }
-		n=$((n + $(tr -cd '\0' < "$b" | wc -c)))
-		echo "sandbar-save: progress added $n paths" >&2
-	done
+if [ -s "$t/deleted" ] || [ -s "$t/dirs" ] || [ -s "$t/add" ]; then
+	echo "sandbar-save: progress adding $(cat "$t/deleted" "$t/dirs" "$t/add" | tr -cd '\0' | wc -c) paths" >&2
+	r=0
+	# Deleted paths and folders first, in the private index itself: what
+	# update-index makes of a folder depends on what the index has there
+	# (a file leaves, a repository becomes a gitlink).
+	if [ -s "$t/deleted" ] || [ -s "$t/dirs" ]; then
+		cat "$t/deleted" "$t/dirs" | sed -z 's,/$,,' | git update-index -z --add --remove --replace --stdin || r=1
+	fi
+	# The files then go in batches of 2,000 paths, as many at once as the
+	# VM has CPUs (at most 4), each one update-index into an index of its
+	# own (so none reads and writes the others' entries) and a folder of
+	# objects of its own, and a progress line after each.
+	# core.bigFileThreshold=1 has update-index stream every new blob into
+	# a pack (git's bulk check-in) instead of a file per object, at
+	# compression level 1. Git looks for each new blob in the object
+	# store, and on a miss reads the folder of packs again: the batch's
+	# folder starts empty, so that is cheap; with the clone's objects
+	# looked in too (on the VM's overlay) the bench's save of 10,000
+	# files took 33 s, and one folder for all batches makes each miss
+	# read every other batch's packs. A blob the clone has already is
+	# written again then; its gc drops the copy.
+	# (--verbose would say each path, but it also ends the bulk check-in
+	# at each: a pack per object.) The batches' entries then join the
+	# private index in one pass (--index-info reads no file again): one
+	# update-index over all the paths would write one pack, but git
+	# compares each new blob with every one it wrote before.
+	if [ "$r" = 0 ] && [ -s "$t/add" ]; then
+		split -t '\0' -l 2000 -a 5 -d "$t/add" "$t/batch."
+		j=$(nproc 2>/dev/null) || j=1
+		[ "$j" -le 4 ] || j=4
+		k=$(ls "$t" | grep -c '^batch\.')
+		ls "$t" | grep '^batch\.[0-9]*$' | xargs -P "$j" -n 1 sh -c '
+			mkdir "$2/$4" "$2/$4/pack" || exit 1
+			GIT_INDEX_FILE=$1/$4.index GIT_OBJECT_DIRECTORY=$2/$4 git -c core.bigFileThreshold=1 -c pack.compression=1 update-index -z --add --remove --replace --stdin < "$1/$4" || exit 1
+			n=${4#batch.}
+			while [ "${n#0}" != "$n" ] && [ ${#n} -gt 1 ]; do n=${n#0}; done
+			echo "sandbar-save: progress added a batch of paths ($((n + 1)) of $3)" >&2
+		' sandbar-save-batch "$t" "$o" "$k" || r=1
+		if [ "$r" = 0 ]; then
+			for b in $(ls "$t" | grep '^batch\.[0-9]*$'); do
+				printf '%s\n' "$o/$b" >> "$o/info/alternates"
+				GIT_INDEX_FILE=$t/$b.index git ls-files -z -s || r=1
+			done > "$t/entries"
+		fi
+		[ "$r" != 0 ] || git update-index -z --add --replace --index-info < "$t/entries" || r=1
+	fi
 	if [ "$r" != 0 ]; then
 		# What update-index refuses (a folder that is a repository
 		# without a commit, say) is git add's to judge, as before.
 		echo "sandbar-save: progress update-index failed; adding with git add -A" >&2
-		if [ -f .git/index ]; then cp .git/index "$GIT_INDEX_FILE"; else rm -f "$GIT_INDEX_FILE"; git read-tree "$head"; fi
+		if [ -f .git/index ]; then cp -p .git/index "$GIT_INDEX_FILE"; else rm -f "$GIT_INDEX_FILE"; git read-tree "$head"; fi
 		sed -z 's/^/:(exclude,literal)/' "$t/big" > "$t/exclude"
 		printf '.\0' >> "$t/exclude"
 		git add -A --pathspec-from-file="$t/exclude" --pathspec-file-nul
@@ -104,6 +151,22 @@ if [ "$tree" = "$htree" ]; then
 else
 	snap=$(echo 'Sandbar: uncommitted work' | git commit-tree -p "$head" "$tree")
 fi
+# The clone keeps the objects the snapshot is made of, as packs: Sandbar's
+# commit of the uncommitted work becomes the clone's branch (AdoptScript),
+# which needs its tree there. The batches' packs move in as they are (each
+# .pack before its .idx, which is what makes git see it); the loose
+# objects (trees, the snapshot's commit, what git does not stream into a
+# pack: empty files, symlinks, files with a filter) go in one more pack.
+# A file saved twice uncommitted is in two packs there, until gc.
+echo "sandbar-save: progress keeping the snapshot's objects in the clone" >&2
+set -- "$o"/batch.*/pack/pack-*.pack
+if [ -e "$1" ]; then
+	mv "$@" "$objs/pack/"
+	set -- "$o"/batch.*/pack/pack-*.idx
+	mv "$@" "$objs/pack/"
+fi
+find "$o" -type f | sed -n 's,.*/\([0-9a-f][0-9a-f]\)/\([0-9a-f]\{38\}\)$,\1\2,p' > "$t/loose"
+[ ! -s "$t/loose" ] || git pack-objects -q "$objs/pack/pack" < "$t/loose" > /dev/null
 # mods DIR PREFIX DEPTH BRANCH: a section per checked-out submodule of the
 # repository at DIR (the top reads the private index), then its own.
 mods() {
@@ -112,7 +175,7 @@ mods() {
 		[ "$mode" = 160000 ] && [ -e "$1/$p/.git" ] || continue
 		case $p in \"*) continue;; esac
 		(
-		unset GIT_INDEX_FILE
+		unset GIT_INDEX_FILE GIT_OBJECT_DIRECTORY
 		d=$1/$p
 		h=$(git -C "$d" rev-parse -q --verify 'HEAD^{commit}') || exit 0
 		{

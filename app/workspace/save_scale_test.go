@@ -1,10 +1,14 @@
 package workspace
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -204,5 +208,169 @@ func TestSaveKeepsEarlierSaves(t *testing.T) {
 	}
 	if got := gitT(t, c.m.Dir, "cat-file", "-t", first); got != "commit" {
 		t.Errorf("the first saved commit is %q after gc", got)
+	}
+}
+
+// TestSaveKeepsTheClonesIndexAndRefs saves 4,500 new files (three
+// batches, made side by side) twice over: outside objects/, the clone's
+// .git (index, refs, config: every file's name and bytes) is as it was
+// before and nothing of the save's own is left there; the snapshot's
+// objects are in the clone (Sandbar's commit of the work is adopted there),
+// at most once more for the second save. Both saves make the
+// same tree, which holds every new file beside the committed ones and a
+// tracked file changed within the second of its commit (git's
+// racy-clean check needs the index's own mtime).
+func TestSaveKeepsTheClonesIndexAndRefs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes 4,500 files")
+	}
+	root := newRepo(t, testRemote)
+	c := sessionT(t, root, "untouched")
+	commitT(t, c.dir, "tracked.txt", "v1\n", "tracked")
+	writeFile(t, filepath.Join(c.dir, "tracked.txt"), "v2\n")
+	for i := range 4500 {
+		writeFile(t, filepath.Join(c.dir, fmt.Sprintf("d%02d", i%45), fmt.Sprintf("f%04d.txt", i)), fmt.Sprintf("file %d\n", i))
+	}
+	objects := filepath.Join(c.dir, ".git", "objects")
+	gitDir := func() map[string]string {
+		m := map[string]string{}
+		filepath.WalkDir(filepath.Join(c.dir, ".git"), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && !strings.HasPrefix(p, objects+string(filepath.Separator)) {
+				data, _ := os.ReadFile(p)
+				m[p] = string(data)
+			}
+			return nil
+		})
+		return m
+	}
+	inPack := func() int {
+		n := 0
+		for _, l := range strings.Split(gitT(t, c.dir, "count-objects", "-v"), "\n") {
+			if v, ok := strings.CutPrefix(l, "in-pack: "); ok {
+				n, _ = strconv.Atoi(v)
+			}
+		}
+		return n
+	}
+	before := gitDir()
+	one := c.save(t)
+	if strings.Contains(c.stderr, "update-index failed") {
+		t.Fatalf("the save fell back to git add -A:\n%s", c.stderr)
+	}
+	if n := strings.Count(c.stderr, "progress added a batch of paths"); n != 3 {
+		t.Errorf("the save said %d batches done, want 3:\n%s", n, c.stderr)
+	}
+	after := gitDir()
+	for p := range after {
+		if _, ok := before[p]; !ok {
+			t.Errorf("the save left %s in the clone", p)
+		}
+	}
+	for p, data := range before {
+		if after[p] != data {
+			t.Errorf("the save changed or removed %s in the clone", p)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(c.dir, ".git", "sandbar-save.*")); len(left) > 0 {
+		t.Errorf("the save left %v", left)
+	}
+	if out, err := gitCmd(c.dir, "cat-file", "-e", one.Snapshot+"^{tree}").CombinedOutput(); err != nil {
+		t.Errorf("the snapshot's tree is not in the clone: %v %s", err, out)
+	}
+	if out, err := gitCmd(c.dir, "cat-file", "-e", one.Snapshot+":d44/f4499.txt").CombinedOutput(); err != nil {
+		t.Errorf("the snapshot's blobs are not in the clone: %v %s", err, out)
+	}
+	packed := inPack()
+	two := c.save(t)
+	if more := inPack() - packed; more > 4500+100 {
+		t.Errorf("the second save of the same files added %d objects to the clone (its blobs again, trees and commit: about 4,550)", more)
+	}
+	if a, b := gitT(t, c.m.Dir, "rev-parse", one.Snapshot+"^{tree}"), gitT(t, c.m.Dir, "rev-parse", two.Snapshot+"^{tree}"); a != b {
+		t.Errorf("two saves of the same work made different trees: %s and %s", a, b)
+	}
+	files := strings.Split(gitT(t, c.m.Dir, "ls-tree", "-r", "--name-only", one.Snapshot), "\n")
+	want := map[string]bool{"tracked.txt": true, "d44/f4499.txt": true, "d00/f0000.txt": true}
+	n := 0
+	for _, f := range files {
+		if len(f) > 4 && f[0] == 'd' && f[3] == '/' {
+			n++
+		}
+		delete(want, f)
+	}
+	if n != 4500 || len(want) > 0 {
+		t.Errorf("the snapshot has %d of the 4,500 new files, and lacks %v", n, want)
+	}
+	if got := gitT(t, c.m.Dir, "show", one.Snapshot+":tracked.txt"); got != "v2" {
+		t.Errorf("tracked.txt in the snapshot is %q, want the modified v2", got)
+	}
+}
+
+// TestSaveFallsBackToGitAdd: when update-index refuses the batches (here a
+// git on PATH that fails --index-info), the save takes the working tree
+// with git add -A instead, into the same private object folder, and the
+// snapshot still holds every file.
+func TestSaveFallsBackToGitAdd(t *testing.T) {
+	root := newRepo(t, testRemote)
+	c := sessionT(t, root, "fallback")
+	for i := range 50 {
+		writeFile(t, filepath.Join(c.dir, "new", fmt.Sprintf("f%02d.txt", i)), fmt.Sprintf("file %d\n", i))
+	}
+	real, err := lookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	wrapper := fmt.Sprintf("#!/bin/sh\nfor a; do [ \"$a\" = --index-info ] && exit 128; done\nexec %q \"$@\"\n", real)
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	info := c.save(t)
+	if !strings.Contains(c.stderr, "adding with git add -A") {
+		t.Fatalf("the save did not fall back to git add -A:\n%s", c.stderr)
+	}
+	files := gitT(t, c.m.Dir, "ls-tree", "-r", "--name-only", info.Snapshot, "--", "new")
+	if n := strings.Count(files, "\n") + 1; n != 50 {
+		t.Errorf("the snapshot has %d of the 50 new files:\n%s", n, files)
+	}
+	if left, _ := filepath.Glob(filepath.Join(c.dir, ".git", "sandbar-save.*")); len(left) > 0 {
+		t.Errorf("the save left %v", left)
+	}
+}
+
+// TestSavedWorkIsAdoptedInTheClone: after a save of uncommitted files (a
+// batch of them, an empty one, a symlink), the commit Sandbar makes of
+// them on the host is taken by the clone (AdoptScript, as Commit now and
+// a restart run it): the save left the snapshot's objects there.
+func TestSavedWorkIsAdoptedInTheClone(t *testing.T) {
+	root := newRepo(t, testRemote)
+	c := sessionT(t, root, "adopt")
+	for i := range 30 {
+		writeFile(t, filepath.Join(c.dir, "new", fmt.Sprintf("f%02d.txt", i)), fmt.Sprintf("file %d\n", i))
+	}
+	writeFile(t, filepath.Join(c.dir, "empty.txt"), "")
+	if err := os.Symlink("new/f00.txt", filepath.Join(c.dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	c.save(t)
+	ctx := context.Background()
+	commit, made, err := c.m.CommitSnapshot(ctx, c.id, "work")
+	if err != nil || !made {
+		t.Fatalf("CommitSnapshot: %v (made %v)", err, made)
+	}
+	got, raw, ok, err := c.m.AutoCommitFor(ctx, c.id)
+	if err != nil || !ok || got != commit {
+		t.Fatalf("AutoCommitFor: %s %v %v, want %s", got, ok, err, commit)
+	}
+	cmd := exec.Command("sh", "-c", AdoptScript, "sandbar-adopt", c.branch, commit)
+	cmd.Dir, cmd.Env, cmd.Stdin = c.dir, gitEnv(), bytes.NewReader(raw)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the clone did not take the commit of the saved work: %v\n%s", err, out)
+	}
+	if tip := gitT(t, c.dir, "rev-parse", c.branch); tip != commit {
+		t.Errorf("the clone's branch is at %s, want %s", tip, commit)
+	}
+	if st := gitT(t, c.dir, "status", "--porcelain"); st != "" {
+		t.Errorf("the clone has uncommitted work after taking the commit:\n%s", st)
 	}
 }
