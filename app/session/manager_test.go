@@ -480,3 +480,26 @@ func TestRecoverComparesAndSets(t *testing.T) {
 		})
 	}
 }
+
+// TestVMKilledSaysHowToGoOn: a VM that ends under a running session
+// (QEMU killed, say) fails the session with a reason that says its disk
+// is kept and how to go on, before any console lines.
+func TestVMKilledSaysHowToGoOn(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s, err := f.m.Start(ctx, Options{Repo: f.repo, Agent: AgentSpec{Command: "sh", Args: []string{"-c", "echo up; sleep 100"}}, MemoryMiB: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, f, s.ID, "up")
+	booted := f.hv.Booted()
+	if len(booted) != 1 {
+		t.Fatalf("%d machines booted, want 1", len(booted))
+	}
+	booted[0].Kill()
+	got := f.wait(t, s.ID)
+	want := "its disk is kept: `sandbar restart " + short(s.ID) + "` goes on from where it was"
+	if got.State != StateFailed || !strings.HasPrefix(got.Reason, "the VM stopped unexpectedly") || !strings.Contains(strings.SplitN(got.Reason, "\n", 2)[0], want) {
+		t.Errorf("after the VM was killed: %s %q, want its first line to say %q", got.State, got.Reason, want)
+	}
+}

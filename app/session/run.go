@@ -473,6 +473,9 @@ func (r *run) supervise(ctx context.Context, vmDone <-chan error) error {
 			if err != nil {
 				msg += ": " + err.Error()
 			}
+			// Its disk, the agent's work on it, is kept: say how to go
+			// on before the console's lines, which are for a developer.
+			msg += "; its disk is kept: `sandbar restart " + short(r.id) + "` goes on from where it was"
 			if tail := sandbox.ConsoleTail(r.dir.Console(), 10); tail != "" {
 				msg += "\nlast console lines:\n" + tail
 			}
