@@ -95,9 +95,11 @@ func TestBuildReal(t *testing.T) {
 	}
 	// The budget holds the image to its package list: 291 MiB before the
 	// agent could build (sudo, apt and build-essential, 536 MiB with
-	// them: gcc, g++ and libc6-dev are most of it).
-	if m.Sizes[RootFSFile] > 600<<20 {
-		t.Errorf("rootfs.ext4 is %d MB, over the 600 MB budget", m.Sizes[RootFSFile]>>20)
+	// them: gcc, g++ and libc6-dev are most of it), 610 MiB with buildah
+	// (74 MiB with what it needs), which builds a devcontainer's
+	// Dockerfile inside a VM, never on the host.
+	if m.Sizes[RootFSFile] > 640<<20 {
+		t.Errorf("rootfs.ext4 is %d MiB, over the 640 MiB budget", m.Sizes[RootFSFile]>>20)
 	}
 	if extra := m.Sizes[AgentFile] - m.Sizes["agent-binary"]; extra > 8<<20 {
 		t.Errorf("agent.ext4 adds %d bytes to the agent binary", extra)
