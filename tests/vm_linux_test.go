@@ -32,6 +32,7 @@ import (
 	"sandbar/guest/protocol"
 	"sandbar/tests/keyringtest"
 	"sandbar/vm"
+	"sandbar/vm/hostproc"
 	"sandbar/vm/qemu"
 )
 
@@ -432,7 +433,10 @@ func TestKillParentLeavesNoQEMU(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	if !waitUntil(5*time.Second, 50*time.Millisecond, func() bool { return qemuUnder(dir) == 0 }) {
+	// A QEMU on its way out has no cmdline any more (qemuUnder stops
+	// seeing it) while it still frees its memory: it has died once its
+	// pid is gone or a zombie.
+	if !waitUntil(5*time.Second, 50*time.Millisecond, func() bool { return qemuUnder(dir) == 0 && !hostproc.Running(pid, 0) }) {
 		t.Fatalf("qemu (pid %d) outlived its parent's kill -9", pid)
 	}
 	// The pid file is left for a restarted Sandbar; ending the orphan is a
