@@ -184,7 +184,9 @@ func TestHostileAgent(t *testing.T) {
 				disk = "1"
 			}
 			id := h.startID("--repo", h.repo, "--agent", "sh hostile.sh", "--cpus", "1", "--memory", "768", "--disk", disk, "--no-network")
-			h.waitPlanted(id, "hostile: settled", 4*time.Minute)
+			// 8 minutes: planting takes ~70 s alone, and CI ran it past 4
+			// beside the guest image's build, six VMs sharing 2 cores.
+			h.waitPlanted(id, "hostile: settled", 8*time.Minute)
 			var check func(stepResult)
 			if c.checkChanges != nil {
 				check = func(r stepResult) { c.checkChanges(h, r) }

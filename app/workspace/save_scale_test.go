@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestSaveSnapshotIsGitAddAll checks that the save's snapshot, made by
@@ -372,5 +374,70 @@ func TestSavedWorkIsAdoptedInTheClone(t *testing.T) {
 	}
 	if st := gitT(t, c.dir, "status", "--porcelain"); st != "" {
 		t.Errorf("the clone has uncommitted work after taking the commit:\n%s", st)
+	}
+}
+
+// TestSaveWithoutAnIndexReadsNoBigFile: an agent replaced .git/index with
+// a FIFO and grew a tracked file to 2 GB (sparse). The save starts from
+// HEAD's tree, which has no stat data: it must not read the big file to
+// compare it (in a VM that was minutes of silence, and the save was cut
+// off), it leaves it out and says so, and saves the rest.
+func TestSaveWithoutAnIndexReadsNoBigFile(t *testing.T) {
+	root := newRepo(t, testRemote)
+	c := sessionT(t, root, "noindex")
+	writeFile(t, filepath.Join(c.dir, "big.bin"), "small\n")
+	gitT(t, c.dir, "add", "big.bin")
+	gitT(t, c.dir, "-c", "user.name=Agent", "-c", "user.email=agent@example.com", "commit", "-qm", "big.bin, small for now")
+	committed := gitT(t, c.dir, "rev-parse", "HEAD:big.bin")
+	if err := os.Truncate(filepath.Join(c.dir, "big.bin"), 2<<30); err != nil {
+		t.Fatal(err)
+	}
+	// A read of big.bin moves its access time (relatime moves it when it
+	// is older than the change): whether this file system keeps access
+	// times is checked first with a read of our own.
+	big := filepath.Join(c.dir, "big.bin")
+	old := time.Unix(1_000_000_000, 0)
+	atime := func() time.Time {
+		var st syscall.Stat_t
+		if err := syscall.Stat(big, &st); err != nil {
+			t.Fatal(err)
+		}
+		return time.Unix(st.Atim.Unix())
+	}
+	if err := os.Chtimes(big, old, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Read(make([]byte, 1))
+	f.Close()
+	keepsAtime := !atime().Equal(old)
+	if err := os.Chtimes(big, old, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(c.dir, "work.txt"), "work\n")
+	index := filepath.Join(c.dir, ".git", "index")
+	if err := os.Remove(index); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(index, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	info := c.save(t)
+	if !keepsAtime {
+		t.Log("this file system keeps no access times: whether the save read big.bin is not checked")
+	} else if !atime().Equal(old) {
+		t.Errorf("the save read big.bin (2 GB) to compare it: its access time moved to %v", atime())
+	}
+	if !strings.Contains(c.stderr, "left out of the snapshot, over 64 MiB: big.bin") {
+		t.Errorf("the save did not say it left big.bin out:\n%s", c.stderr)
+	}
+	if got := gitT(t, c.m.Dir, "rev-parse", info.Snapshot+":big.bin"); got != committed {
+		t.Errorf("the snapshot's big.bin is %s, want the committed %s", got, committed)
+	}
+	if got := gitT(t, c.m.Dir, "show", info.Snapshot+":work.txt"); got != "work" {
+		t.Errorf("the snapshot's work.txt is %q, want %q", got, "work")
 	}
 }
