@@ -46,32 +46,10 @@ type envStorageItem struct {
 
 func newEnvStoragePanel(w *settingsWindow) *envStoragePanel {
 	p := &envStoragePanel{w: w}
-	p.list = widget.NewList(
-		func() int { return len(p.items) },
-		func() fyne.CanvasObject {
-			label := widget.NewLabel("")
-			label.Truncation = fyne.TextTruncateEllipsis
-			state := widget.NewLabel("")
-			state.Truncation = fyne.TextTruncateEllipsis
-			used := widget.NewLabel("")
-			used.Truncation = fyne.TextTruncateEllipsis
-			size := widget.NewLabel("")
-			remove := widget.NewButtonWithIcon("Remove", theme.DeleteIcon(), nil)
-			return container.NewBorder(nil, nil, nil, remove, container.New(columns{4, 1.6, 1.6, 1.2}, label, state, used, size))
-		},
-		func(i widget.ListItemID, o fyne.CanvasObject) {
-			if i >= len(p.items) {
-				return
-			}
-			it := p.items[i]
-			row := o.(*fyne.Container)
-			cells := row.Objects[0].(*fyne.Container).Objects
-			cells[0].(*widget.Label).SetText(it.label)
-			cells[1].(*widget.Label).SetText(it.state)
-			cells[2].(*widget.Label).SetText(it.used)
-			cells[3].(*widget.Label).SetText(doctor.HumanBytes(it.bytes))
-			row.Objects[1].(*widget.Button).OnTapped = func() { p.confirmRemove(it) }
-		})
+	p.list = newStorageList(func() int { return len(p.items) }, columns{4, 1.6, 1.6, 1.2}, "Remove", theme.DeleteIcon(), func(i int) storageListRow {
+		it := p.items[i]
+		return storageListRow{cells: []string{it.label, it.state, it.used}, bytes: it.bytes, tap: func() { p.confirmRemove(it) }}
+	})
 	p.total = widget.NewLabel("Environments")
 	p.total.TextStyle = fyne.TextStyle{Bold: true}
 	p.status = statusLabel()

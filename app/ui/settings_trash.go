@@ -37,29 +37,10 @@ type trashItem struct {
 
 func newTrashPanel(w *settingsWindow) *trashPanel {
 	p := &trashPanel{w: w}
-	p.list = widget.NewList(
-		func() int { return len(p.items) },
-		func() fyne.CanvasObject {
-			label := widget.NewLabel("")
-			label.Truncation = fyne.TextTruncateEllipsis
-			when := widget.NewLabel("")
-			when.Truncation = fyne.TextTruncateEllipsis
-			size := widget.NewLabel("")
-			restore := widget.NewButtonWithIcon("Restore", theme.ContentUndoIcon(), nil)
-			return container.NewBorder(nil, nil, nil, restore, container.New(columns{4, 2.4, 1.2}, label, when, size))
-		},
-		func(i widget.ListItemID, o fyne.CanvasObject) {
-			if i >= len(p.items) {
-				return
-			}
-			it := p.items[i]
-			row := o.(*fyne.Container)
-			cells := row.Objects[0].(*fyne.Container).Objects
-			cells[0].(*widget.Label).SetText(it.label)
-			cells[1].(*widget.Label).SetText(it.when)
-			cells[2].(*widget.Label).SetText(doctor.HumanBytes(it.bytes))
-			row.Objects[1].(*widget.Button).OnTapped = func() { p.restore(it.id, it.label) }
-		})
+	p.list = newStorageList(func() int { return len(p.items) }, columns{4, 2.4, 1.2}, "Restore", theme.ContentUndoIcon(), func(i int) storageListRow {
+		it := p.items[i]
+		return storageListRow{cells: []string{it.label, it.when}, bytes: it.bytes, tap: func() { p.restore(it.id, it.label) }}
+	})
 	p.total = widget.NewLabel("Trash")
 	p.total.TextStyle = fyne.TextStyle{Bold: true}
 	p.empty = widget.NewButtonWithIcon("Empty trash", theme.DeleteIcon(), p.confirmEmpty)
