@@ -64,9 +64,10 @@ loop:
 	// The engine stops taking requests; it keeps its lock until the
 	// sessions are down.
 	stopServing()
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	closeErr := m.Close(cctx)
+	// With "keep sessions" on, they are suspended first (session.Quit)
+	// and the next engine resumes them.
+	qctx := context.WithoutCancel(ctx)
+	closeErr := m.Quit(qctx, m.KeepPolicy(qctx), 30*time.Second)
 	if served != nil {
 		<-served
 	}
