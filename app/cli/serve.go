@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"sandbar/app/hostsleep"
 	"sandbar/app/engine"
+	"sandbar/app/session"
 )
 
 // serve is the headless engine: it runs sessions for CLI commands and
@@ -39,6 +41,11 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	served := make(chan error, 1)
 	go func() { served <- e.Serve(sctx) }()
 	env.Logger.Info("engine serving", "socket", env.Paths.EngineSocket(), "api", engine.APIVersion)
+	if sw, err := hostsleep.Start(ctx, sleepHandler(m), env.Logger); err != nil {
+		env.Logger.Info("sessions run on through the host's sleep", "err", err)
+	} else {
+		defer sw.Close()
+	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 loop:
@@ -72,4 +79,13 @@ loop:
 		<-served
 	}
 	return closeErr
+}
+
+// sleepHandler suspends the engine's sessions as the host goes to sleep
+// and resumes them when it wakes (session.HostSleeping, HostWoke).
+func sleepHandler(m *session.Manager) hostsleep.Handler {
+	return hostsleep.Handler{
+		Sleeping: func(ctx context.Context) { m.HostSleeping(ctx) },
+		Woke:     func(ctx context.Context) { m.HostWoke(ctx) },
+	}
 }

@@ -101,7 +101,7 @@ func (m *Manager) ResumeKept(ctx context.Context) []string {
 }
 
 // HostSleeping suspends every running session for the host's sleep
-// (app/desktop.WatchSleep calls it while it delays the sleep). Suspended
+// (app/hostsleep.Start calls it while it delays the sleep). Suspended
 // rather than only paused: a paused VM's memory would stay in the host's,
 // lost to a hibernation, a battery run flat or a restart, while a
 // suspended session is on disk and comes back from any of those; and
@@ -142,3 +142,4 @@ func (m *Manager) resumeWhere(ctx context.Context, want func(reason string) bool
 	}
 	return ids
 }
+

@@ -1,4 +1,4 @@
-package desktop
+package hostsleep
 
 import (
 	"context"
@@ -17,15 +17,15 @@ const (
 	logindIface = "org.freedesktop.login1.Manager"
 )
 
-// SleepWatch watches the host's sleep until Close.
-type SleepWatch struct {
+// Watch watches the host's sleep until Close.
+type Watch struct {
 	conn   *dbus.Conn
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
 }
 
-// WatchSleep calls h around each of the host's sleeps until Close: on
+// Start calls h around each of the host's sleeps until Close: on
 // Linux it hears logind's PrepareForSleep signal on the system bus
 // (godbus finds the bus as DBUS_SYSTEM_BUS_ADDRESS says, or at its
 // standard place). It holds a "delay" inhibitor lock of logind's, so the
@@ -33,25 +33,25 @@ type SleepWatch struct {
 // it back once Sleeping returns, and takes a new one at the wake. Without
 // a lock (logind refused one) it watches all the same: what Sleeping has
 // not finished when the host sleeps finishes at the wake, before Woke.
-// Without a system bus it returns ErrNoSleepSignal.
-func WatchSleep(ctx context.Context, h SleepHandler, log *slog.Logger) (*SleepWatch, error) {
+// Without a system bus it returns ErrNoSignal.
+func Start(ctx context.Context, h Handler, log *slog.Logger) (*Watch, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	conn, err := dbus.ConnectSystemBus(dbus.WithContext(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("%w: the system bus: %v", ErrNoSleepSignal, err)
+		return nil, fmt.Errorf("%w: the system bus: %v", ErrNoSignal, err)
 	}
 	err = conn.AddMatchSignal(dbus.WithMatchSender(logindName), dbus.WithMatchObjectPath(logindPath),
 		dbus.WithMatchInterface(logindIface), dbus.WithMatchMember("PrepareForSleep"))
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("%w: listen for logind's PrepareForSleep: %v", ErrNoSleepSignal, err)
+		return nil, fmt.Errorf("%w: listen for logind's PrepareForSleep: %v", ErrNoSignal, err)
 	}
 	signals := make(chan *dbus.Signal, 16)
 	conn.Signal(signals)
 	ctx, cancel := context.WithCancel(ctx)
-	w := &SleepWatch{conn: conn, cancel: cancel, done: make(chan struct{})}
+	w := &Watch{conn: conn, cancel: cancel, done: make(chan struct{})}
 	lock := w.inhibit(ctx, log)
 	go func() {
 		defer close(w.done)
@@ -107,7 +107,7 @@ func prepareForSleep(sig *dbus.Signal) (sleeping, ok bool) {
 
 // inhibit takes a delay lock on the host's sleep: a file whose closing
 // lets the sleep go on; nil when logind gives none.
-func (w *SleepWatch) inhibit(ctx context.Context, log *slog.Logger) *os.File {
+func (w *Watch) inhibit(ctx context.Context, log *slog.Logger) *os.File {
 	var fd dbus.UnixFD
 	err := w.conn.Object(logindName, logindPath).CallWithContext(ctx, logindIface+".Inhibit", 0,
 		"sleep", "Sandbar", "Saving the running sessions to disk", "delay").Store(&fd)
@@ -119,7 +119,7 @@ func (w *SleepWatch) inhibit(ctx context.Context, log *slog.Logger) *os.File {
 }
 
 // Close stops watching and waits for a handler that runs to return.
-func (w *SleepWatch) Close() {
+func (w *Watch) Close() {
 	w.once.Do(func() {
 		w.cancel()
 		<-w.done

@@ -1,4 +1,4 @@
-package desktop
+package hostsleep
 
 import (
 	"context"
@@ -6,10 +6,10 @@ import (
 	"log/slog"
 )
 
-// SleepWatch watches the host's sleep until Close.
-type SleepWatch struct{}
+// Watch watches the host's sleep until Close.
+type Watch struct{}
 
-// WatchSleep is not written on macOS yet, and says so: Sandbar needs an
+// Start is not written on macOS yet, and says so: Sandbar needs an
 // observer of NSWorkspace's NSWorkspaceWillSleepNotification and
 // NSWorkspaceDidWakeNotification on
 // NSWorkspace.sharedWorkspace.notificationCenter (AppKit, in
@@ -18,9 +18,9 @@ type SleepWatch struct{}
 // released once Sleeping returns) in logind's delay lock's place, since
 // will-sleep alone gives a handler no time. Until then, sessions under
 // vz run on through a sleep as before.
-func WatchSleep(ctx context.Context, h SleepHandler, log *slog.Logger) (*SleepWatch, error) {
-	return nil, fmt.Errorf("%w: NSWorkspace's will-sleep observer is not written yet", ErrNoSleepSignal)
+func Start(ctx context.Context, h Handler, log *slog.Logger) (*Watch, error) {
+	return nil, fmt.Errorf("%w: NSWorkspace's will-sleep observer is not written yet", ErrNoSignal)
 }
 
 // Close does nothing.
-func (w *SleepWatch) Close() {}
+func (w *Watch) Close() {}

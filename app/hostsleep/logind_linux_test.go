@@ -1,4 +1,4 @@
-package desktop
+package hostsleep
 
 import (
 	"context"
@@ -40,7 +40,7 @@ func (l *fakeLogind) Inhibit(what, who, why, mode string) (dbus.UnixFD, *dbus.Er
 }
 
 // lock returns the read end of the i-th lock, once the caller has it: a
-// test calls it after the watcher took it (WatchSleep returned, or Woke
+// test calls it after the watcher took it (Start returned, or Woke
 // was called).
 func (l *fakeLogind) lock(t *testing.T, i int) *os.File {
 	t.Helper()
@@ -78,13 +78,13 @@ func released(r *os.File) bool {
 	return err == io.EOF
 }
 
-// TestWatchSleep: on a private bus where the test is logind, a watcher
+// TestLogindSleep: on a private bus where the test is logind, a watcher
 // takes a delay lock on sleep; PrepareForSleep(true) calls Sleeping while
 // the lock is held and lets go of it once Sleeping returns;
 // PrepareForSleep(false) takes a new lock and calls Woke. A signal from
 // another sender, or of another shape, calls nothing. Without a system
-// bus WatchSleep says so.
-func TestWatchSleep(t *testing.T) {
+// bus Start says so.
+func TestLogindSleep(t *testing.T) {
 	addr := desktoptest.Bus(t)
 	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", addr)
 	logind, err := dbus.Connect(addr)
@@ -103,12 +103,12 @@ func TestWatchSleep(t *testing.T) {
 	sleeping := make(chan struct{})
 	letSleep := make(chan struct{})
 	woke := make(chan struct{}, 1)
-	w, err := WatchSleep(context.Background(), SleepHandler{
+	w, err := Start(context.Background(), Handler{
 		Sleeping: func(context.Context) { sleeping <- struct{}{}; <-letSleep },
 		Woke:     func(context.Context) { woke <- struct{}{} },
 	}, nil)
 	if err != nil {
-		t.Fatalf("WatchSleep: %v", err)
+		t.Fatalf("Start: %v", err)
 	}
 	defer w.Close()
 	first := fake.lock(t, 0)
@@ -169,7 +169,7 @@ func TestWatchSleep(t *testing.T) {
 	}
 
 	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path="+t.TempDir()+"/none")
-	if _, err := WatchSleep(context.Background(), SleepHandler{}, nil); !errors.Is(err, ErrNoSleepSignal) {
-		t.Fatalf("WatchSleep with no system bus: %v, want ErrNoSleepSignal", err)
+	if _, err := Start(context.Background(), Handler{}, nil); !errors.Is(err, ErrNoSignal) {
+		t.Fatalf("Start with no system bus: %v, want ErrNoSignal", err)
 	}
 }
