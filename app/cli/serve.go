@@ -41,7 +41,8 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	served := make(chan error, 1)
 	go func() { served <- e.Serve(sctx) }()
 	env.Logger.Info("engine serving", "socket", env.Paths.EngineSocket(), "api", engine.APIVersion)
-	if sw, err := hostsleep.Start(ctx, sleepHandler(m), env.Logger); err != nil {
+	sw, err := hostsleep.Start(ctx, sleepHandler(m), env.Logger)
+	if err != nil {
 		env.Logger.Info("sessions run on through the host's sleep", "err", err)
 	} else {
 		defer sw.Close()
@@ -71,6 +72,9 @@ loop:
 	// The engine stops taking requests; it keeps its lock until the
 	// sessions are down.
 	stopServing()
+	if sw != nil {
+		sw.Close() // no suspend for a sleep from here on: the quit decides
+	}
 	// With "keep sessions" on, they are suspended first (session.Quit)
 	// and the next engine resumes them.
 	qctx := context.WithoutCancel(ctx)
