@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"sandbar/app/hostsleep"
 	"sandbar/app/engine"
+	"sandbar/app/hostsleep"
 	"sandbar/app/session"
 )
 

@@ -142,4 +142,3 @@ func (m *Manager) resumeWhere(ctx context.Context, want func(reason string) bool
 	}
 	return ids
 }
-
