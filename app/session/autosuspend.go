@@ -29,12 +29,16 @@ const autoSuspendCheck = 30 * time.Second
 // ReasonAutoSuspended is the reason of a session suspended after waiting
 // for the person for d.
 func ReasonAutoSuspended(d time.Duration) string {
-	return fmt.Sprintf("suspended after waiting %s for your message, to give its memory back: a message, opening it or `sandbar resume` brings it back where it was", roundWait(d))
+	return autoSuspendedPrefix + roundWait(d) + " for your message, to give its memory back: a message, opening it or `sandbar resume` brings it back where it was"
 }
 
+// autoSuspendedPrefix begins ReasonAutoSuspended, which SuspendedWhy
+// reads back.
+const autoSuspendedPrefix = "suspended after waiting "
+
 func roundWait(d time.Duration) string {
-	if d >= time.Minute {
-		return d.Round(time.Minute).String()
+	if d >= time.Minute && d%time.Minute == 0 {
+		return fmt.Sprintf("%d min", d/time.Minute)
 	}
 	return d.Round(time.Second).String()
 }

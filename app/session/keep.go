@@ -142,3 +142,19 @@ func (m *Manager) resumeWhere(ctx context.Context, want func(reason string) bool
 	}
 	return ids
 }
+
+// SuspendedWhy is a suspended session's reason in a few words for a row
+// (its whole reason says what brings it back): "" when the person
+// suspended it.
+func SuspendedWhy(reason string) string {
+	switch {
+	case reason == ReasonKept || reason == ReasonKeptSuspended:
+		return "kept when Sandbar quit"
+	case reason == ReasonSlept:
+		return "while the computer slept"
+	case strings.HasPrefix(reason, autoSuspendedPrefix):
+		wait, _, _ := strings.Cut(strings.TrimPrefix(reason, autoSuspendedPrefix), " for your message")
+		return "after waiting " + wait + " for you"
+	}
+	return ""
+}
