@@ -121,3 +121,33 @@ func TestAutoSuspendTimer(t *testing.T) {
 	}
 	f.m.Stop(ctx, s.ID)
 }
+
+// TestQuitKeepingFallsBackToStop: quitting with "keep sessions" on a
+// backend that cannot save a VM stops the session as a plain quit does,
+// its work saved, rather than leaving it running or losing it; and a
+// ResumeKept then finds nothing of its own to resume.
+func TestQuitKeepingFallsBackToStop(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s, err := f.m.Start(ctx, Options{Repo: f.repo, MemoryMiB: 512,
+		Agent: AgentSpec{Command: "sh", Args: []string{"-c", "while :; do sleep 1; done"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.waitState(t, s.ID, 20*time.Second, "the session running, its agent started", func(cur store.Session) bool {
+		return cur.State == StateRunning && cur.Activity == ActivityWorking
+	})
+	if err := f.m.Quit(ctx, KeepResume, 30*time.Second); err != nil {
+		t.Fatalf("quit: %v", err)
+	}
+	cur, err := f.st.Session(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur.State != StateStopped || cur.Reason != ReasonQuit {
+		t.Errorf("after a keeping quit on a backend that cannot save: %s %q, want stopped %q", cur.State, cur.Reason, ReasonQuit)
+	}
+	if ids := f.m.ResumeKept(ctx); len(ids) != 0 {
+		t.Errorf("ResumeKept resumed %v", ids)
+	}
+}
