@@ -67,18 +67,10 @@ func (m *Manager) suspendAs(ctx context.Context, ref, reason string) (store.Sess
 	return m.cfg.Store.Session(context.WithoutCancel(ctx), s.ID)
 }
 
-// SuspendAll suspends every session this engine runs, one after another
-// (each save is a burst of disk writes), and returns once all are saved
-// or have failed to be: the engine's hook for quitting with "keep
-// sessions", before it cancels what is left. It says how many were
-// suspended; those that could not be are left to the quit, which stops
-// them as before.
-func (m *Manager) SuspendAll(ctx context.Context) int {
-	return len(m.suspendAllAs(ctx, ReasonSuspended))
-}
-
-// suspendAllAs suspends every session this engine runs with reason, and
-// returns the ids of those it suspended.
+// suspendAllAs suspends every session this engine runs with reason, one
+// after another (each save is a burst of disk writes), and returns the
+// ids of those it suspended; those that could not be are left running
+// (Quit then stops them as before).
 func (m *Manager) suspendAllAs(ctx context.Context, reason string) []string {
 	var done []string
 	for _, id := range m.Running() {
