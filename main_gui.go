@@ -20,6 +20,7 @@ import (
 	"sandbar/app/desktop"
 	"sandbar/app/doctor"
 	"sandbar/app/engine"
+	"sandbar/app/hostsleep"
 	"sandbar/app/session"
 	"sandbar/app/ui"
 	"sandbar/assets"
@@ -113,12 +114,16 @@ func runGUI(parent context.Context, p *parts, env *cli.Env) error {
 		stopOnce sync.Once
 		stopErr  error
 	)
+	var sleepWatch atomic.Pointer[hostsleep.Watch]
 	stop := func() error {
 		stopOnce.Do(func() {
 			cancel() // the engine stops taking requests; it keeps its lock until the sessions are down
-			cctx, ccancel := context.WithTimeout(context.Background(), closeGrace)
-			defer ccancel()
-			closeErr := m.Close(cctx)
+			if sw := sleepWatch.Load(); sw != nil {
+				sw.Close() // no suspend for a sleep from here on: the quit decides
+			}
+			// Kept (suspended) or stopped as the person answered at
+			// the quit, or as Settings say when nothing asked.
+			closeErr := m.Quit(context.Background(), u.QuitPolicy(context.Background()), closeGrace)
 			if eng != nil {
 				if serving.Load() {
 					<-served
@@ -157,6 +162,15 @@ func runGUI(parent context.Context, p *parts, env *cli.Env) error {
 		if eng != nil {
 			serving.Store(true)
 			go func() { served <- eng.Serve(ctx) }()
+			// The engine saves its sessions as the host goes to sleep.
+			if sw, err := hostsleep.Start(ctx, hostsleep.Handler{
+				Sleeping: func(ctx context.Context) { m.HostSleeping(ctx) },
+				Woke:     func(ctx context.Context) { m.HostWoke(ctx) },
+			}, p.logger); err != nil {
+				p.logger.Info("sessions run on through the host's sleep", "err", err)
+			} else {
+				sleepWatch.Store(sw)
+			}
 		}
 		notifier = u.StartNotifications(nil)
 		// Not every Linux desktop shows tray icons: there the window is

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"sandbar/app/engine"
+	"sandbar/app/hostsleep"
+	"sandbar/app/session"
 )
 
 // serve is the headless engine: it runs sessions for CLI commands and
@@ -39,6 +41,12 @@ func serve(ctx context.Context, env *Env, args []string) error {
 	served := make(chan error, 1)
 	go func() { served <- e.Serve(sctx) }()
 	env.Logger.Info("engine serving", "socket", env.Paths.EngineSocket(), "api", engine.APIVersion)
+	sw, err := hostsleep.Start(ctx, sleepHandler(m), env.Logger)
+	if err != nil {
+		env.Logger.Info("sessions run on through the host's sleep", "err", err)
+	} else {
+		defer sw.Close()
+	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 loop:
@@ -64,11 +72,24 @@ loop:
 	// The engine stops taking requests; it keeps its lock until the
 	// sessions are down.
 	stopServing()
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	closeErr := m.Close(cctx)
+	if sw != nil {
+		sw.Close() // no suspend for a sleep from here on: the quit decides
+	}
+	// With "keep sessions" on, they are suspended first (session.Quit)
+	// and the next engine resumes them.
+	qctx := context.WithoutCancel(ctx)
+	closeErr := m.Quit(qctx, m.KeepPolicy(qctx), 30*time.Second)
 	if served != nil {
 		<-served
 	}
 	return closeErr
+}
+
+// sleepHandler suspends the engine's sessions as the host goes to sleep
+// and resumes them when it wakes (session.HostSleeping, HostWoke).
+func sleepHandler(m *session.Manager) hostsleep.Handler {
+	return hostsleep.Handler{
+		Sleeping: func(ctx context.Context) { m.HostSleeping(ctx) },
+		Woke:     func(ctx context.Context) { m.HostWoke(ctx) },
+	}
 }

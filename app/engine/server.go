@@ -56,8 +56,9 @@ type Server struct {
 // previous engine left (m.Recover: sessions whose owner died become
 // interrupted, their orphan VMs are ended) and opens its socket. It fails
 // with ErrRunning when another process holds the lock, having changed
-// nothing. The Manager then watches the projects' repositories, as the
-// engine does.
+// nothing. The Manager then watches the projects' repositories, resumes
+// the sessions the last engine kept (session.ResumeKept) and suspends
+// those that wait too long (session.AutoSuspend), as the engine does.
 func Listen(ctx context.Context, p config.Paths, m *session.Manager, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -108,6 +109,13 @@ func Listen(ctx context.Context, p config.Paths, m *session.Manager, log *slog.L
 	m.WatchSources(context.Background())
 	// And empties the trash of what is due, now and every hour.
 	m.TendTrash(context.Background())
+	// It resumes the sessions the last engine kept as it quit, or
+	// suspended for a sleep no wake ended, and suspends those that wait
+	// for the person too long.
+	if ids := m.ResumeKept(ctx); len(ids) > 0 {
+		log.Info("resuming the sessions the last engine kept", "sessions", len(ids))
+	}
+	m.AutoSuspend(context.Background())
 	return s, nil
 }
 

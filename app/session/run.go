@@ -54,8 +54,8 @@ type run struct {
 	wsChanged chan struct{}
 
 	// suspendReq asks supervise to save the VM (suspend.go); it answers
-	// on the channel sent.
-	suspendReq chan chan error
+	// on the ask's reply.
+	suspendReq chan suspendAsk
 	// resumeFrom is the saved VM state a resume loads instead of booting
 	// ("" for a boot), and resumeActivity what the session did when it
 	// was saved.
@@ -108,6 +108,13 @@ type run struct {
 	lastActive time.Time
 	activity   string
 	reason     string // the reason said with activity
+	// waitingSince is when the agent began to wait for the person (by
+	// Config.Now), zero while it does anything else: what auto-suspend
+	// goes by (autosuspend.go).
+	waitingSince time.Time
+	// autoSuspendFailed: an auto-suspend of this run failed; it is not
+	// tried again every check (the error is in its log already).
+	autoSuspendFailed bool
 	// pause is set while the VM is paused on a full disk (diskfull.go).
 	pause *diskPause
 	// interruptAt is when an interrupt was asked of Claude Code and its
@@ -138,7 +145,7 @@ func (m *Manager) newRun(s store.Session, repo workspace.Repo, setup *agentSetup
 		sink: newLogSink(s.ID, m.cfg.Store, m.hub, log, &m.storeMu),
 		ctx:  ctx, cancel: cancel, done: make(chan struct{}),
 		stopReq:       make(chan struct{}),
-		suspendReq:    make(chan chan error),
+		suspendReq:    make(chan suspendAsk),
 		agentStarted:  make(chan sandbox.Event, 1),
 		agentPrepared: make(chan sandbox.Event, 1),
 		agentExit:     make(chan sandbox.Event, 1),
@@ -482,14 +489,14 @@ func (r *run) supervise(ctx context.Context, vmDone <-chan error) error {
 			return r.fail(ctx, msg)
 		case <-r.stopReq:
 			return r.stopAgent(ctx, vmDone)
-		case reply := <-r.suspendReq:
+		case ask := <-r.suspendReq:
 			if err := r.suspend(); err != nil {
-				reply <- err
+				ask.reply <- err
 				continue
 			}
 			<-vmDone // the VM ended once its state was saved
-			err := r.finishSuspended(ctx)
-			reply <- nil // once the session reads suspended
+			err := r.finishSuspended(ctx, ask.reason)
+			ask.reply <- nil // once the session reads suspended
 			return err
 		case <-wall:
 			r.requestStop(fmt.Sprintf("timed out after %s", r.s.Limits.Timeout))
@@ -652,6 +659,13 @@ func (r *run) setActivity(ctx context.Context, activity, reason string) {
 		return
 	}
 	same := r.activity == activity
+	switch {
+	case activity != ActivityWaiting:
+		r.waitingSince = time.Time{}
+		r.autoSuspendFailed = false
+	case !same || r.waitingSince.IsZero():
+		r.waitingSince = r.m.cfg.Now()
+	}
 	r.activity, r.reason = activity, reason
 	used, total := r.memUsed, r.memTotal
 	r.mu.Unlock()

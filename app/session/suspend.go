@@ -28,6 +28,19 @@ const ReasonSuspended = "suspended: its VM's memory is saved in its directory; `
 // restart. Resume brings it back with the agent's processes where they
 // were. A VM that cannot be saved runs on, and the error says why.
 func (m *Manager) Suspend(ctx context.Context, ref string) (store.Session, error) {
+	return m.suspendAs(ctx, ref, ReasonSuspended)
+}
+
+// suspendAsk is a request to supervise to save the VM: the session is
+// recorded suspended with reason, which says why and what brings it back
+// (keep.go tells its own apart by it).
+type suspendAsk struct {
+	reason string
+	reply  chan error
+}
+
+// suspendAs suspends the session, recording reason.
+func (m *Manager) suspendAs(ctx context.Context, ref, reason string) (store.Session, error) {
 	s, r, err := m.liveRun(ctx, ref)
 	if err != nil {
 		return s, err
@@ -35,16 +48,16 @@ func (m *Manager) Suspend(ctx context.Context, ref string) (store.Session, error
 	if err := r.canSuspend(); err != nil {
 		return s, err
 	}
-	reply := make(chan error, 1)
+	ask := suspendAsk{reason: reason, reply: make(chan error, 1)}
 	select {
-	case r.suspendReq <- reply:
+	case r.suspendReq <- ask:
 	case <-r.done:
 		return s, fmt.Errorf("session %s ended before it could be suspended: %w", s.ID, ErrState)
 	case <-ctx.Done():
 		return s, ctx.Err()
 	}
 	select {
-	case err = <-reply:
+	case err = <-ask.reply:
 	case <-ctx.Done():
 		return s, ctx.Err()
 	}
@@ -54,22 +67,20 @@ func (m *Manager) Suspend(ctx context.Context, ref string) (store.Session, error
 	return m.cfg.Store.Session(context.WithoutCancel(ctx), s.ID)
 }
 
-// SuspendAll suspends every session this engine runs, one after another
-// (each save is a burst of disk writes), and returns once all are saved
-// or have failed to be: the engine's hook for quitting with "keep
-// sessions", before it cancels what is left. It says how many were
-// suspended; those that could not be are left to the quit, which stops
-// them as before.
-func (m *Manager) SuspendAll(ctx context.Context) int {
-	n := 0
+// suspendAllAs suspends every session this engine runs with reason, one
+// after another (each save is a burst of disk writes), and returns the
+// ids of those it suspended; those that could not be are left running
+// (Quit then stops them as before).
+func (m *Manager) suspendAllAs(ctx context.Context, reason string) []string {
+	var done []string
 	for _, id := range m.Running() {
-		if _, err := m.Suspend(ctx, id); err != nil {
-			m.log.Warn("keep session: suspend", "session", id, "err", err)
+		if _, err := m.suspendAs(ctx, id, reason); err != nil {
+			m.log.Warn("suspend", "session", id, "why", reason, "err", err)
 			continue
 		}
-		n++
+		done = append(done, id)
 	}
-	return n
+	return done
 }
 
 // canSuspend says why the run's VM cannot be saved now, nil when it can.
@@ -129,9 +140,9 @@ func (r *run) suspend() error {
 	return nil
 }
 
-// finishSuspended records the session suspended, keeping its activity
-// (what it did when saved is what it does when resumed).
-func (r *run) finishSuspended(ctx context.Context) error {
+// finishSuspended records the session suspended with reason, keeping its
+// activity (what it did when saved is what it does when resumed).
+func (r *run) finishSuspended(ctx context.Context, reason string) error {
 	if ctx.Err() != nil {
 		ctx = context.Background()
 	}
@@ -139,7 +150,7 @@ func (r *run) finishSuspended(ctx context.Context) error {
 	activity := r.activity
 	r.mu.Unlock()
 	r.sink.flush()
-	_, err := r.m.setState(ctx, r.id, StateSuspended, activity, ReasonSuspended, nil)
+	_, err := r.m.setState(ctx, r.id, StateSuspended, activity, reason, nil)
 	return err
 }
 

@@ -42,4 +42,14 @@ const (
 	// session paused on a full disk resumes by itself (whole number;
 	// default session.DefaultDiskFloorMiB).
 	SettingDiskFloorMiB SettingKey = "disk_floor_mib"
+	// SettingKeepSessions is what quitting the engine does with the
+	// sessions it runs: "resume" suspends them and the next engine
+	// resumes them, "suspended" suspends them and leaves them suspended
+	// (each with its Resume), and anything else ("stop", the default)
+	// saves their work and stops them.
+	SettingKeepSessions SettingKey = "keep_sessions"
+	// SettingAutoSuspend is how long a session may wait for the person
+	// before it is suspended: whole minutes ("15"), a Go duration
+	// ("90s"), or "off"; default session.DefaultAutoSuspend.
+	SettingAutoSuspend SettingKey = "auto_suspend"
 )

@@ -71,6 +71,10 @@ type UI struct {
 	image       *imageBuild
 	addRepo     addRepoState
 	tray        *Tray // StartTray's, told when a session is opened
+	// quitPolicy is the answer to the quit question ("" before one):
+	// set on the UI goroutine before the app quits, read after its loop
+	// ended (QuitPolicy).
+	quitPolicy session.KeepPolicy
 }
 
 // New returns a UI over a, b and s, and gives a Sandbar's theme. s may be

@@ -70,6 +70,7 @@ type settingsWindow struct {
 	envStorage    *envStoragePanel
 
 	// General.
+	sessions    *sessionsSection
 	login       *widget.Check
 	loginStatus *widget.Label
 	settingUp   bool // the check is being set from the backend, not by a person
@@ -107,6 +108,7 @@ func newSettingsWindow(u *UI) *settingsWindow {
 	u.image.refresh()
 	w.loadStorage()
 	w.loadLogin()
+	w.sessions.load()
 	return w
 }
 
@@ -374,7 +376,9 @@ func (w *settingsWindow) generalTab() fyne.CanvasObject {
 	})
 	w.login.Disable() // until the backend says how it is
 	w.loginStatus = statusLabel()
-	return container.NewVBox(w.login, note(launchAtLoginNote), w.loginStatus)
+	w.sessions = w.sessionsSection()
+	return container.NewVScroll(container.NewVBox(w.login, note(launchAtLoginNote), w.loginStatus,
+		widget.NewSeparator(), w.sessions.content()))
 }
 
 func (w *settingsWindow) loadLogin() {

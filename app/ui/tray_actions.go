@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
 
@@ -134,21 +135,72 @@ func (t *Tray) quit() {
 	t.u.confirmQuit(running, quit)
 }
 
-// confirmQuit asks, in the Sandbar window, whether to stop n running
-// sessions and quit.
+// confirmQuit asks, in the Sandbar window, what becomes of n running
+// sessions: kept (suspended, to go on where they were) or stopped, their
+// work saved; the person's setting is the answer offered first, and
+// "Remember" makes the answer the setting (what a logout, or a quit of
+// the headless engine, does). The answer is QuitPolicy's.
 func (u *UI) confirmQuit(n int, quit func()) {
 	u.ShowMain()
-	msg := "1 session is running. Quitting stops it; its work stays on its branch, and Restart goes on from there."
+	msg := "1 session is running."
 	if n > 1 {
-		msg = fmt.Sprintf("%d sessions are running. Quitting stops them; their work stays on their branches, and Restart goes on from there.", n)
+		msg = fmt.Sprintf("%d sessions are running.", n)
 	}
-	d := dialog.NewConfirm("Quit Sandbar?", msg, func(ok bool) {
-		if ok {
+	msg += " Keep sessions: each is suspended, memory and all, and its agent goes on where it was when Sandbar starts again. Stop: their work stays on their branches, and Restart starts the agent anew."
+	text := widget.NewLabel(msg)
+	text.Wrapping = fyne.TextWrapWord
+	remember := widget.NewCheck("Remember my choice (Settings, General)", nil)
+	var d *dialog.CustomDialog
+	answer := func(policy session.KeepPolicy) func() {
+		return func() {
+			d.Hide()
+			u.quitPolicy = policy
+			if remember.Checked && u.Settings != nil {
+				b := u.Settings
+				// This quit goes by the answer whatever becomes of the
+				// setting; one that cannot be written (a full disk) is
+				// seen in Settings, as it was, at the next start.
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				b.SetSetting(ctx, KeyKeepSessions, string(policy))
+				cancel()
+			}
 			quit()
 		}
-	}, u.mainWin.win)
-	d.SetConfirmText("Stop and Quit")
-	d.SetDismissText("Cancel")
-	d.SetConfirmImportance(widget.DangerImportance)
+	}
+	keepPolicy := session.KeepResume
+	current := session.KeepStop
+	if u.Settings != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		v, _, _ := u.Settings.Setting(ctx, KeyKeepSessions)
+		cancel()
+		if current = session.ParseKeepPolicy(v); current == session.KeepSuspended {
+			keepPolicy = current
+		}
+	}
+	keep := widget.NewButton("Keep Sessions and Quit", nil)
+	stop := widget.NewButton("Stop and Quit", nil)
+	keep.OnTapped, stop.OnTapped = answer(keepPolicy), answer(session.KeepStop)
+	if current == session.KeepStop {
+		stop.Importance = widget.HighImportance
+	} else {
+		keep.Importance = widget.HighImportance
+	}
+	cancelBtn := widget.NewButton("Cancel", func() { d.Hide() })
+	d = dialog.NewCustomWithoutButtons("Quit Sandbar?", container.NewVBox(text, remember), u.mainWin.win)
+	d.SetButtons([]fyne.CanvasObject{cancelBtn, stop, keep})
 	d.Show()
+}
+
+// QuitPolicy is what the person chose at the quit question, or, when
+// nothing asked (a logout, a quit with no session running), their
+// setting: what main's stop does with the sessions (session.Quit).
+func (u *UI) QuitPolicy(ctx context.Context) session.KeepPolicy {
+	if u.quitPolicy != "" {
+		return u.quitPolicy
+	}
+	if u.Settings == nil {
+		return session.KeepStop
+	}
+	v, _, _ := u.Settings.Setting(ctx, KeyKeepSessions)
+	return session.ParseKeepPolicy(v)
 }

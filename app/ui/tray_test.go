@@ -324,6 +324,9 @@ func TestTrayQuit(t *testing.T) {
 	if !strings.Contains(trayText(question()), "1 session is running") {
 		t.Errorf("the question says %q", trayText(question()))
 	}
+	if !strings.Contains(trayText(question()), "Keep sessions") {
+		t.Errorf("the question does not offer to keep the sessions: %q", trayText(question()))
+	}
 	test.Tap(trayButton(t, question(), "Cancel"))
 	if quits != 1 {
 		t.Fatal("Cancel quit")
@@ -332,6 +335,22 @@ func TestTrayQuit(t *testing.T) {
 	test.Tap(trayButton(t, question(), "Stop and Quit"))
 	if quits != 2 {
 		t.Fatalf("confirming ran quit %d times, want once more", quits-1)
+	}
+	if p := u.QuitPolicy(context.Background()); p != session.KeepStop {
+		t.Errorf("after Stop and Quit the quit policy is %q", p)
+	}
+	// Keep, remembered: the answer and the setting both keep.
+	trayItem(m, "Quit").Action()
+	test.Tap(trayCheck(t, question(), "Remember my choice"))
+	test.Tap(trayButton(t, question(), "Keep Sessions and Quit"))
+	if quits != 3 {
+		t.Fatalf("keeping ran quit %d times, want once more", quits-2)
+	}
+	if p := u.QuitPolicy(context.Background()); p != session.KeepResume {
+		t.Errorf("after Keep Sessions and Quit the quit policy is %q", p)
+	}
+	if v, _, _ := u.Settings.Setting(context.Background(), KeyKeepSessions); v != string(session.KeepResume) {
+		t.Errorf("the remembered choice is %q in Settings", v)
 	}
 
 	// A client's quit leaves the sessions running in the engine: nothing
@@ -401,4 +420,18 @@ func trayText(root fyne.CanvasObject) string {
 		}
 	})
 	return strings.Join(parts, "\n")
+}
+
+func trayCheck(t *testing.T, root fyne.CanvasObject, prefix string) *widget.Check {
+	t.Helper()
+	var c *widget.Check
+	trayWalk(root, func(o fyne.CanvasObject) {
+		if x, ok := o.(*widget.Check); ok && strings.HasPrefix(x.Text, prefix) {
+			c = x
+		}
+	})
+	if c == nil {
+		t.Fatalf("no check box %q", prefix)
+	}
+	return c
 }

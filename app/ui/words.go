@@ -80,8 +80,8 @@ func sessionStatus(s store.Session) (state, detail string) {
 		return "interrupted", detail
 	case session.StateSuspended:
 		// Its reason is the way back, which the window's buttons and
-		// the tray already offer.
-		return "suspended", ""
+		// the tray already offer; the row says why, when Sandbar did it.
+		return "suspended", session.SuspendedWhy(s.Reason)
 	}
 	return string(s.State), detail
 }

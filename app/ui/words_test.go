@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
@@ -26,6 +27,9 @@ func TestSessionStatusPlainWords(t *testing.T) {
 		{"working", store.Session{State: session.StateRunning, Activity: session.ActivityWorking, Reason: "working"}, "working", "", "Working"},
 		{"waiting", store.Session{State: session.StateRunning, Activity: session.ActivityWaiting, Reason: "waiting for your message"}, "waiting for you", "", "Waiting for you"},
 		{"paused on a full disk", store.Session{State: session.StateRunning, Activity: session.ActivityPaused, Reason: "paused: the disk holding Sandbar's data is full (16 MB free)"}, "paused", "the disk holding Sandbar's data is full (16 MB free)", "Paused — the disk holding Sandbar's data is full (16 MB free)"},
+		{"suspended by the person", store.Session{State: session.StateSuspended, Reason: session.ReasonSuspended}, "suspended", "", "Suspended"},
+		{"suspended after a long wait", store.Session{State: session.StateSuspended, Reason: session.ReasonAutoSuspended(15 * time.Minute)}, "suspended", "after waiting 15 min for you", "Suspended — after waiting 15 min for you"},
+		{"suspended for the host's sleep", store.Session{State: session.StateSuspended, Reason: session.ReasonSlept}, "suspended", "while the computer slept", "Suspended — while the computer slept"},
 		{"waiting and idle", store.Session{State: session.StateRunning, Activity: session.ActivityWaiting, Reason: "idle for 5m0s"}, "waiting for you", "idle for 5m0s", "Waiting for you — idle for 5m0s"},
 		{"stopping on its own", store.Session{State: session.StateStopping, Reason: "agent exited; saving its work and shutting the VM down"}, "stopping", "the agent ended; saving its work and shutting the VM down", "Stopping — the agent ended; saving its work and shutting the VM down"},
 		{"stopped by the person (SIGTERM)", store.Session{State: session.StateStopped, Reason: session.ReasonStoppedByUser, ExitCode: code(143)}, "stopped by you", "", "Stopped by you"},

@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"sandbar/app/sandbox"
+	"sandbar/app/session"
 	"sandbar/vm"
 )
 
@@ -207,4 +209,93 @@ func BenchmarkSuspend(b *testing.B) {
 		cancel()
 	}
 	e.report(b, sus, res, size)
+}
+
+// BenchmarkIdleSession measures what a session waiting for the person
+// costs the host's CPU, all of it: its QEMU and the engine (the real
+// Manager, in this process: its log, network, clock and disk pollers),
+// over 10 s, as % of one core. The agent waits as a person's does after
+// an interrupt (a custom agent that ignores SIGINT and sleeps).
+func BenchmarkIdleSession(b *testing.B) {
+	e := setup(b)
+	runs := max(1, min(e.runs, 3))
+	root := b.TempDir()
+	repo := emptyRepo(b, root)
+	m, paths := e.manager(b, root)
+	qemuCPU := &series{Metric: "waiting session: its QEMU's CPU (% of one core), 2 vCPU, 2 GiB", Key: "idle-session-qemu", Unit: "%"}
+	engineCPU := &series{Metric: "waiting session: the engine's CPU (% of one core)", Key: "idle-session-engine", Unit: "%"}
+	total := &series{Metric: "waiting session: engine + QEMU (% of one core)", Key: "idle-session", Unit: "%"}
+	for i := range runs {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		s, err := m.Start(ctx, session.Options{Repo: repo, CPUs: 2, MemoryMiB: 2048, DiskGiB: 1,
+			Agent: session.AgentSpec{Command: "sh", Args: []string{"-c", "trap '' INT; while :; do sleep 3600; done"}}})
+		if err != nil {
+			cancel()
+			b.Fatal(err)
+		}
+		for {
+			cur, err := m.Get(ctx, s.ID)
+			if err != nil || ctx.Err() != nil {
+				cancel()
+				b.Fatalf("session %s did not start: %v", s.ID, err)
+			}
+			if cur.State == session.StateRunning && cur.Activity == session.ActivityWorking {
+				break
+			}
+			if !session.Live(cur.State) {
+				cancel()
+				b.Fatalf("session %s ended: %s %q", s.ID, cur.State, cur.Reason)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err := m.Interrupt(ctx, s.ID); err != nil {
+			cancel()
+			b.Fatal(err)
+		}
+		pidText, err := os.ReadFile(filepath.Join(paths.SessionDir(s.ID).VMDir(), "vm.pid"))
+		var pid int
+		if _, serr := fmt.Sscan(string(pidText), &pid); err != nil || serr != nil {
+			cancel()
+			b.Fatalf("the session's QEMU pid: %v %v", err, serr)
+		}
+		settledRSS(pid, 30*time.Second) // past the boot's and the agent's start's work
+		q0, s0, t0 := procCPU(pid), selfCPU(), time.Now()
+		time.Sleep(10 * time.Second) // the idle period is what is measured
+		q1, s1, el := procCPU(pid), selfCPU(), time.Since(t0)
+		qemuCPU.add(100 * float64(q1-q0) / float64(el))
+		engineCPU.add(100 * float64(s1-s0) / float64(el))
+		total.add(qemuCPU.vals[i] + engineCPU.vals[i])
+		b.Logf("[%s] run %d: waiting session: QEMU %.1f%%, engine %.1f%% of one core", e.accel, i+1, qemuCPU.vals[i], engineCPU.vals[i])
+		m.Stop(ctx, s.ID)
+		m.Remove(context.Background(), s.ID, true)
+		cancel()
+	}
+	e.report(b, total, qemuCPU, engineCPU)
+}
+
+// procCPU is a process's user and system CPU time so far (/proc/PID/stat).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's closing parenthesis: utime and
+	// stime are the 12th and 13th of them, in clock ticks (100 a second
+	// on Linux).
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseUint(f[11], 10, 64)
+	st, _ := strconv.ParseUint(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
+}
+
+// selfCPU is this process's CPU time so far: the engine's, as the
+// benchmark's Manager runs in it.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
