@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -126,7 +128,9 @@ func hostImages(t *testing.T, h *remotehosttest.Host) string {
 // carried back; ls says where it runs; a second session uploads nothing;
 // the host cannot be removed while they run. A connection gone silent
 // stops the domain there and interrupts the session here, and restart
-// continues it on the host; the host can be removed once none runs.
+// continues it on the host. An engine killed while its connection is
+// silent (and the host's guard gone) leaves the domain running: the next
+// engine ends it. The host can be removed once none runs.
 func TestRemoteSession(t *testing.T) {
 	w, h := remoteWorld(t)
 	agent := `trap 'exit 143' TERM; while read -r line; do echo "heard: $line"; done`
@@ -181,10 +185,31 @@ func TestRemoteSession(t *testing.T) {
 	if got := w.ok("exec", id, "--", "cat", "README.md"); got != "# test\n" {
 		t.Errorf("exec after the restart saw %q", got)
 	}
-	w.ok("stop", id)
-	w.waitState(id, "stopped")
+
+	// The engine dies while its connection to the host is silent and the
+	// host's guard could not run: the domain outlives it there. The next
+	// engine finds it by the session's record and the host's own list
+	// (vm.OrphanReaper), ends it, and marks the session interrupted.
+	h.StopGuards(t)
+	h.Silence(t)
+	pid := w.enginePID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitOrFail(t, 10*time.Second, "the killed engine to exit", func() bool { return !running(pid) })
+	if q := h.QEMUs(t); len(q) != 1 {
+		t.Fatalf("the domain did not outlive the killed engine (the reaper then has nothing to find): QEMUs %v", q)
+	}
+	w.waitState(id, "interrupted")
 	if !waitUntil(30*time.Second, 100*time.Millisecond, func() bool { return len(h.QEMUs(t)) == 0 }) {
-		t.Errorf("QEMU still runs on the host after both sessions stopped: %v", h.QEMUs(t))
+		t.Errorf("the next engine left the VM the killed one left running on the host: %v", h.QEMUs(t))
+	}
+	b, _ := os.ReadFile(filepath.Join(w.home, "engine.log"))
+	if !regexp.MustCompile(`ended an orphan VM.*session=` + id + `.*on="host ns"`).Match(b) {
+		t.Errorf("the engine's log does not say it ended the session's VM on the host:\n%s", b)
+	}
+	if _, err := os.Stat(filepath.Join(w.home, "sessions", id, libvirt.DomainFile)); !os.IsNotExist(err) {
+		t.Errorf("the record of the ended domain is still there: %v", err)
 	}
 	w.ok("hosts", "rm", "ns")
 }

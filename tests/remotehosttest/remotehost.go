@@ -272,7 +272,57 @@ func (h *Host) daemon(t testing.TB, name, logFile string, args ...string) {
 // QEMUs lists the pids of the QEMU processes running on the host.
 func (h *Host) QEMUs(t testing.TB) []string {
 	t.Helper()
-	out, _ := exec.Command("pgrep", "-f", "^/usr/bin/qemu-system").Output()
+	return h.procs(t, "^/usr/bin/qemu-system")
+}
+
+// Silence makes every SSH connection open to the host now go silent,
+// both ways, while the link stays up for new ones: as a connection whose
+// far end vanished without a word (a machine that crashed while its
+// network was down). The host keeps such a connection, and what hangs on
+// it, until something of its own notices.
+func (h *Host) Silence(t testing.TB) {
+	t.Helper()
+	out := h.in(t, "ss", "-Htn", "state", "established", "( sport = :22 )")
+	n := 0
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 4 {
+			continue
+		}
+		_, port, err := net.SplitHostPort(f[len(f)-1])
+		if err != nil {
+			t.Fatalf("ss printed %q", l)
+		}
+		h.in(t, "iptables", "-I", "INPUT", "-p", "tcp", "--dport", "22", "--sport", port, "-j", "DROP")
+		h.in(t, "iptables", "-I", "OUTPUT", "-p", "tcp", "--sport", "22", "--dport", port, "-j", "DROP")
+		n++
+	}
+	if n == 0 {
+		t.Fatal("Silence: no SSH connection to the host is open")
+	}
+}
+
+// StopGuards kills the guard Sandbar runs on the host beside each VM
+// (the shell that ends the domain when the heartbeat stops), as on a
+// host where it could not start.
+func (h *Host) StopGuards(t testing.TB) {
+	t.Helper()
+	pids := h.procs(t, "virsh -q -c qemu:///system destroy")
+	if len(pids) == 0 {
+		t.Fatal("StopGuards: no guard runs on the host")
+	}
+	for _, p := range pids {
+		pid, _ := strconv.Atoi(p)
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	waitFor(t, 10*time.Second, "the guards to end", func() bool { return len(h.procs(t, "virsh -q -c qemu:///system destroy")) == 0 })
+}
+
+// procs lists the pids of the host's processes whose command line
+// matches pattern (pgrep -f).
+func (h *Host) procs(t testing.TB, pattern string) []string {
+	t.Helper()
+	out, _ := exec.Command("pgrep", "-f", pattern).Output()
 	var pids []string
 	for _, p := range strings.Fields(string(out)) {
 		ns, _ := os.Readlink("/proc/" + p + "/ns/net")

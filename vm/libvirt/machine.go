@@ -2,12 +2,14 @@ package libvirt
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -124,6 +126,12 @@ func (h *Hypervisor) boot(ctx context.Context, c *conn, f Facts, spec vm.Spec) (
 	}
 	tCreate := time.Since(t1)
 	m := &machine{c: c, dom: dom, spec: spec, log: h.log.With("vm", spec.Name), exit: vm.NewExit(), nicLn: nicLn}
+	// Recorded before anything can fail: a domain whose connection goes
+	// silent may outlive this process, and the next one finds it by this.
+	rec := domainRecord{Host: h.cfg.Name, Domain: dom.Name, UUID: hex.EncodeToString(dom.UUID[:]), Owner: h.cfg.Owner}
+	if err := writeDomainRecord(spec.Dir, rec); err != nil {
+		m.log.Warn("no record of the domain: were this process to die with its connection silent, the next would not find the VM", "err", err)
+	}
 	t2 := time.Now()
 	if err := m.connect(ctx, p); err != nil {
 		m.end(err)
@@ -390,9 +398,16 @@ func (m *machine) startGuard() error {
 // end records why the machine ended, once, and lets go of its streams
 // and the connection (which, closing, ends the domain if it still runs).
 func (m *machine) end(err error) {
-	if m.exit.End(err) {
-		go m.release()
+	if !m.exit.End(err) {
+		return
 	}
+	// Where the host was lost the domain may still run there (the
+	// guard ends it, if it could start): the record stays for
+	// ReapOrphan. Otherwise the domain is known to have ended.
+	if !errors.Is(err, vm.ErrHostLost) {
+		os.Remove(filepath.Join(m.spec.Dir, DomainFile))
+	}
+	go m.release()
 }
 
 func (m *machine) release() {
