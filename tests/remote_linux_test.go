@@ -17,6 +17,8 @@ import (
 	"sandbar/tests/remotehosttest"
 	"sandbar/vm"
 	"sandbar/vm/libvirt"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // remoteBackend is the libvirt backend for a host from remotehosttest,
@@ -248,4 +250,65 @@ func TestRemoteNetwork(t *testing.T) {
 	}
 	w.ok("stop", id)
 	w.waitState(id, "stopped")
+}
+
+// TestRemotePlacement: a session's limits are checked against the host
+// it runs on, as that host's libvirt reports it (hosts of other sizes
+// than this machine, through FakeMemory): one too large for the small
+// host is refused naming it. --on auto places a session on the machine
+// with the most free memory (the larger of two hosts here), says which
+// and why in its log, and refuses, naming each machine, where none fits.
+func TestRemotePlacement(t *testing.T) {
+	w, small := remoteWorld(t)
+	small.FakeMemory(t, 4<<30, 2<<30)
+	big := remotehosttest.Start(t)
+	big.FakeMemory(t, 512<<30, 256<<30)
+	// The person's one key reaches both hosts.
+	b, err := os.ReadFile(small.IdentityFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.ParsePrivateKey(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big.Authorize(t, signer.PublicKey())
+	var home string
+	for _, kv := range w.env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+	}
+	kh, err := os.OpenFile(filepath.Join(home, ".ssh", "known_hosts"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kh.WriteString(big.KnownHosts)
+	kh.Close()
+	w.ok("hosts", "add", "big", big.URL(), "--dir", big.Dir)
+
+	args := func(on string, mib int) []string {
+		return []string{"start", "--repo", w.repo, "--on", on, "--agent", "sleep 3600", "--cpus", "1", "--memory", fmt.Sprint(mib), "--disk", "1", "--no-network"}
+	}
+	if _, errOut, code := w.run("", args("ns", 3072)...); code == 0 || !strings.Contains(errOut, "host ns") || !strings.Contains(errOut, "2048 MiB free") {
+		t.Errorf("a session of 3 GiB on a host with 2 GiB free: exit %d, %q; want a refusal naming the host and its free memory", code, errOut)
+	}
+	if _, errOut, code := w.run("", args("auto", 1<<20)...); code == 0 || !strings.Contains(errOut, "this machine") || !strings.Contains(errOut, "host ns") || !strings.Contains(errOut, "host big") {
+		t.Errorf("--on auto with 1 TiB: exit %d, %q; want a refusal naming each machine", code, errOut)
+	}
+	out := w.ok(args("auto", 512)...)
+	f := strings.Fields(out)
+	if len(f) < 2 || f[0] != "session" {
+		t.Fatalf("start printed %q", out)
+	}
+	id := f[1]
+	if ls := w.ok("ls"); !strings.Contains(ls, "on big") {
+		t.Errorf("--on auto did not place the session on big (the most free memory):\n%s", ls)
+	}
+	w.waitLogWithin(id, "--on auto: running on host big, which has the most free memory", time.Minute)
+	w.ok("stop", id)
+	w.waitState(id, "stopped")
+	if !waitUntil(30*time.Second, 100*time.Millisecond, func() bool { return len(big.QEMUs(t))+len(small.QEMUs(t)) == 0 }) {
+		t.Errorf("QEMU still runs on a host after the session stopped: big %v, ns %v", big.QEMUs(t), small.QEMUs(t))
+	}
 }

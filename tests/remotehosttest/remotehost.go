@@ -48,6 +48,15 @@ type Host struct {
 	PID int
 	// link is this machine's end of the veth pair.
 	link string
+	// authKeys is sshd's authorized_keys file.
+	authKeys string
+}
+
+// Authorize lets key log in too (another host's test key, for one
+// person's ~/.ssh that reaches two hosts).
+func (h *Host) Authorize(t testing.TB, key ssh.PublicKey) {
+	t.Helper()
+	appendFile(t, h.authKeys, string(ssh.MarshalAuthorizedKey(key)))
 }
 
 // Cut takes this machine's end of the link down: every connection to
@@ -174,6 +183,7 @@ func Start(t testing.TB) *Host {
 	h.HostKey = hostKey
 	h.KnownHosts = nsIP + " " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(hostKey))) + "\n"
 	auth := filepath.Join(dir, "authorized_keys")
+	h.authKeys = auth
 	if err := os.WriteFile(auth, ssh.MarshalAuthorizedKey(userKey), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -273,6 +283,38 @@ func (h *Host) daemon(t testing.TB, name, logFile string, args ...string) {
 func (h *Host) QEMUs(t testing.TB) []string {
 	t.Helper()
 	return h.procs(t, "^/usr/bin/qemu-system")
+}
+
+// FakeMemory makes the host's kernel files say it has total bytes of
+// memory, free of them free (bind mounts over /proc/meminfo and each NUMA
+// node's meminfo in its mount namespace), which is what libvirt's node
+// info reports: hosts of other sizes than this machine, for placement.
+// QEMU there is unaffected.
+func (h *Host) FakeMemory(t testing.TB, total, free uint64) {
+	t.Helper()
+	dir := t.TempDir()
+	kb := func(b uint64) uint64 { return b >> 10 }
+	mi := filepath.Join(dir, "meminfo")
+	if err := os.WriteFile(mi, []byte(fmt.Sprintf("MemTotal:       %d kB\nMemFree:        %d kB\nMemAvailable:   %d kB\nBuffers:               0 kB\nCached:                0 kB\n",
+		kb(total), kb(free), kb(free))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.in(t, "mount", "--bind", mi, "/proc/meminfo")
+	nodes, _ := filepath.Glob("/sys/devices/system/node/node[0-9]*")
+	for i, n := range nodes {
+		// The first node holds it all, as a one-node machine's does.
+		nt, nf := total, free
+		if i > 0 {
+			nt, nf = 0, 0
+		}
+		f := filepath.Join(dir, filepath.Base(n)+"-meminfo")
+		id := strings.TrimPrefix(filepath.Base(n), "node")
+		if err := os.WriteFile(f, []byte(fmt.Sprintf("Node %s MemTotal:       %d kB\nNode %s MemFree:        %d kB\nNode %s MemUsed:        %d kB\n",
+			id, kb(nt), id, kb(nf), id, kb(nt-nf))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		h.in(t, "mount", "--bind", f, n+"/meminfo")
+	}
 }
 
 // Silence makes every SSH connection open to the host now go silent,
