@@ -60,6 +60,16 @@ func (m *Manager) placeOf(ctx context.Context, on string) (place, error) {
 	return place{On: on, CPUs: res.CPUs, Memory: res.Memory, FreeMemory: res.FreeMemory, reported: true}, nil
 }
 
+// placeOfSession is where a recorded session runs: where it started,
+// which a restart or a resume goes to again.
+func (m *Manager) placeOfSession(ctx context.Context, id string) (place, error) {
+	on, err := m.cfg.Store.SessionHost(ctx, id)
+	if err != nil {
+		return place{}, err
+	}
+	return m.placeOf(ctx, on)
+}
+
 // budgetOn is the memory budget of place p: its share of p's memory, and
 // what live sessions there use.
 func (m *Manager) budgetOn(ctx context.Context, p place) (Budget, error) {

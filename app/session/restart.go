@@ -86,11 +86,7 @@ func (m *Manager) restart(ctx context.Context, ref string, fromSaved bool) (stor
 	if err != nil {
 		return s, fmt.Errorf("project %s: %w", proj.Name, err)
 	}
-	on, err := m.cfg.Store.SessionHost(ctx, s.ID)
-	if err != nil {
-		return s, err
-	}
-	at, err := m.placeOf(ctx, on)
+	at, err := m.placeOfSession(ctx, s.ID)
 	if err != nil {
 		return s, err
 	}

@@ -165,11 +165,7 @@ func (m *Manager) resumeSuspended(ctx context.Context, s store.Session) (store.S
 	if err != nil {
 		return s, fmt.Errorf("project %s: %w", proj.Name, err)
 	}
-	on, err := m.cfg.Store.SessionHost(ctx, s.ID)
-	if err != nil {
-		return s, err
-	}
-	at, err := m.placeOf(ctx, on)
+	at, err := m.placeOfSession(ctx, s.ID)
 	if err != nil {
 		return s, err
 	}
