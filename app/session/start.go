@@ -63,8 +63,8 @@ func (m *Manager) Start(ctx context.Context, o Options) (_ store.Session, err er
 		envRec.Features = feats
 	}
 	// Where it runs comes first: its limits are checked against that
-	// machine's (a remote host's own, as it reports them now).
-	// --on auto picks once the limits are known, from this machine's.
+	// machine's (a remote host's own, as it reports them now). --on auto
+	// picks once the limits are known; their defaults are this machine's.
 	at := place{CPUs: m.cfg.HostCPUs, Memory: m.cfg.HostMemory}
 	if o.On != "" && o.On != OnAuto {
 		if at, err = m.placeOf(ctx, o.On); err != nil {
