@@ -290,8 +290,13 @@ func TestRemotePlacement(t *testing.T) {
 	args := func(on string, mib int) []string {
 		return []string{"start", "--repo", w.repo, "--on", on, "--agent", "sleep 3600", "--cpus", "1", "--memory", fmt.Sprint(mib), "--disk", "1", "--no-network"}
 	}
-	if _, errOut, code := w.run("", args("ns", 3072)...); code == 0 || !strings.Contains(errOut, "host ns") || !strings.Contains(errOut, "2048 MiB free") {
-		t.Errorf("a session of 3 GiB on a host with 2 GiB free: exit %d, %q; want a refusal naming the host and its free memory", code, errOut)
+	// 2200 MiB is within the small host's budget (60% of 4 GiB), not
+	// its free memory; this machine would hold it.
+	if _, errOut, code := w.run("", args("ns", 2200)...); code == 0 || !strings.Contains(errOut, "host ns") || !strings.Contains(errOut, "2048 MiB free") {
+		t.Errorf("a session of 2200 MiB on a host with 2 GiB free: exit %d, %q; want a refusal naming the host and its free memory", code, errOut)
+	}
+	if _, errOut, code := w.run("", args("ns", 3072)...); code == 0 || !strings.Contains(errOut, "host ns") || !strings.Contains(errOut, "of the 2457 MiB") {
+		t.Errorf("a session of 3 GiB on a host whose budget is 2457 MiB: exit %d, %q; want a refusal naming the host and its budget", code, errOut)
 	}
 	if _, errOut, code := w.run("", args("auto", 1<<20)...); code == 0 || !strings.Contains(errOut, "this machine") || !strings.Contains(errOut, "host ns") || !strings.Contains(errOut, "host big") {
 		t.Errorf("--on auto with 1 TiB: exit %d, %q; want a refusal naming each machine", code, errOut)
