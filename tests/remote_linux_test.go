@@ -206,8 +206,12 @@ func TestRemoteSession(t *testing.T) {
 	if !waitUntil(30*time.Second, 100*time.Millisecond, func() bool { return len(h.QEMUs(t)) == 0 }) {
 		t.Errorf("the next engine left the VM the killed one left running on the host: %v", h.QEMUs(t))
 	}
-	b, _ := os.ReadFile(filepath.Join(w.home, "engine.log"))
-	if !regexp.MustCompile(`ended an orphan VM.*session=` + id + `.*on="host ns"`).Match(b) {
+	ended := regexp.MustCompile(`ended an orphan VM.*session=` + id + `.*on="host ns"`)
+	if !waitUntil(30*time.Second, 100*time.Millisecond, func() bool {
+		b, _ := os.ReadFile(filepath.Join(w.home, "engine.log"))
+		return ended.Match(b)
+	}) {
+		b, _ := os.ReadFile(filepath.Join(w.home, "engine.log"))
 		t.Errorf("the engine's log does not say it ended the session's VM on the host:\n%s", b)
 	}
 	if _, err := os.Stat(filepath.Join(w.home, "sessions", id, libvirt.DomainFile)); !os.IsNotExist(err) {

@@ -305,7 +305,9 @@ func (m *Manager) recoverSession(ctx context.Context, was store.Session) error {
 		if killed, err := r.ReapOrphan(ctx, m.cfg.Paths.SessionDir(s.ID).VMDir()); err != nil {
 			m.log.Warn("end orphan VM", "session", s.ID, "err", err)
 		} else if killed {
-			m.log.Info("ended an orphan VM", "session", s.ID, "on", where)
+			// A warning: the system (or the host's guard) should have
+			// ended it with its owner, and someone may look for why.
+			m.log.Warn("ended an orphan VM", "session", s.ID, "on", where)
 		}
 	}
 	// A save the dead engine was taking in is of no use (the work is
