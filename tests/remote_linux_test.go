@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	"sandbar/tests/remotehosttest"
 	"sandbar/vm"
 	"sandbar/vm/libvirt"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // remoteBackend is the libvirt backend for a host from remotehosttest,
@@ -126,7 +130,9 @@ func hostImages(t *testing.T, h *remotehosttest.Host) string {
 // carried back; ls says where it runs; a second session uploads nothing;
 // the host cannot be removed while they run. A connection gone silent
 // stops the domain there and interrupts the session here, and restart
-// continues it on the host; the host can be removed once none runs.
+// continues it on the host. An engine killed while its connection is
+// silent (and the host's guard gone) leaves the domain running: the next
+// engine ends it. The host can be removed once none runs.
 func TestRemoteSession(t *testing.T) {
 	w, h := remoteWorld(t)
 	agent := `trap 'exit 143' TERM; while read -r line; do echo "heard: $line"; done`
@@ -181,10 +187,35 @@ func TestRemoteSession(t *testing.T) {
 	if got := w.ok("exec", id, "--", "cat", "README.md"); got != "# test\n" {
 		t.Errorf("exec after the restart saw %q", got)
 	}
-	w.ok("stop", id)
-	w.waitState(id, "stopped")
+
+	// The engine dies while its connection to the host is silent and the
+	// host's guard could not run: the domain outlives it there. The next
+	// engine finds it by the session's record and the host's own list
+	// (vm.OrphanReaper), ends it, and marks the session interrupted.
+	h.StopGuards(t)
+	h.Silence(t)
+	pid := w.enginePID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitOrFail(t, 10*time.Second, "the killed engine to exit", func() bool { return !running(pid) })
+	if q := h.QEMUs(t); len(q) != 1 {
+		t.Fatalf("the domain did not outlive the killed engine (the reaper then has nothing to find): QEMUs %v", q)
+	}
+	w.waitState(id, "interrupted")
 	if !waitUntil(30*time.Second, 100*time.Millisecond, func() bool { return len(h.QEMUs(t)) == 0 }) {
-		t.Errorf("QEMU still runs on the host after both sessions stopped: %v", h.QEMUs(t))
+		t.Errorf("the next engine left the VM the killed one left running on the host: %v", h.QEMUs(t))
+	}
+	ended := regexp.MustCompile(`ended an orphan VM.*session=` + id + `.*on="host ns"`)
+	if !waitUntil(30*time.Second, 100*time.Millisecond, func() bool {
+		b, _ := os.ReadFile(filepath.Join(w.home, "engine.log"))
+		return ended.Match(b)
+	}) {
+		b, _ := os.ReadFile(filepath.Join(w.home, "engine.log"))
+		t.Errorf("the engine's log does not say it ended the session's VM on the host:\n%s", b)
+	}
+	if _, err := os.Stat(filepath.Join(w.home, "sessions", id, libvirt.DomainFile)); !os.IsNotExist(err) {
+		t.Errorf("the record of the ended domain is still there: %v", err)
 	}
 	w.ok("hosts", "rm", "ns")
 }
@@ -223,4 +254,70 @@ func TestRemoteNetwork(t *testing.T) {
 	}
 	w.ok("stop", id)
 	w.waitState(id, "stopped")
+}
+
+// TestRemotePlacement: a session's limits are checked against the host
+// it runs on, as that host's libvirt reports it (hosts of other sizes
+// than this machine, through FakeMemory): one too large for the small
+// host is refused naming it. --on auto places a session on the machine
+// with the most free memory (the larger of two hosts here), says which
+// and why in its log, and refuses, naming each machine, where none fits.
+func TestRemotePlacement(t *testing.T) {
+	w, small := remoteWorld(t)
+	small.FakeMemory(t, 4<<30, 2<<30)
+	big := remotehosttest.Start(t)
+	big.FakeMemory(t, 512<<30, 256<<30)
+	// The person's one key reaches both hosts.
+	b, err := os.ReadFile(small.IdentityFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.ParsePrivateKey(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big.Authorize(t, signer.PublicKey())
+	var home string
+	for _, kv := range w.env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+	}
+	kh, err := os.OpenFile(filepath.Join(home, ".ssh", "known_hosts"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kh.WriteString(big.KnownHosts)
+	kh.Close()
+	w.ok("hosts", "add", "big", big.URL(), "--dir", big.Dir)
+
+	args := func(on string, mib int) []string {
+		return []string{"start", "--repo", w.repo, "--on", on, "--agent", "sleep 3600", "--cpus", "1", "--memory", fmt.Sprint(mib), "--disk", "1", "--no-network"}
+	}
+	// 2200 MiB is within the small host's budget (60% of 4 GiB), not
+	// its free memory; this machine would hold it.
+	if _, errOut, code := w.run("", args("ns", 2200)...); code == 0 || !strings.Contains(errOut, "host ns") || !strings.Contains(errOut, "2048 MiB free") {
+		t.Errorf("a session of 2200 MiB on a host with 2 GiB free: exit %d, %q; want a refusal naming the host and its free memory", code, errOut)
+	}
+	if _, errOut, code := w.run("", args("ns", 3072)...); code == 0 || !strings.Contains(errOut, "host ns") || !strings.Contains(errOut, "of the 2457 MiB") {
+		t.Errorf("a session of 3 GiB on a host whose budget is 2457 MiB: exit %d, %q; want a refusal naming the host and its budget", code, errOut)
+	}
+	if _, errOut, code := w.run("", args("auto", 1<<20)...); code == 0 || !strings.Contains(errOut, "this machine") || !strings.Contains(errOut, "host ns") || !strings.Contains(errOut, "host big") {
+		t.Errorf("--on auto with 1 TiB: exit %d, %q; want a refusal naming each machine", code, errOut)
+	}
+	out := w.ok(args("auto", 512)...)
+	f := strings.Fields(out)
+	if len(f) < 2 || f[0] != "session" {
+		t.Fatalf("start printed %q", out)
+	}
+	id := f[1]
+	if ls := w.ok("ls"); !strings.Contains(ls, "on big") {
+		t.Errorf("--on auto did not place the session on big (the most free memory):\n%s", ls)
+	}
+	w.waitLogWithin(id, "--on auto: running on host big, which has the most free memory", time.Minute)
+	w.ok("stop", id)
+	w.waitState(id, "stopped")
+	if !waitUntil(30*time.Second, 100*time.Millisecond, func() bool { return len(big.QEMUs(t))+len(small.QEMUs(t)) == 0 }) {
+		t.Errorf("QEMU still runs on a host after the session stopped: big %v, ns %v", big.QEMUs(t), small.QEMUs(t))
+	}
 }

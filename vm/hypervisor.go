@@ -106,3 +106,17 @@ type OrphanReaper interface {
 	// gone or is another process now, is not an error: nothing is ended.
 	ReapOrphan(ctx context.Context, vmDir string) (bool, error)
 }
+
+// HostReporter is a Hypervisor whose guests run on a machine other than
+// this one (a remote host), which says what that machine has now, as its
+// own hypervisor reports it. The CPU and memory limits of sessions there,
+// and their memory budget, are checked against it, never this machine.
+type HostReporter interface {
+	HostResources(ctx context.Context) (Resources, error)
+}
+
+// Resources are a machine's CPUs and memory, and its free memory now.
+type Resources struct {
+	CPUs               int
+	Memory, FreeMemory uint64 // bytes
+}

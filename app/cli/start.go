@@ -31,7 +31,7 @@ func startFlags(fs *flag.FlagSet, o *session.Options) (memory, disk *int, agent 
 	fs.DurationVar(&o.Timeout, "timeout", 0, "stop the session after this long (e.g. 30m; default none)")
 	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 0, "mark the session waiting after this long without output or input")
 	fs.BoolVar(&o.IdleStop, "idle-stop", false, "stop the session at the idle timeout instead")
-	fs.StringVar(&o.On, "on", "", "run the session's VM on this remote host (see `sandbar hosts`); default this machine")
+	fs.StringVar(&o.On, "on", "", "run the session's VM on this remote host (see `sandbar hosts`), or auto: on this machine or the host with the most free memory that fits it; default this machine")
 	fs.StringVar(&o.Env, "env", "", "the environment: project (the repository's devcontainer.json once you trust it; the default) or default (Sandbar's own image)")
 	return memory, disk, agent
 }

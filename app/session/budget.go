@@ -2,10 +2,6 @@ package session
 
 import (
 	"context"
-	"fmt"
-
-	"sandbar/app/store"
-	"sandbar/vm"
 )
 
 // Budget is the memory Sandbar may give sessions, and what running ones
@@ -23,24 +19,10 @@ func (b Budget) Free() uint64 {
 	return b.Limit - b.Used
 }
 
-// Budget reports the host memory budget.
+// Budget reports this machine's memory budget: sessions on remote hosts
+// count against theirs (budgetOn), not this one.
 func (m *Manager) Budget(ctx context.Context) (Budget, error) {
-	share := DefaultBudget
-	if v, ok, _ := m.cfg.Store.Setting(ctx, store.SettingMemoryBudget); ok {
-		var f float64
-		if _, err := fmt.Sscan(v, &f); err == nil && f > 0 && f <= 1 {
-			share = f
-		}
-	}
-	b := Budget{Host: m.cfg.HostMemory, Share: share, Limit: uint64(float64(m.cfg.HostMemory) * share)}
-	live, err := m.cfg.Store.Sessions(ctx, store.SessionFilter{States: store.LiveStates})
-	if err != nil {
-		return b, err
-	}
-	for _, s := range live {
-		b.Used += uint64(s.Limits.MemoryMiB) * vm.MiB
-	}
-	return b, nil
+	return m.budgetOn(ctx, place{CPUs: m.cfg.HostCPUs, Memory: m.cfg.HostMemory})
 }
 
 // HostCPUs is the machine's CPU count, for limits shown beside it.

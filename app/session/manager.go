@@ -300,12 +300,14 @@ func (m *Manager) recoverSession(ctx context.Context, was store.Session) error {
 		return err
 	}
 	// The VM's directory is the session's (see newRun: the run boots its
-	// VM with Dir r.dir), where the backend left its pid file.
-	if r, ok := m.cfg.Hypervisor.(vm.OrphanReaper); ok {
+	// VM with Dir r.dir), where the backend left its record of the VM.
+	if r, where := m.reaper(ctx, s.ID); r != nil {
 		if killed, err := r.ReapOrphan(ctx, m.cfg.Paths.SessionDir(s.ID).VMDir()); err != nil {
 			m.log.Warn("end orphan VM", "session", s.ID, "err", err)
 		} else if killed {
-			m.log.Info("ended an orphan VM", "session", s.ID)
+			// A warning: the system (or the host's guard) should have
+			// ended it with its owner, and someone may look for why.
+			m.log.Warn("ended an orphan VM", "session", s.ID, "on", where)
 		}
 	}
 	// A save the dead engine was taking in is of no use (the work is

@@ -55,12 +55,14 @@ type Options struct {
 	// Every boot of the session (restarts too) uses it.
 	Root *RootImage `json:",omitempty"`
 	// On is the remote host to run on (sandbar hosts); "" for this
-	// machine. Every boot of the session (restarts too) runs there.
+	// machine; OnAuto for the one of them with the most free memory that
+	// fits the session. Every boot of the session (restarts too) runs
+	// where it started.
 	On string `json:",omitempty"`
 }
 
 // limits fills opts' zero limits from the settings, then the defaults.
-func (m *Manager) limits(ctx context.Context, o *Options) {
+func (m *Manager) limits(ctx context.Context, o *Options, cpus int) {
 	get := func(key store.SettingKey, def int) int {
 		if v, ok, _ := m.cfg.Store.Setting(ctx, key); ok {
 			var n int
@@ -71,7 +73,7 @@ func (m *Manager) limits(ctx context.Context, o *Options) {
 		return def
 	}
 	if o.CPUs == 0 {
-		o.CPUs = min(get(store.SettingDefaultCPUs, DefaultCPUs), m.cfg.HostCPUs)
+		o.CPUs = min(get(store.SettingDefaultCPUs, DefaultCPUs), cpus)
 	}
 	if o.MemoryMiB == 0 {
 		o.MemoryMiB = get(store.SettingDefaultMemoryMiB, DefaultMemoryMiB)
@@ -86,11 +88,12 @@ func (m *Manager) limits(ctx context.Context, o *Options) {
 	}
 }
 
-// validate refuses impossible limits and modes.
-func (m *Manager) validate(o Options) error {
+// validate refuses impossible limits and modes; at is the machine the
+// session runs on, whose cores bound its vCPUs.
+func (m *Manager) validate(o Options, at place) error {
 	var problems []string
-	if o.CPUs < 1 || o.CPUs > m.cfg.HostCPUs {
-		problems = append(problems, fmt.Sprintf("vCPUs is %d: give 1 to %d (this machine's cores)", o.CPUs, m.cfg.HostCPUs))
+	if o.CPUs < 1 || o.CPUs > at.CPUs {
+		problems = append(problems, fmt.Sprintf("vCPUs is %d: give 1 to %d (%s's cores)", o.CPUs, at.CPUs, at.name()))
 	}
 	if uint64(o.MemoryMiB)*vm.MiB < vm.MinMemory {
 		problems = append(problems, fmt.Sprintf("memory is %d MiB: give at least %d MiB", o.MemoryMiB, vm.MinMemory/vm.MiB))

@@ -139,7 +139,7 @@ func (m *Manager) jobFor(ctx context.Context, proj store.Project) (prepJob, erro
 	if hr := cfg.HostRequirements; hr.MemoryBytes > 0 {
 		o.MemoryMiB = int((hr.MemoryBytes + 1<<20 - 1) >> 20)
 	}
-	m.limits(ctx, &o)
+	m.limits(ctx, &o, m.cfg.HostCPUs)
 	job.cpus, job.memMiB = o.CPUs, o.MemoryMiB
 	var imageEnv []string
 	if job.root != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"sandbar/app/store"
 	"sandbar/vm"
@@ -51,4 +52,46 @@ func (r *run) hypervisor(ctx context.Context) (vm.Hypervisor, error) {
 		return nil, fmt.Errorf("host %s: %w", on, err)
 	}
 	return hv, nil
+}
+
+// reapWait bounds the look for one session's orphan VM on a remote host
+// while the engine starts: a host that does not answer delays no more.
+const reapWait = 20 * time.Second
+
+// reaper is the backend that can find the VM a dead owner left for
+// session id: its remote host's where it ran on one, else this
+// machine's; nil where that backend has no OrphanReaper. where names it
+// for the person ("this machine", or the host's name).
+func (m *Manager) reaper(ctx context.Context, id string) (vm.OrphanReaper, string) {
+	on, err := m.cfg.Store.SessionHost(ctx, id)
+	if err != nil {
+		m.log.Warn("which host the session ran on", "session", id, "err", err)
+		return nil, ""
+	}
+	if on == "" {
+		r, _ := m.cfg.Hypervisor.(vm.OrphanReaper)
+		return r, "this machine"
+	}
+	if m.cfg.Hosts == nil {
+		return nil, ""
+	}
+	hv, err := m.cfg.Hosts.Hypervisor(ctx, on)
+	if err != nil {
+		m.log.Warn("the host the session ran on", "session", id, "host", on, "err", err)
+		return nil, ""
+	}
+	r, ok := hv.(vm.OrphanReaper)
+	if !ok {
+		return nil, ""
+	}
+	return boundedReaper{r}, "host " + on
+}
+
+// boundedReaper bounds a remote host's ReapOrphan by reapWait.
+type boundedReaper struct{ vm.OrphanReaper }
+
+func (b boundedReaper) ReapOrphan(ctx context.Context, vmDir string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, reapWait)
+	defer cancel()
+	return b.OrphanReaper.ReapOrphan(ctx, vmDir)
 }

@@ -86,7 +86,11 @@ func (m *Manager) restart(ctx context.Context, ref string, fromSaved bool) (stor
 	if err != nil {
 		return s, fmt.Errorf("project %s: %w", proj.Name, err)
 	}
-	setup, err := m.admit(ctx, s, specOf(s.Agent), true)
+	at, err := m.placeOfSession(ctx, s.ID)
+	if err != nil {
+		return s, err
+	}
+	setup, err := m.admit(ctx, s, at, specOf(s.Agent), true)
 	if err != nil {
 		return s, err
 	}

@@ -62,20 +62,33 @@ func (m *Manager) Start(ctx context.Context, o Options) (_ store.Session, err er
 	} else if envRec != nil && len(fetched) > 0 {
 		envRec.Features = feats
 	}
+	// Where it runs comes first: its limits are checked against that
+	// machine's (a remote host's own, as it reports them now). --on auto
+	// picks once the limits are known; their defaults are this machine's.
+	at := place{CPUs: m.cfg.HostCPUs, Memory: m.cfg.HostMemory}
+	if o.On != "" && o.On != OnAuto {
+		if at, err = m.placeOf(ctx, o.On); err != nil {
+			return store.Session{}, err
+		}
+	}
 	if envCfg != nil {
 		// The file's hostRequirements are the session's default limits.
 		if hr := envCfg.HostRequirements; o.CPUs == 0 && hr.CPUs > 0 {
-			o.CPUs = min(hr.CPUs, m.cfg.HostCPUs)
+			o.CPUs = min(hr.CPUs, at.CPUs)
 		}
 		if hr := envCfg.HostRequirements; o.MemoryMiB == 0 && hr.MemoryBytes > 0 {
 			o.MemoryMiB = int((hr.MemoryBytes + 1<<20 - 1) >> 20)
 		}
 	}
-	m.limits(ctx, &o)
-	if err := m.validate(o); err != nil {
-		return store.Session{}, err
+	m.limits(ctx, &o, at.CPUs)
+	var placed string
+	if o.On == OnAuto {
+		if at, placed, err = m.pickPlace(ctx, o.MemoryMiB, o.CPUs); err != nil {
+			return store.Session{}, err
+		}
+		o.On = at.On
 	}
-	if err := m.checkOn(ctx, o.On); err != nil {
+	if err := m.validate(o, at); err != nil {
 		return store.Session{}, err
 	}
 	repoRules := review.NetworkRules()
@@ -140,7 +153,7 @@ func (m *Manager) Start(ctx context.Context, o Options) (_ store.Session, err er
 			return store.Session{}, err
 		}
 	}
-	setup, err := m.admit(ctx, s, o.Agent, false)
+	setup, err := m.admit(ctx, s, at, o.Agent, false)
 	if err != nil {
 		return store.Session{}, err
 	}
@@ -158,6 +171,10 @@ func (m *Manager) Start(ctx context.Context, o Options) (_ store.Session, err er
 	m.watchSource(proj)
 	m.publishState(s)
 	r := m.newRun(s, repo, setup, o.IdleStop)
+	if placed != "" {
+		m.log.Info(placed, "session", s.ID)
+		r.systemLine(placed)
+	}
 	r.includeLists, r.trustNotes = review.IncludeLists(), review.Notes()
 	r.useEnvironment(envCfg, feats)
 	m.launch(r, func(ctx context.Context) error { return r.provisionAndRun(ctx) })

@@ -176,7 +176,11 @@ func (m *Manager) resumeSuspended(ctx context.Context, s store.Session) (store.S
 	if err != nil {
 		return s, fmt.Errorf("project %s: %w", proj.Name, err)
 	}
-	setup, err := m.admit(ctx, s, specOf(s.Agent), true)
+	at, err := m.placeOfSession(ctx, s.ID)
+	if err != nil {
+		return s, err
+	}
+	setup, err := m.admit(ctx, s, at, specOf(s.Agent), true)
 	if err != nil {
 		return s, err
 	}

@@ -48,6 +48,15 @@ type Host struct {
 	PID int
 	// link is this machine's end of the veth pair.
 	link string
+	// authKeys is sshd's authorized_keys file.
+	authKeys string
+}
+
+// Authorize lets key log in too (another host's test key, for one
+// person's ~/.ssh that reaches two hosts).
+func (h *Host) Authorize(t testing.TB, key ssh.PublicKey) {
+	t.Helper()
+	appendFile(t, h.authKeys, string(ssh.MarshalAuthorizedKey(key)))
 }
 
 // Cut takes this machine's end of the link down: every connection to
@@ -174,6 +183,7 @@ func Start(t testing.TB) *Host {
 	h.HostKey = hostKey
 	h.KnownHosts = nsIP + " " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(hostKey))) + "\n"
 	auth := filepath.Join(dir, "authorized_keys")
+	h.authKeys = auth
 	if err := os.WriteFile(auth, ssh.MarshalAuthorizedKey(userKey), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +282,89 @@ func (h *Host) daemon(t testing.TB, name, logFile string, args ...string) {
 // QEMUs lists the pids of the QEMU processes running on the host.
 func (h *Host) QEMUs(t testing.TB) []string {
 	t.Helper()
-	out, _ := exec.Command("pgrep", "-f", "^/usr/bin/qemu-system").Output()
+	return h.procs(t, "^/usr/bin/qemu-system")
+}
+
+// FakeMemory makes the host's kernel files say it has total bytes of
+// memory, free of them free (bind mounts over /proc/meminfo and each NUMA
+// node's meminfo in its mount namespace), which is what libvirt's node
+// info reports: hosts of other sizes than this machine, for placement.
+// QEMU there is unaffected.
+func (h *Host) FakeMemory(t testing.TB, total, free uint64) {
+	t.Helper()
+	dir := t.TempDir()
+	kb := func(b uint64) uint64 { return b >> 10 }
+	mi := filepath.Join(dir, "meminfo")
+	if err := os.WriteFile(mi, []byte(fmt.Sprintf("MemTotal:       %d kB\nMemFree:        %d kB\nMemAvailable:   %d kB\nBuffers:               0 kB\nCached:                0 kB\n",
+		kb(total), kb(free), kb(free))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.in(t, "mount", "--bind", mi, "/proc/meminfo")
+	nodes, _ := filepath.Glob("/sys/devices/system/node/node[0-9]*")
+	for i, n := range nodes {
+		// The first node holds it all, as a one-node machine's does.
+		nt, nf := total, free
+		if i > 0 {
+			nt, nf = 0, 0
+		}
+		f := filepath.Join(dir, filepath.Base(n)+"-meminfo")
+		id := strings.TrimPrefix(filepath.Base(n), "node")
+		if err := os.WriteFile(f, []byte(fmt.Sprintf("Node %s MemTotal:       %d kB\nNode %s MemFree:        %d kB\nNode %s MemUsed:        %d kB\n",
+			id, kb(nt), id, kb(nf), id, kb(nt-nf))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		h.in(t, "mount", "--bind", f, n+"/meminfo")
+	}
+}
+
+// Silence makes every SSH connection open to the host now go silent,
+// both ways, while the link stays up for new ones: as a connection whose
+// far end vanished without a word (a machine that crashed while its
+// network was down). The host keeps such a connection, and what hangs on
+// it, until something of its own notices.
+func (h *Host) Silence(t testing.TB) {
+	t.Helper()
+	out := h.in(t, "ss", "-Htn", "state", "established", "( sport = :22 )")
+	n := 0
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 4 {
+			continue
+		}
+		_, port, err := net.SplitHostPort(f[len(f)-1])
+		if err != nil {
+			t.Fatalf("ss printed %q", l)
+		}
+		h.in(t, "iptables", "-I", "INPUT", "-p", "tcp", "--dport", "22", "--sport", port, "-j", "DROP")
+		h.in(t, "iptables", "-I", "OUTPUT", "-p", "tcp", "--sport", "22", "--dport", port, "-j", "DROP")
+		n++
+	}
+	if n == 0 {
+		t.Fatal("Silence: no SSH connection to the host is open")
+	}
+}
+
+// StopGuards kills the guard Sandbar runs on the host beside each VM
+// (the shell that ends the domain when the heartbeat stops), as on a
+// host where it could not start.
+func (h *Host) StopGuards(t testing.TB) {
+	t.Helper()
+	pids := h.procs(t, "virsh -q -c qemu:///system destroy")
+	if len(pids) == 0 {
+		t.Fatal("StopGuards: no guard runs on the host")
+	}
+	for _, p := range pids {
+		pid, _ := strconv.Atoi(p)
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	waitFor(t, 10*time.Second, "the guards to end", func() bool { return len(h.procs(t, "virsh -q -c qemu:///system destroy")) == 0 })
+}
+
+// procs lists the pids of the host's processes whose command line
+// matches pattern (pgrep -f).
+func (h *Host) procs(t testing.TB, pattern string) []string {
+	t.Helper()
+	out, _ := exec.Command("pgrep", "-f", pattern).Output()
 	var pids []string
 	for _, p := range strings.Fields(string(out)) {
 		ns, _ := os.Readlink("/proc/" + p + "/ns/net")

@@ -42,3 +42,16 @@ func TestHost(t *testing.T) {
 		t.Fatalf("virsh over ssh: %v\n%s", err, out)
 	}
 }
+
+// TestFakeMemory: libvirt on the host reports the memory FakeMemory
+// gives it, total and free.
+func TestFakeMemory(t *testing.T) {
+	h := Start(t)
+	h.FakeMemory(t, 64<<30, 40<<30)
+	if out := h.In(t, "virsh", "-c", "qemu:///system", "nodeinfo"); !strings.Contains(out, "67108864 KiB") {
+		t.Errorf("virsh nodeinfo does not say 64 GiB:\n%s", out)
+	}
+	if out := h.In(t, "virsh", "-c", "qemu:///system", "freecell", "--all"); !strings.Contains(out, "41943040 KiB") {
+		t.Errorf("virsh freecell does not say 40 GiB free:\n%s", out)
+	}
+}

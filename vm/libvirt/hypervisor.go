@@ -168,4 +168,18 @@ func (h *Hypervisor) Boot(ctx context.Context, spec vm.Spec) (vm.Machine, error)
 	return m, nil
 }
 
-var _ vm.Hypervisor = (*Hypervisor)(nil)
+// HostResources implements vm.HostReporter: the host's CPUs, memory and
+// free memory now, as libvirt's node info reports them (checked afresh:
+// free memory changes).
+func (h *Hypervisor) HostResources(ctx context.Context) (vm.Resources, error) {
+	f, err := h.Probe(ctx)
+	if err != nil {
+		return vm.Resources{}, err
+	}
+	return vm.Resources{CPUs: f.CPUs, Memory: f.MemoryBytes, FreeMemory: f.FreeMemory}, nil
+}
+
+var (
+	_ vm.Hypervisor   = (*Hypervisor)(nil)
+	_ vm.HostReporter = (*Hypervisor)(nil)
+)

@@ -2,12 +2,14 @@ package libvirt
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -44,9 +46,7 @@ type machine struct {
 	guard    *ssh.Session
 	pumps    sync.WaitGroup
 
-	done    chan struct{}
-	endOnce sync.Once
-	waitErr error
+	exit *vm.Exit
 }
 
 func (h *Hypervisor) boot(ctx context.Context, c *conn, f Facts, spec vm.Spec) (*machine, error) {
@@ -125,7 +125,13 @@ func (h *Hypervisor) boot(ctx context.Context, c *conn, f Facts, spec vm.Spec) (
 		return nil, err
 	}
 	tCreate := time.Since(t1)
-	m := &machine{c: c, dom: dom, spec: spec, log: h.log.With("vm", spec.Name), done: make(chan struct{}), nicLn: nicLn}
+	m := &machine{c: c, dom: dom, spec: spec, log: h.log.With("vm", spec.Name), exit: vm.NewExit(), nicLn: nicLn}
+	// Recorded before anything can fail: a domain whose connection goes
+	// silent may outlive this process, and the next one finds it by this.
+	rec := domainRecord{Host: h.cfg.Name, Domain: dom.Name, UUID: hex.EncodeToString(dom.UUID[:]), Owner: h.cfg.Owner}
+	if err := writeDomainRecord(spec.Dir, rec); err != nil {
+		m.log.Warn("no record of the domain: were this process to die with its connection silent, the next would not find the VM", "err", err)
+	}
 	t2 := time.Now()
 	if err := m.connect(ctx, p); err != nil {
 		m.end(err)
@@ -203,7 +209,7 @@ func (m *machine) connect(ctx context.Context, p plan) error {
 			case <-m.c.lv.Disconnected():
 				m.end(fmt.Errorf("%w (%s): the VM there was stopped with it", vm.ErrHostLost, m.c.t.Host))
 				return
-			case <-m.done:
+			case <-m.exit.Done():
 				return
 			}
 		}
@@ -291,9 +297,9 @@ func (m *machine) acceptNIC(ctx context.Context) (net.Conn, error) {
 	case r := <-got:
 		m.nicLn.Close()
 		return r.c, r.err
-	case <-m.done:
+	case <-m.exit.Done():
 		m.nicLn.Close()
-		return nil, fmt.Errorf("the VM stopped: %w", m.waitErr)
+		return nil, fmt.Errorf("the VM stopped: %w", m.exit.Err())
 	case <-ctx.Done():
 		m.nicLn.Close()
 		return nil, errors.New("QEMU did not connect its network card")
@@ -311,8 +317,8 @@ func (m *machine) dial(ctx context.Context, network, addr string) (net.Conn, err
 			return c, nil
 		}
 		select {
-		case <-m.done:
-			return nil, fmt.Errorf("the VM stopped: %w", m.waitErr)
+		case <-m.exit.Done():
+			return nil, fmt.Errorf("the VM stopped: %w", m.exit.Err())
 		case <-ctx.Done():
 			return nil, err
 		case <-time.After(20 * time.Millisecond):
@@ -329,7 +335,7 @@ func (m *machine) keepalive() {
 	defer t.Stop()
 	for {
 		select {
-		case <-m.done:
+		case <-m.exit.Done():
 			return
 		case <-t.C:
 		}
@@ -339,7 +345,7 @@ func (m *machine) keepalive() {
 			answered <- err
 		}()
 		select {
-		case <-m.done:
+		case <-m.exit.Done():
 			return
 		case err := <-answered:
 			if err == nil {
@@ -376,7 +382,7 @@ func (m *machine) startGuard() error {
 		defer t.Stop()
 		for {
 			select {
-			case <-m.done:
+			case <-m.exit.Done():
 				in.Close()
 				return
 			case <-t.C:
@@ -392,11 +398,16 @@ func (m *machine) startGuard() error {
 // end records why the machine ended, once, and lets go of its streams
 // and the connection (which, closing, ends the domain if it still runs).
 func (m *machine) end(err error) {
-	m.endOnce.Do(func() {
-		m.waitErr = err
-		close(m.done)
-		go m.release()
-	})
+	if !m.exit.End(err) {
+		return
+	}
+	// Where the host was lost the domain may still run there (the
+	// guard ends it, if it could start): the record stays for
+	// ReapOrphan. Otherwise the domain is known to have ended.
+	if !errors.Is(err, vm.ErrHostLost) {
+		os.Remove(filepath.Join(m.spec.Dir, DomainFile))
+	}
+	go m.release()
 }
 
 func (m *machine) release() {
@@ -424,54 +435,24 @@ func (m *machine) Conn() io.ReadWriteCloser { return m.channel }
 // PID is 0: the VM's process is on another machine.
 func (m *machine) PID() int { return 0 }
 
-func (m *machine) Wait(ctx context.Context) error {
-	select {
-	case <-m.done:
-		return m.waitErr
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (m *machine) exited() bool {
-	select {
-	case <-m.done:
-		return true
-	default:
-		return false
-	}
-}
+func (m *machine) Wait(ctx context.Context) error { return m.exit.Wait(ctx) }
 
 // Stop presses the power button (libvirt's shutdown, ACPI) and ends the
-// domain when it has not powered off as ctx's deadline nears (15 s when
-// ctx has none).
+// domain when it has not powered off in time (vm.Exit.PowerOff).
 func (m *machine) Stop(ctx context.Context) error {
-	if m.exited() {
+	if m.exit.PowerOff(ctx, func() error { return m.c.call(func() error { return m.c.lv.DomainShutdown(m.dom) }) }) {
 		return nil
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 15*time.Second)
-		defer cancel()
-	}
-	deadline, _ := ctx.Deadline()
-	if err := m.c.call(func() error { return m.c.lv.DomainShutdown(m.dom) }); err == nil {
-		select {
-		case <-m.done:
-			return nil
-		case <-time.After(time.Until(deadline) - 200*time.Millisecond):
-		}
 	}
 	m.log.Warn("guest did not power off; ending the domain")
 	m.Kill()
-	<-m.done
+	<-m.exit.Done()
 	return nil
 }
 
 // Kill ends the domain at once; if the host cannot be told, closing the
 // connection ends it (autodestroy).
 func (m *machine) Kill() error {
-	if m.exited() {
+	if m.exit.Exited() {
 		return nil
 	}
 	if err := m.c.call(func() error { return m.c.lv.DomainDestroy(m.dom) }); err != nil {
@@ -482,7 +463,7 @@ func (m *machine) Kill() error {
 }
 
 func (m *machine) Stats() (vm.Stats, error) {
-	if m.exited() {
+	if m.exit.Exited() {
 		return vm.Stats{}, vm.ErrNotRunning
 	}
 	var st vm.Stats

@@ -14,7 +14,7 @@ import (
 // smaller still, and for the vz shape, whose balloon is vz's traditional
 // one.
 func (m *machine) SetMemoryTarget(ctx context.Context, target uint64) error {
-	if m.exited() {
+	if m.exit.Exited() {
 		return vm.ErrNotRunning
 	}
 	target = min(max(target, vm.MinMemory), m.spec.Memory)

@@ -22,7 +22,7 @@ func (m *machine) DiskEvents() <-chan vm.DiskEvent { return m.diskEvents }
 
 // Resume continues a VM paused on a disk error: QMP cont.
 func (m *machine) Resume(ctx context.Context) error {
-	if m.exited() {
+	if m.exit.Exited() {
 		return vm.ErrNotRunning
 	}
 	errc := make(chan error, 1)

@@ -35,11 +35,10 @@ type machine struct {
 	consoleDone chan struct{}
 	sockDir     string // removed at exit when it is a private temp dir
 
-	done    chan struct{}
-	waitErr error
-	once    sync.Once
+	exit *vm.Exit
+	once sync.Once
 	// diskEvents is fed by watchEvents (vm.DiskPauser), which ends, and
-	// closes it, before done is closed.
+	// closes it, before exit is told.
 	diskEvents chan vm.DiskEvent
 }
 
@@ -48,7 +47,7 @@ func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *
 	if err := checkPIDFile(p.PIDFile); err != nil {
 		return nil, err
 	}
-	m := &machine{spec: spec, plan: p, log: log, stderr: &tailBuffer{max: 8 << 10}, done: make(chan struct{}), diskEvents: make(chan vm.DiskEvent, 1)}
+	m := &machine{spec: spec, plan: p, log: log, stderr: &tailBuffer{max: 8 << 10}, exit: vm.NewExit(), diskEvents: make(chan vm.DiskEvent, 1)}
 	if privateSockDir {
 		m.sockDir = filepath.Dir(p.Channel)
 	}
@@ -98,17 +97,16 @@ func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *
 		if err != nil {
 			err = fmt.Errorf("qemu exited: %w: %s", err, strings.TrimSpace(m.stderr.String()))
 		}
-		m.waitErr = err
 		close(exited)
 		<-watching
 		m.stopConsole()
 		m.cleanup()
-		close(m.done)
+		m.exit.End(err)
 	}()
 	conn, err := m.openChannel(ctx)
 	if err != nil {
 		m.Kill()
-		<-m.done
+		<-m.exit.Done()
 		return nil, err
 	}
 	m.conn = conn
@@ -116,7 +114,7 @@ func start(ctx context.Context, p plan, spec vm.Spec, privateSockDir bool, log *
 		if err := m.resumeIncoming(ctx, p.Incoming); err != nil {
 			conn.Close()
 			m.Kill()
-			<-m.done
+			<-m.exit.Done()
 			return nil, err
 		}
 	}
@@ -137,9 +135,9 @@ func (m *machine) openChannel(ctx context.Context) (io.ReadWriteCloser, error) {
 	case m.plan.VsockCID != 0:
 		ctx, cancel := context.WithTimeout(ctx, vsockConnectTimeout)
 		defer cancel()
-		return connectVsock(ctx, m.plan.VsockCID, vm.VsockPort, m.done)
+		return connectVsock(ctx, m.plan.VsockCID, vm.VsockPort, m.exit.Done())
 	}
-	return &noChannel{vmDone: m.done, closed: make(chan struct{})}, nil
+	return &noChannel{vmDone: m.exit.Done(), closed: make(chan struct{})}, nil
 }
 
 // noChannel is the Conn of a machine without a host channel: reads wait
@@ -195,7 +193,7 @@ func (m *machine) dialChannel(ctx context.Context) (net.Conn, error) {
 			return conn, nil
 		}
 		select {
-		case <-m.done:
+		case <-m.exit.Done():
 			return nil, fmt.Errorf("qemu exited before the guest channel opened: %s", strings.TrimSpace(m.stderr.String()))
 		case <-ctx.Done():
 			return nil, fmt.Errorf("connect to the guest channel %s: %w", m.plan.Channel, err)
@@ -226,64 +224,28 @@ func (m *machine) cleanup() {
 func (m *machine) Conn() io.ReadWriteCloser { return m.conn }
 func (m *machine) PID() int                 { return m.cmd.Process.Pid }
 
-func (m *machine) Wait(ctx context.Context) error {
-	select {
-	case <-m.done:
-		return m.waitErr
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (m *machine) exited() bool {
-	select {
-	case <-m.done:
-		return true
-	default:
-		return false
-	}
-}
+func (m *machine) Wait(ctx context.Context) error { return m.exit.Wait(ctx) }
 
 // Stop presses the power button (QMP system_powerdown) and kills QEMU
-// when the guest has not powered off as ctx's deadline nears (15 s when
-// ctx has none). Asking the guest through its protocol first is the
-// caller's (app/sandbox).
+// when the guest has not powered off in time (vm.Exit.PowerOff). Asking
+// the guest through its protocol first is the caller's (app/sandbox).
 func (m *machine) Stop(ctx context.Context) error {
-	if m.exited() {
-		return nil
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 15*time.Second)
-		defer cancel()
-	}
-	deadline, _ := ctx.Deadline()
-	m.log.Info("pressing the power button")
-	if err := qmpCommand(m.plan.QMP, "system_powerdown"); err == nil && m.waitFor(time.Until(deadline)-200*time.Millisecond) {
+	if m.exit.PowerOff(ctx, func() error {
+		m.log.Info("pressing the power button")
+		return qmpCommand(m.plan.QMP, "system_powerdown")
+	}) {
 		return nil
 	}
 	m.log.Warn("guest did not power off; killing qemu")
 	if err := m.Kill(); err != nil {
 		return err
 	}
-	<-m.done
+	<-m.exit.Done()
 	return nil
 }
 
-func (m *machine) waitFor(d time.Duration) bool {
-	if d <= 0 {
-		return m.exited()
-	}
-	select {
-	case <-m.done:
-		return true
-	case <-time.After(d):
-		return false
-	}
-}
-
 func (m *machine) Kill() error {
-	if m.exited() {
+	if m.exit.Exited() {
 		return nil
 	}
 	if err := m.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
@@ -293,7 +255,7 @@ func (m *machine) Kill() error {
 }
 
 func (m *machine) Stats() (vm.Stats, error) {
-	if m.exited() {
+	if m.exit.Exited() {
 		return vm.Stats{}, vm.ErrNotRunning
 	}
 	return procStats(m.cmd.Process.Pid)

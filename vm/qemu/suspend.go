@@ -28,7 +28,7 @@ const statePoll = 20 * time.Millisecond
 // migration also flushes and releases the disks, so the files the
 // resumed VM opens hold every write the guest made.
 func (m *machine) Suspend(ctx context.Context, path string) error {
-	if m.exited() {
+	if m.exit.Exited() {
 		return vm.ErrNotRunning
 	}
 	if len(m.plan.Virtiofsd) > 0 {
@@ -87,7 +87,7 @@ func (m *machine) Suspend(ctx context.Context, path string) error {
 			case <-ctx.Done():
 				c.execute("migrate_cancel", nil, nil)
 				return fail(fmt.Errorf("saving the guest's state: %w", ctx.Err()))
-			case <-m.done:
+			case <-m.exit.Done():
 				return fmt.Errorf("suspend: qemu exited while saving: %s", strings.TrimSpace(m.stderr.String()))
 			case <-time.After(statePoll):
 			}
@@ -109,11 +109,11 @@ func (m *machine) Suspend(ctx context.Context, path string) error {
 	// QEMU may close the monitor before it replies to quit.
 	c.execute("quit", nil, nil)
 	select {
-	case <-m.done:
+	case <-m.exit.Done():
 		return nil
 	case <-ctx.Done():
 		m.Kill()
-		<-m.done
+		<-m.exit.Done()
 		return nil // the state is whole; this QEMU only had to end
 	}
 }
@@ -138,7 +138,7 @@ func (m *machine) resumeIncoming(ctx context.Context, fd int) error {
 			break
 		}
 		select {
-		case <-m.done:
+		case <-m.exit.Done():
 			return exitErr()
 		case <-ctx.Done():
 			return fmt.Errorf("connect to QEMU's monitor: %w", err)
@@ -147,7 +147,7 @@ func (m *machine) resumeIncoming(ctx context.Context, fd int) error {
 	}
 	defer c.Close()
 	if err := c.execute("migrate-incoming", map[string]any{"uri": fmt.Sprintf("fd:%d", fd)}, nil); err != nil {
-		if m.waitFor(time.Second) {
+		if m.exit.WaitFor(time.Second) {
 			return exitErr()
 		}
 		return err
@@ -157,7 +157,7 @@ func (m *machine) resumeIncoming(ctx context.Context, fd int) error {
 			Status string `json:"status"`
 		}
 		if err := c.execute("query-status", nil, &st); err != nil {
-			if m.waitFor(time.Second) {
+			if m.exit.WaitFor(time.Second) {
 				return exitErr() // a state QEMU cannot load ends it
 			}
 			return err
@@ -167,7 +167,7 @@ func (m *machine) resumeIncoming(ctx context.Context, fd int) error {
 			select {
 			case <-ctx.Done():
 				return fmt.Errorf("load the saved state: %w", ctx.Err())
-			case <-m.done:
+			case <-m.exit.Done():
 				return exitErr()
 			case <-time.After(statePoll):
 			}

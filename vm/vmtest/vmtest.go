@@ -126,7 +126,7 @@ func (h *Hypervisor) Boot(ctx context.Context, spec vm.Spec) (vm.Machine, error)
 		Spec: spec,
 		Sys:  &supervisor.HostSystem{Home: home},
 		conn: hostEnd,
-		done: make(chan struct{}),
+		exit: vm.NewExit(),
 
 		diskEvents: make(chan vm.DiskEvent, 1),
 	}
@@ -140,20 +140,20 @@ func (h *Hypervisor) Boot(ctx context.Context, spec vm.Spec) (vm.Machine, error)
 	sctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 	go func() {
-		defer close(m.done)
+		var err error
+		defer func() { m.exit.End(err) }()
 		defer m.closeDiskEvents()
 		defer guestEnd.Close()
 		if h.NeverReady {
 			<-sctx.Done()
-			m.err = errors.New("killed")
+			err = errors.New("killed")
 			return
 		}
 		s := supervisor.New(supervisor.Config{Workspace: ws, Sys: clockSys{m.Sys, m}, Logger: log, NetError: h.NetError})
-		err := s.Serve(sctx, guestEnd)
+		err = s.Serve(sctx, guestEnd)
 		if sctx.Err() != nil {
 			err = errors.New("killed")
 		}
-		m.err = err
 	}()
 	h.mu.Lock()
 	h.booted = append(h.booted, m)
@@ -274,8 +274,7 @@ type Machine struct {
 
 	conn   net.Conn
 	cancel context.CancelFunc
-	done   chan struct{}
-	err    error
+	exit   *vm.Exit
 
 	clockMu sync.Mutex
 	clock   []time.Time
@@ -310,10 +309,8 @@ func (m *Machine) Paused() bool {
 
 // Resume implements vm.DiskPauser.
 func (m *Machine) Resume(context.Context) error {
-	select {
-	case <-m.done:
+	if m.exit.Exited() {
 		return vm.ErrNotRunning
-	default:
 	}
 	m.setPaused(false)
 	return nil
@@ -369,14 +366,7 @@ func (m *Machine) Clock() ([]time.Time, <-chan struct{}) {
 func (m *Machine) Conn() io.ReadWriteCloser { return m.conn }
 
 // Wait implements vm.Machine: nil after a protocol shutdown.
-func (m *Machine) Wait(ctx context.Context) error {
-	select {
-	case <-m.done:
-		return m.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (m *Machine) Wait(ctx context.Context) error { return m.exit.Wait(ctx) }
 
 // Stop implements vm.Machine: an in-process guest has no power button, so
 // it is killed at once (the protocol's shutdown, which the sandbox sends
@@ -387,16 +377,14 @@ func (m *Machine) Stop(context.Context) error { return m.Kill() }
 func (m *Machine) Kill() error {
 	m.cancel()
 	m.conn.Close()
-	<-m.done
+	<-m.exit.Done()
 	return nil
 }
 
 // Stats implements vm.Machine with this process's figures.
 func (m *Machine) Stats() (vm.Stats, error) {
-	select {
-	case <-m.done:
+	if m.exit.Exited() {
 		return vm.Stats{}, fmt.Errorf("vmtest machine: %w", vm.ErrNotRunning)
-	default:
 	}
 	return vm.Stats{}, nil
 }

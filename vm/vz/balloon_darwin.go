@@ -18,7 +18,7 @@ import (
 // waits).
 func (m *machine) SetMemoryTarget(ctx context.Context, target uint64) error {
 	select {
-	case <-m.done:
+	case <-m.exit.Done():
 		return vm.ErrNotRunning
 	default:
 	}

@@ -30,10 +30,9 @@ type machine struct {
 	// the VM has none.
 	console *console
 
-	// done is closed by watch, the one goroutine that follows the VM's
-	// state, once the VM has stopped; waitErr is set before.
-	done    chan struct{}
-	waitErr error
+	// exit is told by watch, the one goroutine that follows the VM's
+	// state, once the VM has stopped.
+	exit *vm.Exit
 
 	// diskEvents and resumeReq belong to watchSpace (pause_darwin.go).
 	diskEvents chan vm.DiskEvent
@@ -50,7 +49,7 @@ func start(ctx context.Context, cfg *vzapi.VirtualMachineConfiguration, p Plan, 
 		cons.stop()
 		return nil, fmt.Errorf("start VM (console log: %s): %w", p.ConsoleLog, err)
 	}
-	m := &machine{vm: v, plan: p, log: log, console: cons, done: make(chan struct{}),
+	m := &machine{vm: v, plan: p, log: log, console: cons, exit: vm.NewExit(),
 		diskEvents: make(chan vm.DiskEvent, 1), resumeReq: make(chan chan error)}
 	// The notification channel is unbounded and the framework only reports
 	// changes, so watching from here on misses nothing since Start.
@@ -70,9 +69,10 @@ func start(ctx context.Context, cfg *vzapi.VirtualMachineConfiguration, p Plan, 
 }
 
 // watch owns the VM's lifecycle: it alone reads the state channel, and it
-// closes done when the VM has stopped for good.
+// tells exit when the VM has stopped for good.
 func (m *machine) watch(states <-chan vzapi.VirtualMachineState) {
-	defer close(m.done)
+	var err error
+	defer func() { m.exit.End(err) }()
 	defer m.console.stop()
 	for s := range states {
 		switch s {
@@ -80,7 +80,7 @@ func (m *machine) watch(states <-chan vzapi.VirtualMachineState) {
 			m.log.Debug("vz VM stopped")
 			return
 		case vzapi.VirtualMachineStateError:
-			m.waitErr = fmt.Errorf("Virtualization.framework stopped the VM after an internal error: see the guest console in %s", m.plan.ConsoleLog)
+			err = fmt.Errorf("Virtualization.framework stopped the VM after an internal error: see the guest console in %s", m.plan.ConsoleLog)
 			return
 		}
 	}
@@ -110,7 +110,7 @@ func (m *machine) connect(ctx context.Context, timeout time.Duration) (net.Conn,
 			var nserr *vzapi.NSError
 			return errors.As(err, &nserr) && connectRetryable(nserr.Domain, nserr.Code)
 		},
-		stopped: m.done,
+		stopped: m.exit.Done(),
 	})
 	switch {
 	case err == nil:
@@ -130,75 +130,50 @@ func (m *machine) Conn() io.ReadWriteCloser { return m.conn }
 // service runs it, and dies with this process).
 func (m *machine) PID() int { return 0 }
 
-func (m *machine) Wait(ctx context.Context) error {
-	select {
-	case <-m.done:
-		return m.waitErr
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (m *machine) exited() bool {
-	select {
-	case <-m.done:
-		return true
-	default:
-		return false
-	}
-}
+func (m *machine) Wait(ctx context.Context) error { return m.exit.Wait(ctx) }
 
 // Stop presses the power button (RequestStop) and pulls the plug (Stop)
-// when the guest has not powered off as ctx's deadline nears (15 s when
-// ctx has none). Asking the guest through its protocol first is the
-// caller's (app/sandbox).
+// when the guest has not powered off in time (vm.Exit.PowerOff). Asking
+// the guest through its protocol first is the caller's (app/sandbox).
 func (m *machine) Stop(ctx context.Context) error {
-	if m.exited() {
+	if m.exit.PowerOff(ctx, m.pressPowerButton) {
 		return nil
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 15*time.Second)
-		defer cancel()
-	}
-	deadline, _ := ctx.Deadline()
-	if m.vm.CanRequestStop() {
-		m.log.Info("pressing the power button")
-		if ok, err := m.vm.RequestStop(); ok && err == nil && m.waitFor(time.Until(deadline)-200*time.Millisecond) {
-			return nil
-		} else if err != nil {
-			m.log.Warn("power button", "err", err)
-		}
 	}
 	m.log.Warn("guest did not power off; stopping the VM")
 	return m.killAndWait()
 }
 
-func (m *machine) waitFor(d time.Duration) bool {
-	if d <= 0 {
-		return m.exited()
+// errNoButton: the framework offers no power button now (RequestStop),
+// or did not take the press.
+var errNoButton = errors.New("the framework took no power button press")
+
+func (m *machine) pressPowerButton() error {
+	if !m.vm.CanRequestStop() {
+		return errNoButton
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-m.done:
-		return true
-	case <-t.C:
-		return false
+	m.log.Info("pressing the power button")
+	ok, err := m.vm.RequestStop()
+	if err != nil {
+		m.log.Warn("power button", "err", err)
+		return err
 	}
+	if !ok {
+		return errNoButton
+	}
+	return nil
 }
 
 // Kill stops the VM at once, without the guest's say. It returns once the
 // framework has taken the order; Wait sees the VM stopped a moment later.
 func (m *machine) Kill() error {
-	if m.exited() {
+	if m.exit.Exited() {
 		return nil
 	}
 	if !m.vm.CanStop() {
 		return fmt.Errorf("the VM is %v and the framework will not stop it now: try again in a moment", m.vm.State())
 	}
 	if err := m.vm.Stop(); err != nil {
-		if m.exited() {
+		if m.exit.Exited() {
 			return nil
 		}
 		return fmt.Errorf("stop VM: %w", err)
@@ -212,7 +187,7 @@ func (m *machine) killAndWait() error {
 	if err := m.Kill(); err != nil {
 		return err
 	}
-	if !m.waitFor(killWait) {
+	if !m.exit.WaitFor(killWait) {
 		return fmt.Errorf("the VM did not report stopping within %v of being stopped", killWait)
 	}
 	return nil
@@ -227,7 +202,7 @@ func (m *machine) killAndWait() error {
 // reports in bytes on macOS. Activity Monitor's "Virtual Machine Service"
 // row shows the rest.
 func (m *machine) Stats() (vm.Stats, error) {
-	if m.exited() {
+	if m.exit.Exited() {
 		return vm.Stats{}, vm.ErrNotRunning
 	}
 	var ru syscall.Rusage

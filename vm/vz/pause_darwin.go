@@ -38,7 +38,7 @@ func (m *machine) Resume(ctx context.Context) error {
 	reply := make(chan error, 1)
 	select {
 	case m.resumeReq <- reply:
-	case <-m.done:
+	case <-m.exit.Done():
 		return vm.ErrNotRunning
 	case <-ctx.Done():
 		return ctx.Err()
@@ -67,7 +67,7 @@ func (m *machine) watchSpace() {
 	paused := false
 	for {
 		select {
-		case <-m.done:
+		case <-m.exit.Done():
 			return
 		case reply := <-m.resumeReq:
 			err := fmt.Errorf("the VM is %v, not paused", m.vm.State())
