@@ -59,6 +59,11 @@ func (m *machine) Suspend(ctx context.Context, path string) error {
 		}
 		return fmt.Errorf("suspend: %w", err)
 	}
+	if m.plan.IgnoreShared {
+		if err := setIgnoreShared(c); err != nil {
+			return fail(err)
+		}
+	}
 	// The default rate limit (128 MiB/s) is for a live migration over a
 	// network; this one writes a stopped guest to a local file.
 	if err := c.execute("migrate-set-parameters", map[string]any{"max-bandwidth": int64(1) << 40}, nil); err != nil {
@@ -146,6 +151,11 @@ func (m *machine) resumeIncoming(ctx context.Context, fd int) error {
 		}
 	}
 	defer c.Close()
+	if m.plan.IgnoreShared {
+		if err := setIgnoreShared(c); err != nil {
+			return err
+		}
+	}
 	if err := c.execute("migrate-incoming", map[string]any{"uri": fmt.Sprintf("fd:%d", fd)}, nil); err != nil {
 		if m.waitFor(time.Second) {
 			return exitErr()
@@ -182,6 +192,14 @@ func (m *machine) resumeIncoming(ctx context.Context, fd int) error {
 			return fmt.Errorf("%w: after the load the VM is %q", vm.ErrBadState, st.Status)
 		}
 	}
+}
+
+// setIgnoreShared leaves RAM that lives in a shared file (a template's)
+// out of a migration: only the devices' state goes through the stream.
+func setIgnoreShared(c *qmpConn) error {
+	return c.execute("migrate-set-capabilities", map[string]any{
+		"capabilities": []map[string]any{{"capability": "x-ignore-shared", "state": true}},
+	}, nil)
 }
 
 func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
