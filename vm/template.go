@@ -61,6 +61,9 @@ type GoAhead struct {
 	TimeNS int64 `json:"time_ns"`
 	// MachineID is the guest's new /etc/machine-id (32 hex digits).
 	MachineID string `json:"machine_id"`
+	// MAC is the address the guest's NIC takes, the Spec's NIC's: the
+	// device's own is the template's after the load.
+	MAC string `json:"mac,omitempty"`
 }
 
 // MaxGoAhead bounds the go-ahead line, newline included.

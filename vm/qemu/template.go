@@ -264,6 +264,9 @@ func (h *Hypervisor) BootFromTemplate(ctx context.Context, spec vm.Spec, dir str
 		return nil, err
 	}
 	g := vm.GoAhead{CommandLine: argOf(m.plan.Args, "-append"), Seed: seed, TimeNS: time.Now().UnixNano(), MachineID: hex.EncodeToString(id)}
+	if spec.NIC != nil {
+		g.MAC = spec.NIC.MAC.String()
+	}
 	b, err := json.Marshal(g)
 	if err == nil {
 		_, err = m.Conn().Write(append(b, '\n'))

@@ -69,6 +69,9 @@ type netConfig struct {
 	// driver's. The host's userspace network asks for a large one
 	// (65520): under emulation each packet costs, whatever its size.
 	mtu int
+	// mac is the address the interface takes (a template's go-ahead);
+	// nil keeps the device's.
+	mac []byte
 }
 
 // MTU bounds: IPv4's minimum (RFC 791) and the most the field holds.

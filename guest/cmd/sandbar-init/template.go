@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -40,6 +41,7 @@ type templateGoAhead struct {
 	Seed        []byte `json:"seed"`
 	TimeNS      int64  `json:"time_ns"`
 	MachineID   string `json:"machine_id"`
+	MAC         string `json:"mac,omitempty"`
 }
 
 // sessionCmdline is where PID 1 leaves the go-ahead's command line for
@@ -87,6 +89,13 @@ func awaitSession(c *console, tmpl config) (config, string, error) {
 		return tmpl, "", errors.New("the go-ahead's command line asks for a template again")
 	}
 	cfg.debug = cfg.debug || tmpl.debug
+	if g.MAC != "" {
+		mac, err := net.ParseMAC(g.MAC)
+		if err != nil || len(mac) != 6 {
+			return tmpl, "", fmt.Errorf("the go-ahead's MAC address %q is not an Ethernet address", g.MAC)
+		}
+		cfg.net.mac = mac
+	}
 	if err := os.MkdirAll(filepath.Dir(sessionCmdline), 0o700); err != nil {
 		return tmpl, "", err
 	}
