@@ -105,3 +105,11 @@ func bootFromTemplate(ctx context.Context, hv vm.Hypervisor, spec vm.Spec, o Opt
 	sb.TemplateNote = fmt.Sprintf("started from the template in %s", sb.ReadyAfter.Round(10*time.Millisecond))
 	return sb, "", nil
 }
+
+// EnsureTemplate saves img's template (TemplateDir) unless it has one.
+func EnsureTemplate(ctx context.Context, hv vm.Hypervisor, img *image.Image) error {
+	if _, err := os.Stat(filepath.Join(TemplateDir(img), "template.json")); err == nil {
+		return nil
+	}
+	return SaveTemplate(ctx, hv, img, TemplateDir(img))
+}

@@ -76,9 +76,11 @@ func (t templateInfo) mismatch(s templateInfo) string {
 	case s.Memory != t.Memory:
 		return fmt.Sprintf("%d MiB of memory differ from the template's %d MiB", s.Memory/vm.MiB, t.Memory/vm.MiB)
 	case s.Network != t.Network:
-		return fmt.Sprintf("the network %q differs from the template's %q", s.Network, t.Network)
+		return fmt.Sprintf("the network (%s) differs from the template's (%s)", s.Network, t.Network)
+	case len(s.Disks) != len(t.Disks):
+		return fmt.Sprintf("%d disks differ from the template's %d (a prepared environment or another image's root adds one)", len(s.Disks), len(t.Disks))
 	case !slices.Equal(s.Disks, t.Disks):
-		return fmt.Sprintf("%d disks (read-only: %v) differ from the template's %d (%v)", len(s.Disks), s.Disks, len(t.Disks), t.Disks)
+		return fmt.Sprintf("the disks' read-only flags %v differ from the template's %v", s.Disks, t.Disks)
 	case s.Console != t.Console:
 		return "the console differs from the template's"
 	case s.Kernel != t.Kernel || s.Initramfs != t.Initramfs:
