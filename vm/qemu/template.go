@@ -56,8 +56,13 @@ type templateInfo struct {
 }
 
 func (h *Hypervisor) templateInfo(spec vm.Spec) templateInfo {
+	// Check first: it resolves the binary's path.
+	kvm := h.Check(context.Background()).Accelerated
+	h.mu.Lock()
+	bin := h.cfg.Binary
+	h.mu.Unlock()
 	ti := templateInfo{
-		Version: templateMetaV, QEMU: h.cfg.Binary, Arch: h.arch(), KVM: h.Check(context.Background()).Accelerated,
+		Version: templateMetaV, QEMU: bin, Arch: h.arch(), KVM: kvm,
 		Kernel: spec.Kernel, Initramfs: spec.Initramfs, CPUs: spec.CPUs, Memory: spec.Memory,
 		Network: spec.Network, Console: spec.ConsoleLog != "",
 	}
