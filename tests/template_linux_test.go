@@ -69,7 +69,7 @@ func TestTemplate(t *testing.T) {
 	time.Sleep(2 * time.Second)
 
 	type vmInfo struct{ random, machineID, who string }
-	boot := func(name string) (*sandbox.Sandbox, vmInfo) {
+	boot := func(name string) (*sandbox.Sandbox, vmInfo, sandbox.Options) {
 		t.Helper()
 		dir := filepath.Join(root, name)
 		os.MkdirAll(dir, 0o700)
@@ -108,10 +108,10 @@ func TestTemplate(t *testing.T) {
 			random:    run(t, sb, "", "sh", "-c", "head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n'"),
 			machineID: strings.TrimSpace(run(t, sb, "", "cat", "/etc/machine-id")),
 			who:       strings.TrimSpace(run(t, sb, "", "sh", "-c", "cat /workspace/who 2>/dev/null || find /workspace -maxdepth 2")),
-		}
+		}, o
 	}
-	_, a := boot("a")
-	_, b := boot("bb")
+	sbA, a, optsA := boot("a")
+	_, b, _ := boot("bb")
 	if a.random == b.random || len(a.random) != 64 {
 		t.Errorf("both VMs drew the same random bytes (%s, %s): the RNG was not reseeded", a.random, b.random)
 	}
@@ -121,6 +121,24 @@ func TestTemplate(t *testing.T) {
 	if a.who != "a" || b.who != "bb" {
 		t.Errorf("workspaces say %q and %q: want each VM's own (a, bb)", a.who, b.who)
 	}
+
+	// A VM started from a template suspends whole and resumes as any
+	// other: its RAM is its own, not the template's file.
+	state := filepath.Join(root, "a", "vm.state")
+	if err := sbA.Suspend(ctx, state); err != nil {
+		t.Fatalf("suspend a VM started from the template: %v", err)
+	}
+	sbA.Wait(ctx)
+	optsA.Template = ""
+	sbA, err := sandbox.Resume(ctx, h, img, optsA, state)
+	if err != nil {
+		t.Fatalf("resume a VM started from the template: %v", err)
+	}
+	if id := strings.TrimSpace(run(t, sbA, "", "cat", "/etc/machine-id")); id != a.machineID {
+		t.Errorf("after its resume the VM's machine-id is %q, was %q", id, a.machineID)
+	}
+	sbA.Kill()
+	sbA.Wait(context.Background())
 
 	// Another shape boots cold, and says why.
 	dir := filepath.Join(root, "big")

@@ -60,7 +60,11 @@ func (m *machine) Suspend(ctx context.Context, path string) error {
 		return fmt.Errorf("suspend: %w", err)
 	}
 	if m.plan.IgnoreShared {
-		if err := setIgnoreShared(c); err != nil {
+		// On for a template's own boot, whose RAM stays in its file; off
+		// again for a VM that loaded a template (the capability outlives
+		// the load) and now saves itself whole, for a resume that
+		// knows nothing of templates.
+		if err := setIgnoreShared(c, !m.plan.FromTemplate); err != nil {
 			return fail(err)
 		}
 	}
@@ -152,7 +156,7 @@ func (m *machine) resumeIncoming(ctx context.Context, fd int) error {
 	}
 	defer c.Close()
 	if m.plan.IgnoreShared {
-		if err := setIgnoreShared(c); err != nil {
+		if err := setIgnoreShared(c, true); err != nil {
 			return err
 		}
 	}
@@ -194,11 +198,12 @@ func (m *machine) resumeIncoming(ctx context.Context, fd int) error {
 	}
 }
 
-// setIgnoreShared leaves RAM that lives in a shared file (a template's)
-// out of a migration: only the devices' state goes through the stream.
-func setIgnoreShared(c *qmpConn) error {
+// setIgnoreShared sets x-ignore-shared, which leaves RAM that lives in a
+// shared file (a template's) out of a migration: only the devices' state
+// goes through the stream. Both ends must agree on it.
+func setIgnoreShared(c *qmpConn, on bool) error {
 	return c.execute("migrate-set-capabilities", map[string]any{
-		"capabilities": []map[string]any{{"capability": "x-ignore-shared", "state": true}},
+		"capabilities": []map[string]any{{"capability": "x-ignore-shared", "state": on}},
 	}, nil)
 }
 
