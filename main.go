@@ -32,6 +32,7 @@ import (
 	"sandbar/app/imagebuild"
 	"sandbar/app/net/hostproxy"
 	"sandbar/app/net/hosttrust"
+	"sandbar/app/sandbox"
 	"sandbar/app/session"
 	"sandbar/guest/image"
 	"sandbar/vm"
@@ -87,6 +88,16 @@ func run() int {
 		anthropicUpstream: os.Getenv(session.EnvAnthropicUpstream),
 		hostTrust:         hosttrust.Source{Dir: os.Getenv(hosttrust.EnvDir), Logger: logger},
 		sshAuth:           sshAuth(),
+	}
+	p.images.Template = func(ctx context.Context, img *imagebuild.Image) error {
+		hv, err := p.hypervisors.Get(p.backend)
+		if err != nil {
+			return err
+		}
+		if _, ok := hv.(vm.Templater); !ok {
+			return nil // this backend boots every session (vz, for now)
+		}
+		return sandbox.EnsureTemplate(ctx, hv, img)
 	}
 	defer func() {
 		// Sessions this process runs were stopped by whoever ran them

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
+	"time"
 
 	"sandbar/app/config"
 	"sandbar/guest/image"
@@ -33,8 +34,14 @@ type Builder struct {
 	// Proxy is the host's proxy for the build's downloads
 	// (hostproxy.Config.HTTPProxy, as main read it); nil connects
 	// directly.
-	Proxy  func(*http.Request) (*url.URL, error)
-	Logger *slog.Logger
+	Proxy func(*http.Request) (*url.URL, error)
+	// Template, when set, saves a template of an image built (or found)
+	// that has none yet (app/sandbox.SaveTemplate on the engine's
+	// hypervisor), so sessions start from it instead of booting. It
+	// failing fails no build: sessions then boot cold, and the log says
+	// why.
+	Template func(ctx context.Context, img *Image) error
+	Logger   *slog.Logger
 }
 
 // Progress is how far a build has got.
@@ -73,7 +80,7 @@ func (b *Builder) Build(ctx context.Context, o Options) (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	return image.Build(ctx, image.Options{
+	img, err := image.Build(ctx, image.Options{
 		Dir:       b.Paths.Images,
 		Downloads: &download.Cache{Dir: b.Paths.Downloads, Proxy: b.Proxy},
 		Arch:      o.Arch,
@@ -82,6 +89,24 @@ func (b *Builder) Build(ctx context.Context, o Options) (*Image, error) {
 		Progress:  o.Progress,
 		Logger:    b.Logger,
 	})
+	if err != nil || b.Template == nil || o.Arch != runtime.GOARCH {
+		return img, err
+	}
+	start := time.Now()
+	if err := b.Template(ctx, img); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if o.Notes != nil {
+			fmt.Fprintf(o.Notes, "no template of the image (sessions boot instead of starting from one): %v\n", err)
+		}
+		if b.Logger != nil {
+			b.Logger.Warn("no template of the image; sessions boot cold", "err", err)
+		}
+	} else if o.Notes != nil {
+		fmt.Fprintf(o.Notes, "template ready (%s): sessions of the default size start from it\n", time.Since(start).Round(100*time.Millisecond))
+	}
+	return img, nil
 }
 
 // Ensure is the newest image, built quietly for this machine first when

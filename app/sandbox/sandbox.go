@@ -104,8 +104,14 @@ type Options struct {
 	// (sandbar.debug=1 for a chattier console, say).
 	KernelArgs []string
 	// Time is the guest's clock at boot; zero means now.
-	Time   time.Time
-	Logger *slog.Logger
+	Time time.Time
+	// Template is a template directory (TemplateDir) to start the VM
+	// from instead of booting it, where the hypervisor is a
+	// vm.Templater and the VM's shape is the template's; otherwise, or
+	// when the template is missing or damaged, the VM boots cold and
+	// Sandbox.TemplateNote says why.
+	Template string
+	Logger   *slog.Logger
 }
 
 func (o *Options) defaults() {
@@ -244,8 +250,13 @@ type Sandbox struct {
 	// Booted is how long the hypervisor took to start; ReadyAfter is boot
 	// start → system:ready.
 	Booted, ReadyAfter time.Duration
-	spec               vm.Spec
-	log                *slog.Logger
+	// FromTemplate: the VM started from Options.Template. TemplateNote
+	// says how the VM started when a template was asked for: "started
+	// from the template", or "booted: " and why not.
+	FromTemplate bool
+	TemplateNote string
+	spec         vm.Spec
+	log          *slog.Logger
 }
 
 // Spec is what was booted.
@@ -289,12 +300,38 @@ func Boot(ctx context.Context, hv vm.Hypervisor, img *image.Image, o Options) (*
 			return nil, err
 		}
 	}
+	if o.Template == "" {
+		return bootCold(ctx, hv, spec, o)
+	}
+	sb, why, err := bootFromTemplate(ctx, hv, spec, o)
+	if err == nil || ctx.Err() != nil {
+		return sb, err
+	}
+	// A template is only ever a faster start: whatever is wrong with
+	// it, the VM boots as it would without one.
+	o.Logger.Info("not starting from the template", "vm", o.Name, "why", why, "err", err)
+	sb, err = bootCold(ctx, hv, spec, o)
+	if sb != nil {
+		sb.TemplateNote = "booted: " + why
+	}
+	return sb, err
+}
+
+// bootCold boots spec and waits for system:ready.
+func bootCold(ctx context.Context, hv vm.Hypervisor, spec vm.Spec, o Options) (*Sandbox, error) {
 	caplog.Remove(spec.ConsoleLog) // this boot's console only
 	start := time.Now()
 	m, err := hv.Boot(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
+	return awaitReady(ctx, m, spec, o, start)
+}
+
+// awaitReady waits for the guest's system:ready on m, started at start;
+// a VM that never says it is killed, and the error has the console's
+// tail.
+func awaitReady(ctx context.Context, m vm.Machine, spec vm.Spec, o Options, start time.Time) (*Sandbox, error) {
 	sb := &Sandbox{Machine: m, spec: spec, Booted: time.Since(start), log: o.Logger.With("vm", o.Name)}
 	sb.Client = NewClient(m.Conn(), ClientOptions{OnEvent: o.OnEvent, Logger: o.Logger})
 
@@ -311,6 +348,7 @@ func Boot(ctx context.Context, hv vm.Hypervisor, img *image.Image, o Options) (*
 		sb.Ready = ev
 		readyErr <- err
 	}()
+	var err error
 	select {
 	case err = <-readyErr:
 		if err == nil {

@@ -321,6 +321,12 @@ func (r *run) boot(ctx context.Context, undo *cleanups) error {
 	if r.resumeFrom != "" {
 		sb, err = r.resumeVM(ctx, hv, img, opts)
 	} else {
+		if _, ok := hv.(vm.Templater); ok {
+			// Where the image has a template of this session's shape,
+			// the VM starts from it; otherwise it boots, and the log
+			// says why.
+			opts.Template = sandbox.TemplateDir(img)
+		}
 		sb, err = sandbox.Boot(ctx, hv, img, opts)
 	}
 	if err != nil {
@@ -342,6 +348,9 @@ func (r *run) boot(ctx context.Context, undo *cleanups) error {
 	} else {
 		r.timing(ctx, "boot", sb.Booted)
 		r.timing(ctx, "ready", sb.ReadyAfter-sb.Booted)
+		if sb.TemplateNote != "" {
+			r.systemLine(sb.TemplateNote)
+		}
 		r.systemLine(fmt.Sprintf("VM ready in %s (%s, %d vCPUs, %d MiB)", sb.ReadyAfter.Round(time.Millisecond), sb.Ready.Kernel, sb.Ready.CPUs, sb.Ready.Memory>>20))
 	}
 	if why := sb.NetError(); why != "" {

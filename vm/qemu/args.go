@@ -1,6 +1,7 @@
 package qemu
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -47,6 +48,13 @@ type plan struct {
 	// ParentDeath has the kernel kill QEMU and its virtiofsd when this
 	// process dies (see procAttr).
 	ParentDeath bool
+	// IgnoreShared sets the migration capability x-ignore-shared before
+	// a save or a load: a template's RAM lives in its file, and only the
+	// devices' state goes through the stream.
+	IgnoreShared bool
+	// FromTemplate: the guest's RAM is a template's file mapped
+	// privately; nothing may discard its pages (see settings.MemFile).
+	FromTemplate bool
 }
 
 // start starts cmd, QEMU run as p says: without transparent huge pages
@@ -79,6 +87,14 @@ type settings struct {
 	VsockCID uint32
 	// ParentDeath: see plan.ParentDeath.
 	ParentDeath bool
+	// MemFile backs the guest's RAM with a file (a template's): shared
+	// (MemShared, the template's own boot, whose RAM is written to it)
+	// or mapped privately, copy-on-write (a VM started from it). Such a
+	// VM's balloon reports no free pages: QEMU 7.2 discards a page of a
+	// file-backed RAM by punching a hole in the file, shared or not,
+	// which would zero the template under every other VM mapping it.
+	MemFile   string
+	MemShared bool
 }
 
 // ChannelName is the virtio-serial port the guest supervisor looks for.
@@ -122,6 +138,7 @@ func buildPlan(spec vm.Spec, st settings) (plan, error) {
 			machine += ",pcie=on,isa-serial=off"
 		}
 	}
+	machine += ",memory-backend=" + ramID
 	if st.KVM {
 		a = append(a, "-M", machine, "-accel", "kvm", "-cpu", "host")
 	} else {
@@ -136,10 +153,26 @@ func buildPlan(spec vm.Spec, st settings) (plan, error) {
 		a = append(a, "-M", machine, "-accel", "tcg", "-cpu", cpu)
 	}
 	a = append(a, "-smp", strconv.Itoa(spec.CPUs), "-m", strconv.FormatUint(spec.Memory/vm.MiB, 10)+"M")
-	if st.Virtiofsd != "" && len(spec.Shares) > 0 {
+	// The guest's RAM is always the backend object ram0, so a saved
+	// state names the same RAM block however the VM was started: a
+	// session started from a template suspends, and resumes cold.
+	mem := fmt.Sprintf("memory-backend-ram,id=%s,size=%dM", ramID, spec.Memory/vm.MiB)
+	switch {
+	case st.MemFile != "":
+		if len(spec.Shares) > 0 && st.Virtiofsd != "" {
+			return plan{}, errors.New("a VM with a virtio-fs share cannot use a template's RAM")
+		}
+		share := "off"
+		if st.MemShared {
+			share = "on"
+		}
+		mem = fmt.Sprintf("memory-backend-file,id=%s,size=%dM,mem-path=%s,share=%s", ramID, spec.Memory/vm.MiB, escape(st.MemFile), share)
+		p.FromTemplate = !st.MemShared
+	case st.Virtiofsd != "" && len(spec.Shares) > 0:
 		// virtio-fs needs the guest RAM shareable with the daemon.
-		a = append(a, "-object", fmt.Sprintf("memory-backend-memfd,id=mem,size=%dM,share=on", spec.Memory/vm.MiB), "-numa", "node,memdev=mem")
+		mem = fmt.Sprintf("memory-backend-memfd,id=%s,size=%dM,share=on", ramID, spec.Memory/vm.MiB)
 	}
+	a = append(a, "-object", mem)
 	a = append(a, "-kernel", spec.Kernel, "-initrd", spec.Initramfs)
 
 	// cryptomgr.notests: the kernel's boot-time self-tests of its crypto
@@ -246,7 +279,7 @@ func buildPlan(spec vm.Spec, st settings) (plan, error) {
 			// 2 MiB blocks, two seconds after they are freed) and QEMU
 			// drops them from its memory: a guest that freed 1 GiB gives
 			// the host 1 GiB back, with no one driving the balloon.
-			"-device", dev("balloon")+",free-page-reporting=on",
+			"-device", dev("balloon")+",free-page-reporting="+onOff(st.MemFile == ""),
 			// Two ports, not the default 31: the guest driver sets up two
 			// virtqueues per port at probe, which took 30 ms of its 100 ms
 			// under emulation; port 0 is reserved for a console, the
@@ -266,6 +299,16 @@ func buildPlan(spec vm.Spec, st settings) (plan, error) {
 	)
 	p.Args = a
 	return p, nil
+}
+
+// ramID names the guest RAM's backend object (see buildPlan).
+const ramID = "ram0"
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 // GuestNet is the kernel argument that configures the guest NIC for QEMU's

@@ -222,9 +222,9 @@ func TestPlanVZShape(t *testing.T) {
 		cid     uint32
 		machine string
 	}{
-		{"amd64", 70000, "microvm,x-option-roms=off,rtc=on,pcie=on,isa-serial=off"},
-		{"amd64", 0, "microvm,x-option-roms=off,rtc=on,pcie=on,isa-serial=off"},
-		{"arm64", 70001, "virt,gic-version=max"},
+		{"amd64", 70000, "microvm,x-option-roms=off,rtc=on,pcie=on,isa-serial=off,memory-backend=ram0"},
+		{"amd64", 0, "microvm,x-option-roms=off,rtc=on,pcie=on,isa-serial=off,memory-backend=ram0"},
+		{"arm64", 70001, "virt,gic-version=max,memory-backend=ram0"},
 	} {
 		t.Run(fmt.Sprintf("%s cid %d", tt.arch, tt.cid), func(t *testing.T) {
 			p, err := buildPlan(testSpec(), settings{Binary: "qemu", Arch: tt.arch, SocketDir: "/s", Shape: ShapeVZ, VsockCID: tt.cid})

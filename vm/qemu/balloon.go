@@ -17,6 +17,12 @@ func (m *machine) SetMemoryTarget(ctx context.Context, target uint64) error {
 	if m.exit.Exited() {
 		return vm.ErrNotRunning
 	}
+	if m.plan.FromTemplate {
+		// An inflated balloon's pages are discarded by punching holes in
+		// the RAM's file under QEMU 7.2: the template's, shared by every
+		// VM started from it.
+		return fmt.Errorf("a VM started from a template has no balloon Sandbar may drive: %w", vm.ErrUnsupported)
+	}
 	target = min(max(target, vm.MinMemory), m.spec.Memory)
 	timeout := 5 * time.Second
 	if d, ok := ctx.Deadline(); ok {

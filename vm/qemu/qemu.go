@@ -165,7 +165,11 @@ func (h *Hypervisor) virtiofsd() string {
 // once the hypervisor runs; the caller waits for the guest's system:ready
 // on Conn (see vm.WaitReady).
 func (h *Hypervisor) Boot(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
-	return h.boot(ctx, spec, "")
+	m, err := h.boot(ctx, spec, bootOpts{})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // Resume implements vm.Resumer: QEMU starts from spec waiting for a
@@ -182,11 +186,29 @@ func (h *Hypervisor) Resume(ctx context.Context, spec vm.Spec, statePath string)
 	if statePath == "" {
 		return nil, fmt.Errorf("%w: no state file named", vm.ErrBadState)
 	}
-	return h.boot(ctx, spec, statePath)
+	m, err := h.boot(ctx, spec, bootOpts{state: statePath})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
-// boot starts QEMU for spec: a fresh boot, or with statePath a resume.
-func (h *Hypervisor) boot(ctx context.Context, spec vm.Spec, statePath string) (vm.Machine, error) {
+// bootOpts say how boot starts QEMU besides the Spec.
+type bootOpts struct {
+	// state is a saved state to load (a resume, or a template's
+	// devices); "" boots.
+	state string
+	// memFile and memShared back the RAM with a file (see
+	// settings.MemFile); ignoreShared leaves that RAM out of the
+	// migration stream.
+	memFile      string
+	memShared    bool
+	ignoreShared bool
+}
+
+// boot starts QEMU for spec: a fresh boot, or with o.state a resume.
+func (h *Hypervisor) boot(ctx context.Context, spec vm.Spec, o bootOpts) (*machine, error) {
+	statePath := o.state
 	st := h.Check(ctx)
 	if !st.Available {
 		return nil, fmt.Errorf("%s: %w", st.Detail, vm.ErrUnavailable)
@@ -214,6 +236,7 @@ func (h *Hypervisor) boot(ctx context.Context, spec vm.Spec, statePath string) (
 		Binary: h.cfg.Binary, Arch: h.arch(), KVM: st.Accelerated,
 		TSCkHz: tscKHz(), Virtiofsd: h.virtiofsd(), SocketDir: sockDir, Shape: h.cfg.Shape,
 		ParentDeath: h.Info().Features.DiesWithOwner,
+		MemFile:     o.memFile, MemShared: o.memShared,
 	}
 	if h.cfg.Shape == ShapeVZ && VhostVsock() {
 		set.VsockCID = guestCID()
@@ -222,6 +245,7 @@ func (h *Hypervisor) boot(ctx context.Context, spec vm.Spec, statePath string) (
 	if err != nil {
 		return nil, err
 	}
+	p.IgnoreShared = o.ignoreShared
 	if statePath != "" {
 		f, err := openState(statePath)
 		if err != nil {

@@ -59,6 +59,15 @@ func (m *machine) Suspend(ctx context.Context, path string) error {
 		}
 		return fmt.Errorf("suspend: %w", err)
 	}
+	if m.plan.IgnoreShared {
+		// On for a template's own boot, whose RAM stays in its file; off
+		// again for a VM that loaded a template (the capability outlives
+		// the load) and now saves itself whole, for a resume that
+		// knows nothing of templates.
+		if err := setIgnoreShared(c, !m.plan.FromTemplate); err != nil {
+			return fail(err)
+		}
+	}
 	// The default rate limit (128 MiB/s) is for a live migration over a
 	// network; this one writes a stopped guest to a local file.
 	if err := c.execute("migrate-set-parameters", map[string]any{"max-bandwidth": int64(1) << 40}, nil); err != nil {
@@ -146,6 +155,11 @@ func (m *machine) resumeIncoming(ctx context.Context, fd int) error {
 		}
 	}
 	defer c.Close()
+	if m.plan.IgnoreShared {
+		if err := setIgnoreShared(c, true); err != nil {
+			return err
+		}
+	}
 	if err := c.execute("migrate-incoming", map[string]any{"uri": fmt.Sprintf("fd:%d", fd)}, nil); err != nil {
 		if m.exit.WaitFor(time.Second) {
 			return exitErr()
@@ -182,6 +196,15 @@ func (m *machine) resumeIncoming(ctx context.Context, fd int) error {
 			return fmt.Errorf("%w: after the load the VM is %q", vm.ErrBadState, st.Status)
 		}
 	}
+}
+
+// setIgnoreShared sets x-ignore-shared, which leaves RAM that lives in a
+// shared file (a template's) out of a migration: only the devices' state
+// goes through the stream. Both ends must agree on it.
+func setIgnoreShared(c *qmpConn, on bool) error {
+	return c.execute("migrate-set-capabilities", map[string]any{
+		"capabilities": []map[string]any{{"capability": "x-ignore-shared", "state": on}},
+	}, nil)
 }
 
 func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {

@@ -40,6 +40,9 @@ type config struct {
 	// trial (sandbar.trial=1) prints trialMarker and powers off at once:
 	// the host's KVM trial boot and the boot benchmark's floor.
 	trial bool
+	// template (sandbar.template=1) stops at the wait point for the
+	// host to save the machine there (see template.go).
+	template bool
 	// channel (sandbar.channel) is how the supervisor reaches the host:
 	// "serial", "vsock" or "auto" (the default: it looks).
 	channel string
@@ -66,6 +69,9 @@ type netConfig struct {
 	// driver's. The host's userspace network asks for a large one
 	// (65520): under emulation each packet costs, whatever its size.
 	mtu int
+	// mac is the address the interface takes (a template's go-ahead);
+	// nil keeps the device's.
+	mac []byte
 }
 
 // MTU bounds: IPv4's minimum (RFC 791) and the most the field holds.
@@ -133,6 +139,8 @@ func parseCmdline(s string) (config, error) {
 			c.time = t
 		case "sandbar.trial":
 			c.trial = val == "1" || val == "true" || val == ""
+		case "sandbar.template":
+			c.template = val == "1"
 		case "sandbar.debug":
 			c.debug = val == "1" || val == "true" || val == ""
 		default:

@@ -92,15 +92,22 @@ func runInit() {
 	if err != nil {
 		c.fatal("read the module list", err)
 	}
-	n, err := loadModules(&modLoader{
-		idx:      idx,
-		params:   cfg.modParams,
-		loadFile: loadModule,
-		workers:  runtime.NumCPU(),
-		report: func(name string, d time.Duration) {
-			c.debugf("loaded %s in %dms", name, d.Milliseconds())
-		},
-	}, "/sys", cfg)
+	loader := func(cfg config) *modLoader {
+		l := &modLoader{
+			idx:      idx,
+			params:   cfg.modParams,
+			loadFile: loadModule,
+			workers:  runtime.NumCPU(),
+			report: func(name string, d time.Duration) {
+				c.debugf("loaded %s in %dms", name, d.Milliseconds())
+			},
+		}
+		if cfg.template {
+			l.skip = templateDrivers
+		}
+		return l
+	}
+	n, err := loadModules(loader(cfg), "/sys", cfg)
 	if err != nil {
 		c.fatal("load kernel modules", err)
 	}
@@ -108,6 +115,23 @@ func runInit() {
 	// The console's driver is loaded by now; its device opens while the
 	// root is assembled.
 	consoleFile := c.attachWhenReady(cfg.console, consoleWait)
+
+	var machineID string
+	if cfg.template {
+		cfg, machineID, err = awaitSession(c, cfg)
+		if err != nil {
+			c.fatal("template wait point", err)
+		}
+		c.debug = cfg.debug
+		start = time.Now()
+		l := loader(cfg)
+		l.loaded = moduleLoaded
+		n, err := loadModules(l, "/sys", cfg)
+		if err != nil {
+			c.fatal("load kernel modules after the go-ahead", err)
+		}
+		c.mark("modules loaded after the go-ahead (%d in %dms)", n, time.Since(start).Milliseconds())
+	}
 
 	if cfg.capture != "" {
 		rep, err := runCapture(c, cfg)
@@ -136,6 +160,11 @@ func runInit() {
 			c.fatal("Sandbar's own tools", err)
 		}
 		c.mark("the root is an image's; Sandbar's own tools at %s", toolsRoot)
+	}
+	if machineID != "" && cfg.root != "" {
+		if err := writeMachineID(machineID); err != nil {
+			c.fatal("machine-id", err)
+		}
 	}
 	if err := setHostname("sandbar", "/etc/hosts"); err != nil {
 		c.fatal("set hostname", err)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -177,6 +178,11 @@ type modLoader struct {
 	// report, if not nil, hears of each module loaded and how long it
 	// took; with several workers, from several goroutines.
 	report func(name string, d time.Duration)
+	// loaded, if not nil, says a module is loaded already (a second
+	// pass, after a template's go-ahead).
+	loaded func(name string) bool
+	// skip names drivers not to load now (templateDrivers).
+	skip map[string]bool
 	// workers is how many modules may load at once; below 2, modules
 	// load one at a time, in the index's order.
 	workers int
@@ -238,6 +244,9 @@ func (l *modLoader) start(name string) *modLoad {
 // loadNow loads one module. A module already loaded (by the kernel, say)
 // is fine.
 func (l *modLoader) loadNow(name string) error {
+	if l.loaded != nil && l.loaded(name) {
+		return nil
+	}
 	file, ok := l.idx.path[name]
 	if !ok {
 		return fmt.Errorf("load module %s: not in the initramfs", name)
@@ -345,12 +354,19 @@ func loadNeeded(l *modLoader, sysRoot string, cfg config) error {
 		return err
 	}
 	drivers := idx.match(deviceAliases(bus("virtio")))
+	drivers = slices.DeleteFunc(drivers, func(n string) bool { return l.skip[n] })
 	return l.loadAll(append(drivers, filesystems...))
 }
 
 // moduleName is the kernel's name for a module file.
 func moduleName(p string) string {
 	return strings.ReplaceAll(strings.TrimSuffix(path.Base(p), ".ko"), "-", "_")
+}
+
+// moduleLoaded says whether a loadable module is in the kernel.
+func moduleLoaded(name string) bool {
+	_, err := os.Stat(filepath.Join("/sys/module", name, "initstate"))
+	return err == nil
 }
 
 func loadModule(p, params string) error {

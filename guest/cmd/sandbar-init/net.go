@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -66,6 +67,14 @@ func setupNetwork(c *console, n netConfig, loopback <-chan error, sysNet string)
 	ifname, err := findEthernet(sysNet)
 	if err != nil {
 		return err
+	}
+	if len(n.mac) == 6 {
+		// A VM started from a template: its device still has the
+		// template's address, and the host's network drops frames from
+		// any but the VM's own.
+		if err := setMAC(ifname, n.mac); err != nil {
+			return fmt.Errorf("set the address of %s to %s: %w", ifname, n.mac, err)
+		}
 	}
 	if n.mtu > 0 {
 		// Before the link is up, so no packet leaves at the old size.
@@ -163,6 +172,28 @@ func setMTU(name string, mtu int) error {
 	}
 	ifr.SetUint32(uint32(mtu))
 	return unix.IoctlIfreq(fd, unix.SIOCSIFMTU, ifr)
+}
+
+// setMAC sets an interface's Ethernet address (SIOCSIFHWADDR); the
+// virtio-net driver passes it on to the device.
+func setMAC(name string, mac []byte) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	// struct ifreq: the name, then struct sockaddr (family, 14 bytes).
+	var ifr [40]byte
+	if len(name) >= unix.IFNAMSIZ {
+		return fmt.Errorf("interface name %q is too long", name)
+	}
+	copy(ifr[:], name)
+	binary.NativeEndian.PutUint16(ifr[unix.IFNAMSIZ:], unix.ARPHRD_ETHER)
+	copy(ifr[unix.IFNAMSIZ+2:], mac)
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCSIFHWADDR, uintptr(unsafe.Pointer(&ifr[0]))); e != 0 {
+		return e
+	}
+	return nil
 }
 
 func mtuText(mtu int) string {

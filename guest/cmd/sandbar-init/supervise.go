@@ -43,7 +43,7 @@ func supervise() int {
 	// PID 1 has checked the command line already; read here, it can
 	// only fail as /proc fails.
 	cfg := config{channel: supervisor.ChannelAuto}
-	if raw, err := os.ReadFile("/proc/cmdline"); err != nil {
+	if raw, err := readCmdline(); err != nil {
 		log.Warn("cannot read the kernel command line", "err", err)
 	} else if cfg, err = parseCmdline(string(raw)); err != nil {
 		log.Warn("kernel command line", "err", err)
