@@ -133,7 +133,7 @@ func (h *Hypervisor) SaveTemplate(ctx context.Context, spec vm.Spec, dir string)
 	}
 	defer func() {
 		m.Kill()
-		<-m.done
+		<-m.exit.Done()
 	}()
 	waited := make(chan error, 1)
 	go func() { waited <- awaitLine(m.Conn(), vm.TemplateWaiting) }()
@@ -141,7 +141,7 @@ func (h *Hypervisor) SaveTemplate(ctx context.Context, spec vm.Spec, dir string)
 	case err = <-waited:
 	case <-ctx.Done():
 		err = ctx.Err()
-	case <-m.done:
+	case <-m.exit.Done():
 		err = errors.New("the VM ended")
 	}
 	if err != nil {
@@ -280,7 +280,7 @@ func (h *Hypervisor) BootFromTemplate(ctx context.Context, spec vm.Spec, dir str
 	}
 	if err != nil {
 		m.Kill()
-		<-m.done
+		<-m.exit.Done()
 		return nil, fmt.Errorf("hand the go-ahead to the guest: %w", err)
 	}
 	return m, nil
