@@ -2,7 +2,9 @@ package supervisor
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -219,11 +221,7 @@ func looksBinary(b []byte) bool {
 // the regular files that the agent's descendants have as stdout or
 // stderr, and the tasks/*.output files the agent holds open.
 func toolHolders(root string, agent int) map[fileKey]holder {
-	procs := readProcs(root)
-	kids := map[int][]int{}
-	for pid, p := range procs {
-		kids[p.ppid] = append(kids[p.ppid], pid)
-	}
+	procs, kids := agentTree(root, agent)
 	held := map[fileKey]holder{}
 	add := func(pid int, fd string, want func(target string) bool) {
 		path := filepath.Join(root, strconv.Itoa(pid), "fd", fd)
@@ -272,6 +270,82 @@ func taskOutput(path string) bool {
 	return strings.HasSuffix(path, ".output") && filepath.Base(filepath.Dir(path)) == "tasks"
 }
 
+// maxTreeProcs bounds the processes of the agent's tree read at a poll.
+const maxTreeProcs = 4096
+
+// agentTree reads the agent's process and its descendants: each one's
+// start time, and its children. It reads only their own /proc entries
+// (each thread's task/TID/children): reading every process's stat ten
+// times a second, kernel threads and all, kept a waiting session's
+// supervisor at 40% of a core under emulation. A kernel without the
+// children files (CONFIG_PROC_CHILDREN) has every process read instead.
+func agentTree(root string, agent int) (map[int]procInfo, map[int][]int) {
+	self, err := readProc(root, agent)
+	if err != nil {
+		return nil, nil
+	}
+	procs, kids := map[int]procInfo{agent: self}, map[int][]int{}
+	queue := []int{agent}
+	for len(queue) > 0 && len(procs) < maxTreeProcs {
+		pid := queue[0]
+		queue = queue[1:]
+		children, ok := readChildren(root, pid)
+		if !ok && pid == agent {
+			return allProcs(root)
+		}
+		for _, c := range children {
+			if _, seen := procs[c]; seen || len(procs) >= maxTreeProcs {
+				continue
+			}
+			info, err := readProc(root, c)
+			if err != nil || info.ppid != pid {
+				continue // gone, or another process's now
+			}
+			procs[c] = info
+			kids[pid] = append(kids[pid], c)
+			queue = append(queue, c)
+		}
+	}
+	return procs, kids
+}
+
+// readChildren lists pid's children from each of its threads' children
+// file; ok is false when the kernel has no such files.
+func readChildren(root string, pid int) (children []int, ok bool) {
+	tasks, err := os.ReadDir(filepath.Join(root, strconv.Itoa(pid), "task"))
+	if err != nil {
+		return nil, true // gone meanwhile
+	}
+	for i, t := range tasks {
+		if i >= 1024 {
+			break
+		}
+		b, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "task", t.Name(), "children"))
+		if errors.Is(err, fs.ErrNotExist) {
+			if _, serr := os.Stat(filepath.Join(root, strconv.Itoa(pid), "task", t.Name())); serr == nil {
+				return nil, false // the thread is there, its children file is not
+			}
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil && c > 0 {
+				children = append(children, c)
+			}
+		}
+	}
+	return children, true
+}
+
+// allProcs is agentTree read from every process's stat.
+func allProcs(root string) (map[int]procInfo, map[int][]int) {
+	procs := readProcs(root)
+	kids := map[int][]int{}
+	for pid, p := range procs {
+		kids[p.ppid] = append(kids[p.ppid], pid)
+	}
+	return procs, kids
+}
+
 type procInfo struct {
 	ppid  int
 	start float64 // seconds after boot
@@ -290,25 +364,32 @@ func readProcs(root string) map[int]procInfo {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(root, e.Name(), "stat"))
-		if err != nil {
-			continue
+		if info, err := readProc(root, pid); err == nil {
+			procs[pid] = info
 		}
-		// The command's name, in parentheses, may hold anything: the
-		// fields start after its last ')'.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 20 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		ticks, _ := strconv.ParseUint(f[19], 10, 64)
-		procs[pid] = procInfo{ppid: ppid, start: float64(ticks) / clockTicks}
 	}
 	return procs
+}
+
+// readProc reads one process's parent and start time from its stat.
+func readProc(root string, pid int) (procInfo, error) {
+	b, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return procInfo{}, err
+	}
+	// The command's name, in parentheses, may hold anything: the fields
+	// start after its last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procInfo{}, errors.New("stat without a command name")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return procInfo{}, errors.New("stat too short")
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	ticks, _ := strconv.ParseUint(f[19], 10, 64)
+	return procInfo{ppid: ppid, start: float64(ticks) / clockTicks}, nil
 }
 
 // uptime is the seconds since boot (/proc/uptime), 0 if unknown.
