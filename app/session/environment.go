@@ -84,22 +84,32 @@ func keepEnvironment(path string, rec *envRecord) error {
 // runs in Sandbar's own environment. Its features are installed already:
 // the set has their environment and no stages.
 func keptEnvironment(path string) (*devcontainer.Config, *featureSet, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("read the session's environment: %w", err)
-	}
-	var rec envRecord
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return nil, nil, fmt.Errorf("read the session's environment %s: %w", path, err)
+	rec, err := readEnvRecord(path)
+	if rec == nil || err != nil {
+		return nil, nil, err
 	}
 	cfg, err := devcontainer.Parse(rec.File, rec.Data)
 	if err != nil {
 		return nil, nil, err
 	}
 	return cfg, rec.Features, nil
+}
+
+// readEnvRecord reads what keepEnvironment wrote, unparsed: nil when the
+// session runs in Sandbar's own environment.
+func readEnvRecord(path string) (*envRecord, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the session's environment: %w", err)
+	}
+	var rec envRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("read the session's environment %s: %w", path, err)
+	}
+	return &rec, nil
 }
 
 // guestDefaults is what ${containerEnv:NAME} finds for a name the file
