@@ -1,7 +1,9 @@
 package session
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -26,12 +28,20 @@ func withBuildInputs(ctx context.Context, root string, s workspace.RepoSettings)
 	if cfg == nil || cfg.Build == nil || cfg.Image != "" {
 		return s
 	}
+	s.Files = append(s.Files, s.BuildInputs(ctx, root, cfg.Build.Dockerfile, cfg.Build.Context, buildSources(cfg.Build))...)
+	slices.SortFunc(s.Files, func(a, b workspace.SettingsFile) int { return strings.Compare(a.Path, b.Path) })
+	return s
+}
+
+// buildSources says which paths of the build context a Dockerfile's text
+// reads (dockerbuild.Dockerfile.ContextSources).
+func buildSources(b *devcontainer.Build) func([]byte) []string {
 	args := map[string]string{}
-	for _, a := range cfg.Build.Args {
+	for _, a := range b.Args {
 		args[a.Name] = a.Value
 	}
-	sources := func(data []byte) []string {
-		df, err := dockerbuild.Parse(cfg.Build.Dockerfile, data, args, cfg.Build.Target)
+	return func(data []byte) []string {
+		df, err := dockerbuild.Parse(b.Dockerfile, data, args, b.Target)
 		if err != nil {
 			// Unreadable here means unbuildable there; all the same,
 			// a wider trust costs a question, a narrower one a hole.
@@ -39,9 +49,47 @@ func withBuildInputs(ctx context.Context, root string, s workspace.RepoSettings)
 		}
 		return df.ContextSources
 	}
-	s.Files = append(s.Files, s.BuildInputs(ctx, root, cfg.Build.Dockerfile, cfg.Build.Context, sources)...)
-	slices.SortFunc(s.Files, func(a, b workspace.SettingsFile) int { return strings.Compare(a.Path, b.Path) })
-	return s
+}
+
+// trustedBuild is what the person trusted of a Dockerfile build's inputs
+// (withBuildInputs), kept in a session's envRecord: the session's build
+// reads its Dockerfile and context from the session's commit, which may
+// not be the working tree's (--base, or edits not committed), and builds
+// only when they are the ones trusted.
+type trustedBuild struct {
+	Dockerfile []byte `json:"dockerfile"`
+	Listing    string `json:"listing"`
+}
+
+// trustedBuildOf is the trusted build inputs of p for b.
+func trustedBuildOf(p RepoProposal, b *devcontainer.Build) *trustedBuild {
+	tb := &trustedBuild{}
+	if f, ok := p.File(b.Dockerfile); ok && f.Problem == "" {
+		tb.Dockerfile = f.Data
+	}
+	for _, f := range p.Files {
+		if strings.HasPrefix(f.Path, workspace.BuildContextLabel) && f.Problem == "" {
+			tb.Listing = string(f.Data)
+		}
+	}
+	return tb
+}
+
+// checkTrustedBuild says why the Dockerfile and context at commit are
+// not the ones trusted (tb), or nil when they are. mr is locked.
+func checkTrustedBuild(ctx context.Context, mr *workspace.Mirror, commit string, b *devcontainer.Build, dockerfile []byte, tb *trustedBuild) error {
+	again := fmt.Sprintf("a session builds only what you trusted: check out %s and review it (`sandbar project trust`)", short(commit))
+	if tb == nil || !bytes.Equal(tb.Dockerfile, dockerfile) {
+		return fmt.Errorf("%s at %s is not the one you trusted; %s", b.Dockerfile, short(commit), again)
+	}
+	listing, err := mr.BuildContextListing(ctx, commit, b.Context, buildSources(b)(dockerfile))
+	if err != nil {
+		return err
+	}
+	if listing != tb.Listing {
+		return fmt.Errorf("the files %s copies from its build context at %s are not the ones you trusted; %s", b.Dockerfile, short(commit), again)
+	}
+	return nil
 }
 
 // environmentConfig is the devcontainer.json of the environment kind's

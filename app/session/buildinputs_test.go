@@ -86,6 +86,58 @@ func TestRepoTrustCoversDockerBuild(t *testing.T) {
 	}
 	trust()
 
+	// A build checks its commit's Dockerfile and context against what was
+	// trusted: the same pass; a commit the person did not review (a
+	// session's --base, say) is refused, naming what differs.
+	proj, err := f.m.findProject(ctx, f.repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.m.RepoTrust(ctx, f.repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, cfg, err := repoEnvironment(r)
+	if err != nil || rec == nil || rec.Build == nil {
+		t.Fatalf("the trusted environment keeps no build inputs: %v", err)
+	}
+	check := func() error {
+		t.Helper()
+		repo, err := workspace.Resolve(ctx, f.repo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mr, unlock, err := f.m.mirror(ctx, proj.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unlock()
+		commit, err := mr.Fetch(ctx, repo, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		df, err := mr.ObjectAt(ctx, commit, cfg.Build.Dockerfile, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return checkTrustedBuild(ctx, mr, commit, cfg.Build, df.Data, rec.Build)
+	}
+	if err := check(); err != nil {
+		t.Fatalf("the trusted commit's build: %v", err)
+	}
+	head := strings.TrimSpace(git(t, f.repo, "rev-parse", "HEAD"))
+	write("setup.sh", "echo not reviewed\n")
+	commit("not reviewed")
+	if err := check(); err == nil || !strings.Contains(err.Error(), "build context") || !strings.Contains(err.Error(), "not the ones you trusted") {
+		t.Errorf("a commit with another context script: %v", err)
+	}
+	write("Dockerfile", "FROM debian:12\nRUN echo not reviewed\n")
+	commit("not reviewed either")
+	if err := check(); err == nil || !strings.Contains(err.Error(), "Dockerfile at ") {
+		t.Errorf("a commit with another Dockerfile: %v", err)
+	}
+	git(t, f.repo, "reset", "-q", "--hard", head)
+
 	write("other.txt", "changed, and no build reads it\n")
 	commit("other")
 	if p := env(); p.State != TrustTrusted {
@@ -125,7 +177,7 @@ func TestRepoTrustCoversDockerBuild(t *testing.T) {
 	// A Dockerfile outside the repository is refused, naming the field.
 	write(".devcontainer/devcontainer.json", `{"build": {"dockerfile": "../../Dockerfile"}}`)
 	trust()
-	r, err := f.m.RepoTrust(ctx, f.repo)
+	r, err = f.m.RepoTrust(ctx, f.repo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,9 @@ type envRecord struct {
 	// (see features.go): a restart has their environment without
 	// fetching again.
 	Features *featureSet `json:"features,omitempty"`
+	// Build is what the person trusted of the file's Dockerfile build,
+	// checked against what the session's commit holds before it builds.
+	Build *trustedBuild `json:"build,omitempty"`
 }
 
 // repoEnvironment is the trusted devcontainer.json of a review: nil when
@@ -63,7 +66,11 @@ func repoEnvironment(review RepoReview) (*envRecord, *devcontainer.Config, error
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w\n(fix the file, or start in Sandbar's own environment: --env default)", err)
 		}
-		return &envRecord{File: name, Data: f.Data}, cfg, nil
+		rec := &envRecord{File: name, Data: f.Data}
+		if cfg.Build != nil && cfg.Image == "" {
+			rec.Build = trustedBuildOf(p, cfg.Build)
+		}
+		return rec, cfg, nil
 	}
 	return nil, nil, nil
 }

@@ -73,7 +73,7 @@ func (s RepoSettings) BuildInputs(ctx context.Context, root, dockerfile, context
 	}
 	contextDir = path.Clean(contextDir)
 	label := fmt.Sprintf("%s %s at HEAD)", BuildContextLabel, contextDir)
-	listing, shown, err := contextListing(ctx, root, contextDir, sources(df.Data))
+	listing, shown, err := contextListing(ctx, root, "HEAD", contextDir, sources(df.Data))
 	if err != nil {
 		return append(out, SettingsFile{Path: label, Problem: err.Error()})
 	}
@@ -99,11 +99,23 @@ type contextEntry struct {
 	size                int64
 }
 
-// contextListing lists, one per line, the git ids at HEAD of the
-// sources in the context folder, and the small files among them to
-// show whole.
-func contextListing(ctx context.Context, root, contextDir string, sources []string) (string, []contextEntry, error) {
-	head, err := git(ctx, root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+// BuildContextListing is what BuildInputs lists of the build context,
+// at commit in Sandbar's repository of the project: a build checks that
+// the context it copies from its commit is the one the person trusted.
+func (m *Mirror) BuildContextListing(ctx context.Context, commit, contextDir string, sources []string) (string, error) {
+	if strings.HasPrefix(commit, "-") || commit == "" {
+		return "", fmt.Errorf("list the build context at %q: not a commit", commit)
+	}
+	listing, _, err := contextListing(ctx, m.Dir, commit, path.Clean(contextDir), sources)
+	return listing, err
+}
+
+// contextListing lists, one per line, the git ids at rev (in the
+// repository at dir) of the sources in the context folder, and the
+// small files among them to show whole.
+func contextListing(ctx context.Context, dir, rev, contextDir string, sources []string) (string, []contextEntry, error) {
+	root := dir
+	head, err := git(ctx, root, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
 	head = strings.TrimSpace(head)
 	if err != nil || head == "" {
 		return "no commit yet: a build copies nothing from it\n", nil, nil
