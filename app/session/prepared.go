@@ -192,8 +192,13 @@ func (job prepJob) origin() json.RawMessage {
 		return nil
 	}
 	rec := *job.rec
+	feats := rec.Features
 	if job.feats != nil {
-		rec.Features = &featureSet{Env: job.feats.Env, Names: job.feats.Names}
+		feats = job.feats
+	}
+	if feats != nil {
+		// Their install stages (the features' files) ran there.
+		rec.Features = &featureSet{Env: feats.Env, Names: feats.Names}
 	}
 	b, err := json.Marshal(prepOrigin{Env: &rec, Root: job.root, ImageID: job.imageID})
 	if err != nil {
