@@ -197,7 +197,7 @@ func TestAttackDockerBuildTrust(t *testing.T) {
 
 	// The next session is not built from the changed files.
 	id := w.startID("--repo", w.repo, "--agent", "true", "--memory", "1024")
-	w.waitState(id, "exited")
+	w.waitState(id, "stopped") // the agent finished
 	logs, _, _ := w.run("", "logs", id)
 	if !strings.Contains(logs, "This repository's .devcontainer changed since you trusted it, so it was not used") {
 		t.Errorf("the session's log does not say the environment was left out:\n%s", logs)
