@@ -198,8 +198,14 @@ func TestAttackDockerBuildTrust(t *testing.T) {
 	// The next session is not built from the changed files.
 	id := w.startID("--repo", w.repo, "--agent", "true", "--memory", "1024")
 	w.waitState(id, "stopped") // the agent finished
-	logs, _, _ := w.run("", "logs", id)
-	if !strings.Contains(logs, "This repository's .devcontainer changed since you trusted it, so it was not used") {
+	var logs string
+	left := "This repository's .devcontainer changed since you trusted it, so it was not used"
+	waitUntil(time.Minute, 300*time.Millisecond, func() bool {
+		out, errOut, _ := w.run("", "logs", id)
+		logs = out + errOut
+		return strings.Contains(logs, left)
+	})
+	if !strings.Contains(logs, left) {
 		t.Errorf("the session's log does not say the environment was left out:\n%s", logs)
 	}
 	if strings.Contains(logs, "build: ") || strings.Contains(logs, "built in a VM") {
