@@ -138,3 +138,77 @@ true`, allowed.port, wide.port)
 	waitLogged(third, "copied 1 ignored files listed in .sandbarinclude/.worktreeinclude (trusted)")
 	h.ok("stop", third)
 }
+
+// TestAttackDockerBuildTrust: a project's trusted devcontainer.json
+// builds its image from ../Dockerfile, whose RUN runs a script COPY
+// takes from the build context. A change to either (committed on the
+// agent's branch and merged by the person) makes the environment
+// untrusted again: `sandbar project trust` shows the change, and the
+// next session is not built from it (it starts in Sandbar's own image,
+// its log saying why). One short session: nothing is built.
+//
+// Before trust covered the build's inputs, both changes kept the old
+// trust, and the next session built and ran the agent's code.
+func TestAttackDockerBuildTrust(t *testing.T) {
+	w := newWorld(t)
+	write := func(rel, content string) {
+		t.Helper()
+		p := filepath.Join(w.repo, filepath.FromSlash(rel))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(".devcontainer/devcontainer.json", `{"build": {"dockerfile": "../Dockerfile", "context": ".."}}`)
+	write("Dockerfile", "FROM debian:12\nCOPY setup.sh /tmp/\nRUN sh /tmp/setup.sh\n")
+	write("setup.sh", "echo setting up\n")
+	w.git("add", "-A")
+	w.git("commit", "-qm", "the environment")
+	w.ok("project", "add", w.repo)
+	if out := w.ok("project", "trust", "--yes", w.repo); !strings.Contains(out, "trusted .devcontainer") {
+		t.Fatalf("project trust --yes: %s", out)
+	}
+
+	// The agent's branch changes the Dockerfile outside .devcontainer and
+	// the script its RUN step runs; the person merges it.
+	w.git("checkout", "-qb", "agent")
+	write("Dockerfile", "FROM debian:12\nCOPY setup.sh /tmp/\nRUN sh /tmp/setup.sh && touch /agent-was-here\n")
+	write("setup.sh", "echo setting up\necho the agent steers every session\n")
+	w.git("commit", "-qam", "tidy the build")
+	w.git("checkout", "-q", "main")
+	w.git("merge", "-q", "--ff-only", "agent")
+
+	out, errOut, code := w.run("", "project", "trust", w.repo)
+	if code == 0 || !strings.Contains(errOut, "--yes") {
+		t.Errorf("project trust without --yes after the change: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		".devcontainer (the environment its sessions run in, and what its image is built from): changed since you trusted it, so not used",
+		"--- Dockerfile", "+RUN sh /tmp/setup.sh && touch /agent-was-here",
+		"--- setup.sh", "+echo the agent steers every session",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the review lacks %q:\n%s", want, out)
+		}
+	}
+	if out := w.ok("env", w.repo); !strings.Contains(out, "Sandbar's own image: the repository's .devcontainer/devcontainer.json is changed since you trusted it") {
+		t.Errorf("sandbar env after the change:\n%s", out)
+	}
+
+	// The next session is not built from the changed files.
+	id := w.startID("--repo", w.repo, "--agent", "true", "--memory", "1024")
+	w.waitState(id, "stopped") // the agent finished
+	var logs string
+	left := "This repository's .devcontainer changed since you trusted it, so it was not used"
+	waitUntil(time.Minute, 300*time.Millisecond, func() bool {
+		out, errOut, _ := w.run("", "logs", id)
+		logs = out + errOut
+		return strings.Contains(logs, left)
+	})
+	if !strings.Contains(logs, left) {
+		t.Errorf("the session's log does not say the environment was left out:\n%s", logs)
+	}
+	if strings.Contains(logs, "build: ") || strings.Contains(logs, "built in a VM") {
+		t.Errorf("the session built the untrusted Dockerfile:\n%s", logs)
+	}
+}

@@ -52,7 +52,7 @@ func TestProjectTrust(t *testing.T) {
 		"    +allow a.example\n",
 		"refused as a whole, even if trusted: line 2: `allow 0.0.0.0/0:*`: a repository's network file may not use a `*` port; put wider rules in your own settings: sandbar net rules --project",
 		".sandbarinclude (which of your ignored files (.env, keys) go into its sessions' VMs): not trusted yet",
-		".devcontainer (the environment its sessions run in): not trusted yet",
+		".devcontainer (the environment its sessions run in, and what its image is built from): not trusted yet",
 		`\x1b]0;pwned\x07\x1b[2J\u202eevil`,
 	} {
 		if !strings.Contains(out, want) {

@@ -46,6 +46,17 @@ func (r *run) buildImage(ctx context.Context) error {
 		unlock()
 		return fail(fmt.Errorf("no Dockerfile: %w: check build.dockerfile in %s (it is relative to the file's folder)", err, r.envFile))
 	}
+	rec, err := readEnvRecord(r.dir.Environment())
+	if err == nil && rec == nil {
+		err = fmt.Errorf("the session keeps no copy of %s", r.envFile)
+	}
+	if err == nil {
+		err = checkTrustedBuild(ctx, mr, commit, cfg.Build, dfObj.Data, rec.Build)
+	}
+	if err != nil {
+		unlock()
+		return fail(err)
+	}
 	ctxObj, err := mr.ObjectAt(ctx, commit, cfg.Build.Context, 0)
 	unlock()
 	if err == nil && ctxObj.Type != "tree" {

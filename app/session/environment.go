@@ -43,6 +43,9 @@ type envRecord struct {
 	// (see features.go): a restart has their environment without
 	// fetching again.
 	Features *featureSet `json:"features,omitempty"`
+	// Build is what the person trusted of the file's Dockerfile build,
+	// checked against what the session's commit holds before it builds.
+	Build *trustedBuild `json:"build,omitempty"`
 }
 
 // repoEnvironment is the trusted devcontainer.json of a review: nil when
@@ -63,7 +66,11 @@ func repoEnvironment(review RepoReview) (*envRecord, *devcontainer.Config, error
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w\n(fix the file, or start in Sandbar's own environment: --env default)", err)
 		}
-		return &envRecord{File: name, Data: f.Data}, cfg, nil
+		rec := &envRecord{File: name, Data: f.Data}
+		if cfg.Build != nil && cfg.Image == "" {
+			rec.Build = trustedBuildOf(p, cfg.Build)
+		}
+		return rec, cfg, nil
 	}
 	return nil, nil, nil
 }
@@ -84,22 +91,32 @@ func keepEnvironment(path string, rec *envRecord) error {
 // runs in Sandbar's own environment. Its features are installed already:
 // the set has their environment and no stages.
 func keptEnvironment(path string) (*devcontainer.Config, *featureSet, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("read the session's environment: %w", err)
-	}
-	var rec envRecord
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return nil, nil, fmt.Errorf("read the session's environment %s: %w", path, err)
+	rec, err := readEnvRecord(path)
+	if rec == nil || err != nil {
+		return nil, nil, err
 	}
 	cfg, err := devcontainer.Parse(rec.File, rec.Data)
 	if err != nil {
 		return nil, nil, err
 	}
 	return cfg, rec.Features, nil
+}
+
+// readEnvRecord reads what keepEnvironment wrote, unparsed: nil when the
+// session runs in Sandbar's own environment.
+func readEnvRecord(path string) (*envRecord, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the session's environment: %w", err)
+	}
+	var rec envRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("read the session's environment %s: %w", path, err)
+	}
+	return &rec, nil
 }
 
 // guestDefaults is what ${containerEnv:NAME} finds for a name the file

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,7 +39,7 @@ func (m *Manager) PrepareEnvironment(ctx context.Context, projectRef string, reb
 		return PreparedView{}, err
 	}
 	if !rebuild && m.findPreparation(proj.ID, job.key) == nil {
-		if c := chooseEnv(all, job.key, job.baseKey, job.commit, false, nil); c.Serve != nil && c.Serve.Key == job.key {
+		if c := chooseEnv(all, job.key, job.baseKey, job.commit, false, nil, nil); c.Serve != nil && c.Serve.Key == job.key {
 			return m.preparedView(proj)
 		}
 	}
@@ -69,7 +70,7 @@ func (m *Manager) jobFor(ctx context.Context, proj store.Project) (prepJob, erro
 	if err != nil {
 		return prepJob{}, fmt.Errorf("project %s: %w", proj.Name, err)
 	}
-	_, cfg, err := repoEnvironment(review)
+	rec, cfg, err := repoEnvironment(review)
 	switch {
 	case err != nil:
 		return prepJob{}, fmt.Errorf("project %s: %w: %w", proj.Name, err, ErrBadOptions)
@@ -93,7 +94,7 @@ func (m *Manager) jobFor(ctx context.Context, proj store.Project) (prepJob, erro
 	if err != nil {
 		return prepJob{}, err
 	}
-	job := prepJob{project: proj, cfg: cfg, feats: feats, repoRules: review.NetworkRules()}
+	job := prepJob{project: proj, cfg: cfg, rec: rec, feats: feats, repoRules: review.NetworkRules()}
 	if cfg.Image != "" {
 		img, err := (&ociimage.Store{Dir: m.cfg.Paths.EnvImages()}).Pull(ctx, cfg.Image, ociimage.PullOptions{Proxy: m.cfg.Proxy.HTTPProxy})
 		if errors.Is(err, ociimage.ErrUnreachable) {
@@ -195,7 +196,11 @@ func (r *run) usePrepared(ctx context.Context) error {
 		return err
 	}
 	repoRules, _ := os.ReadFile(r.dir.NetworkRepo())
-	job := prepJob{project: proj, cfg: cfg, feats: r.envFeatSet, root: root, imageID: imageID, commit: commit, base: base,
+	rec, err := readEnvRecord(r.dir.Environment())
+	if err != nil {
+		return err
+	}
+	job := prepJob{project: proj, cfg: cfg, rec: rec, feats: r.envFeatSet, root: root, imageID: imageID, commit: commit, base: base,
 		repoRules: repoRules, env: r.stepEnv, cpus: r.s.Limits.CPUs, memMiB: r.s.Limits.MemoryMiB}
 	job.key, job.baseKey = envKeys(cfg, imageID, commit)
 	st := r.m.preparedStore()
@@ -211,7 +216,18 @@ func (r *run) usePrepared(ctx context.Context) error {
 		ok, err := mr.IsAncestor(ctx, envCommit, commit)
 		return err == nil && ok
 	}
-	c := chooseEnv(all, job.key, job.baseKey, commit, r.m.findPreparation(proj.ID, job.key) != nil, inHistory)
+	ownImage, err := r.m.imageID(ctx, nil)
+	if err != nil {
+		return err
+	}
+	previousOK := func(e *prepared.Env) bool {
+		_, _, err := readOrigin(e, ownImage)
+		if err != nil {
+			r.log.Info("a previous prepared environment cannot serve", "key", shortKey(e.Key), "err", err)
+		}
+		return err == nil
+	}
+	c := chooseEnv(all, job.key, job.baseKey, commit, r.m.findPreparation(proj.ID, job.key) != nil, inHistory, previousOK)
 	unlock()
 	if c.Fail != "" {
 		return errors.New(c.Fail)
@@ -237,10 +253,23 @@ func (r *run) usePrepared(ctx context.Context) error {
 	if serve == nil { // stopped while waiting
 		return nil
 	}
+	if c.Previous {
+		changed := cfg.File
+		if err := r.usePrevious(serve, ownImage); err != nil {
+			return err
+		}
+		cfg = r.envCfg
+		why := "is being rebuilt"
+		if c.Warning != "" {
+			why = "could not be rebuilt (see the warning above)"
+		}
+		r.systemLine(fmt.Sprintf("environment: the environment %s for the change in %s; this session uses the previous one from %s (made on %s from the file as it was then)",
+			why, changed, serve.Made.Local().Format("2006-01-02 15:04"), short(serve.Commit)))
+	}
 	update := c.Update && serve.Commit != commit
 	r.setupSteps = sessionOnPrepared(cfg, r.stepEnv, update)
-	rec := preparedRecord{Path: serve.Path, Key: serve.Key, Commit: serve.Commit, Made: serve.Made}
-	if err := writeJSONFile(r.dir.PreparedEnv(), rec); err != nil {
+	pr := preparedRecord{Path: serve.Path, Key: serve.Key, Commit: serve.Commit, Made: serve.Made}
+	if err := writeJSONFile(r.dir.PreparedEnv(), pr); err != nil {
 		return err
 	}
 	_ = st.Touch(serve.Project, serve.Key)
@@ -256,6 +285,32 @@ func (r *run) usePrepared(ctx context.Context) error {
 	}
 	r.systemLine(fmt.Sprintf("environment: prepared environment %s, made %s on %s (features and creation commands ran there); this session runs %s",
 		shortKey(serve.Key), serve.Made.Local().Format("2006-01-02 15:04"), short(serve.Commit), ran))
+	return nil
+}
+
+// usePrevious makes the run boot on e, an environment made from other
+// inputs, as it was made (prepOrigin): its file's agent environment,
+// users and commands, its features' environment and its image; and
+// keeps them in the session's folder, so a restart is the same machine.
+func (r *run) usePrevious(e *prepared.Env, ownImage string) error {
+	o, cfg, err := readOrigin(e, ownImage)
+	if err != nil {
+		return err
+	}
+	if o.Root != nil {
+		if err := writeRootImage(r.dir.RootImage(), o.Root); err != nil {
+			return err
+		}
+	} else if err := os.Remove(r.dir.RootImage()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := keepEnvironment(r.dir.Environment(), o.Env); err != nil {
+		return err
+	}
+	// useEnvironment keeps r.env as Sandbar's own variables: give it
+	// those, not the ones the changed file added to them.
+	r.env = maps.Clone(r.sandbarEnv)
+	r.useEnvironment(cfg, o.Env.Features)
 	return nil
 }
 

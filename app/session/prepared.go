@@ -30,18 +30,26 @@ import (
 //     base key) in the session's commit's history: it serves, the session runs updateContentCommand on its
 //     warm caches, then postStartCommand, and the key's own is prepared
 //     in the background for the next sessions;
+//   - else, the inputs changed (a new devcontainer.json, features,
+//     commands, image): the newest ready environment the project had
+//     before, in the session's commit's history as above, serves while
+//     the new one is prepared in the background, and the session runs
+//     as that environment was made: its file, its features' environment
+//     and its image (prepOrigin), never the old disk under the new file.
+//     Its log says so; sessions started once the new one is ready boot
+//     on it;
 //   - else none ready: the session starts the preparation (or joins the
 //     one running) and waits for it, its reason saying the step. The wait
 //     has no deadline of its own: each step of the preparation has one
 //     (setupTimeout, featureTimeout), the whole preparation is bounded by
 //     prepareTimeout, and a stop ends the wait (the preparation goes on
-//     for the next session). A changed devcontainer.json is new inputs:
-//     the environment of the old file is never served under the new one;
+//     for the next session);
 //   - the key's preparation failed: the newest ready one of the base key
-//     serves, with a warning in the session's log; with none, the session
-//     fails, saying why and how to start in Sandbar's own image. A failed
-//     key is not prepared again by sessions (each would wait for the same
-//     failure): `sandbar env build --rebuild` does.
+//     serves, else the previous inputs' one, with a warning in the
+//     session's log saying why; with none, the session fails, saying why
+//     and how to start in Sandbar's own image. A failed key is not
+//     prepared again by sessions (each would wait for the same failure):
+//     `sandbar env build --rebuild` does.
 //
 // One preparation of a project and key runs at a time: a second request
 // joins the first (preparer).
@@ -74,6 +82,9 @@ type envChoice struct {
 	// Prepare starts (or joins) the key's preparation; Wait waits for it
 	// before the session boots.
 	Prepare, Wait bool
+	// Previous: Serve was made from other inputs (an earlier file), and
+	// the session runs as it was made (prepOrigin).
+	Previous bool
 	// Warning is a line for the session's log: the key's preparation
 	// failed and an older environment serves.
 	Warning string
@@ -92,9 +103,10 @@ type envChoice struct {
 // leaves on the disk outlives updateContentCommand: an environment
 // prepared on a branch the person has not taken in (a session's merged
 // branch, a contributor's) must not become the one every later session
-// of the project boots on.
-func chooseEnv(all []prepared.Env, key, baseKey, commit string, running bool, inHistory func(envCommit string) bool) envChoice {
-	var exact, failed, other *prepared.Env
+// of the project boots on. previousOK says whether an environment of
+// other inputs can serve as it was made (nil: none may).
+func chooseEnv(all []prepared.Env, key, baseKey, commit string, running bool, inHistory func(envCommit string) bool, previousOK func(*prepared.Env) bool) envChoice {
+	var exact, failed, other, previous *prepared.Env
 	for i := range all {
 		e := &all[i]
 		switch {
@@ -105,6 +117,9 @@ func chooseEnv(all []prepared.Env, key, baseKey, commit string, running bool, in
 		case e.BaseKey == baseKey && e.State == prepared.StateReady && other == nil &&
 			inHistory != nil && inHistory(e.Commit):
 			other = e
+		case e.BaseKey != baseKey && e.State == prepared.StateReady && previous == nil &&
+			inHistory != nil && inHistory(e.Commit) && previousOK != nil && previousOK(e):
+			previous = e
 		}
 	}
 	switch {
@@ -112,17 +127,25 @@ func chooseEnv(all []prepared.Env, key, baseKey, commit string, running bool, in
 		return envChoice{Serve: exact}
 	case running && other != nil:
 		return envChoice{Serve: other, Update: true, Prepare: true}
+	case running && previous != nil:
+		return envChoice{Serve: previous, Previous: true, Update: true, Prepare: true}
 	case running:
 		return envChoice{Prepare: true, Wait: true}
 	case failed != nil && other != nil:
 		return envChoice{Serve: other, Update: true, Warning: fmt.Sprintf(
 			"environment: WARNING: preparing the environment on %s failed (%s); this session runs on the one prepared on %s, made %s, and runs updateContentCommand. See `sandbar env logs`, fix the file, then `sandbar env build --rebuild`",
 			short(commit), firstLine(failed.Error), short(other.Commit), other.Made.Local().Format("2006-01-02 15:04"))}
+	case failed != nil && previous != nil:
+		return envChoice{Serve: previous, Previous: true, Update: true, Warning: fmt.Sprintf(
+			"environment: WARNING: preparing the environment for the changed file failed (%s); this session uses the previous one, made %s on %s, as it was made. See `sandbar env logs`, fix the file, then `sandbar env build --rebuild`",
+			firstLine(failed.Error), previous.Made.Local().Format("2006-01-02 15:04"), short(previous.Commit))}
 	case failed != nil:
 		return envChoice{Fail: fmt.Sprintf(
 			"environment: preparing it failed, and no earlier one is ready: %s\n(see `sandbar env logs`; fix the file and run `sandbar env build --rebuild`, or start in Sandbar's own image: --env default)", failed.Error)}
 	case other != nil:
 		return envChoice{Serve: other, Update: true, Prepare: true}
+	case previous != nil:
+		return envChoice{Serve: previous, Previous: true, Update: true, Prepare: true}
 	}
 	return envChoice{Prepare: true, Wait: true}
 }
@@ -131,6 +154,9 @@ func chooseEnv(all []prepared.Env, key, baseKey, commit string, running bool, in
 type prepJob struct {
 	project store.Project
 	cfg     *devcontainer.Config
+	// rec is the file cfg was read from, kept with the environment
+	// (prepOrigin).
+	rec *envRecord
 	// feats is the features fetched, their install stages among them.
 	feats *featureSet
 	// root is the image the environment runs on (nil: Sandbar's own);
@@ -147,6 +173,63 @@ type prepJob struct {
 	env          map[string]string
 	cpus, memMiB int
 	key, baseKey string
+}
+
+// prepOrigin is what a prepared environment keeps of what it was made
+// from (prepared.Env.Origin), so that a session can boot on it as it was
+// made while the environment of a changed file is prepared: the file,
+// the features' environment (not their install stages: they ran there),
+// the image and the image's id in the key.
+type prepOrigin struct {
+	Env     *envRecord `json:"env"`
+	Root    *RootImage `json:"root,omitempty"`
+	ImageID string     `json:"image_id"`
+}
+
+// origin is job's prepOrigin, encoded; nil when the job has no file.
+func (job prepJob) origin() json.RawMessage {
+	if job.rec == nil {
+		return nil
+	}
+	rec := *job.rec
+	feats := rec.Features
+	if job.feats != nil {
+		feats = job.feats
+	}
+	if feats != nil {
+		// Their install stages (the features' files) ran there.
+		rec.Features = &featureSet{Env: feats.Env, Names: feats.Names}
+	}
+	b, err := json.Marshal(prepOrigin{Env: &rec, Root: job.root, ImageID: job.imageID})
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// readOrigin reads e's prepOrigin, checked: its file parses, and its
+// image is still on this machine (a pulled or built one kept by digest;
+// Sandbar's own only while it is the guest image now, imageID).
+func readOrigin(e *prepared.Env, imageID string) (*prepOrigin, *devcontainer.Config, error) {
+	if len(e.Origin) == 0 {
+		return nil, nil, fmt.Errorf("the environment %s keeps no record of the file it was made from (made before Sandbar kept one)", shortKey(e.Key))
+	}
+	var o prepOrigin
+	if err := json.Unmarshal(e.Origin, &o); err != nil || o.Env == nil {
+		return nil, nil, fmt.Errorf("the environment %s: its record of what it was made from does not read", shortKey(e.Key))
+	}
+	cfg, err := devcontainer.Parse(o.Env.File, o.Env.Data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the environment %s: the file it was made from: %w", shortKey(e.Key), err)
+	}
+	if o.Root != nil {
+		if _, err := os.Stat(o.Root.Path); err != nil {
+			return nil, nil, fmt.Errorf("the environment %s: its image %s is no longer on this machine", shortKey(e.Key), o.Root.Name)
+		}
+	} else if o.ImageID != imageID {
+		return nil, nil, fmt.Errorf("the environment %s was made on an earlier Sandbar image", shortKey(e.Key))
+	}
+	return &o, cfg, nil
 }
 
 // preparation is one preparation running in this process.

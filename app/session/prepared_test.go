@@ -23,6 +23,13 @@ func TestChooseEnv(t *testing.T) {
 	ready := func(key, base, commit string) prepared.Env {
 		return prepared.Env{Key: key, BaseKey: base, Commit: commit, State: prepared.StateReady, Made: made, Path: "/envs/" + key}
 	}
+	// kept is an environment that keeps a record of what it was made
+	// from, so it can serve as it was made (prepOrigin).
+	kept := func(key, base, commit string) prepared.Env {
+		e := ready(key, base, commit)
+		e.Origin = []byte(`{}`)
+		return e
+	}
 	failed := func(key, base, commit string) prepared.Env {
 		return prepared.Env{Key: key, BaseKey: base, Commit: commit, State: prepared.StateFailed, Made: made,
 			Error: "the environment's setup failed: postCreateCommand exited 3 after 1s; its output ended with: boom"}
@@ -33,7 +40,7 @@ func TestChooseEnv(t *testing.T) {
 		running bool
 		serve   string // the key served, "" none
 		update, prepare, wait,
-		warn, fail bool
+		previous, warn, fail bool
 	}{
 		{name: "nothing yet: prepare and wait", prepare: true, wait: true},
 		{name: "nothing yet, being prepared: join and wait", running: true, prepare: true, wait: true},
@@ -42,8 +49,20 @@ func TestChooseEnv(t *testing.T) {
 			all: []prepared.Env{ready("k0", "b", "c0")}, serve: "k0", update: true, prepare: true},
 		{name: "another commit's while the key's is being made: it serves, no wait",
 			all: []prepared.Env{ready("k0", "b", "c0")}, running: true, serve: "k0", update: true, prepare: true},
-		{name: "another file's (another base key) never serves",
+		{name: "another file's (another base key) that keeps no record of it never serves",
 			all: []prepared.Env{ready("x0", "other", "c1")}, prepare: true, wait: true},
+		{name: "the file changed: the previous one serves as it was made while the new one is prepared",
+			all: []prepared.Env{kept("p0", "other", "c0")}, serve: "p0", previous: true, update: true, prepare: true},
+		{name: "the file changed, the new one being made: the previous one serves, no wait",
+			all: []prepared.Env{kept("p0", "other", "c0")}, running: true, serve: "p0", previous: true, update: true, prepare: true},
+		{name: "the newest previous one serves",
+			all: []prepared.Env{kept("p1", "other", "c0"), kept("p0", "older", "c0")}, serve: "p1", previous: true, update: true, prepare: true},
+		{name: "the same file's on another commit comes before a previous file's",
+			all: []prepared.Env{kept("p0", "other", "c0"), ready("k0", "b", "c0")}, serve: "k0", update: true, prepare: true},
+		{name: "the changed file's failed: the previous one serves with a warning, and is not made again",
+			all: []prepared.Env{failed("k1", "b", "c1"), kept("p0", "other", "c0")}, serve: "p0", previous: true, update: true, warn: true},
+		{name: "a previous one outside the session's history never serves",
+			all: []prepared.Env{kept("px", "other", "x0")}, prepare: true, wait: true},
 		{name: "the key failed, an older one serves with a warning",
 			all: []prepared.Env{failed("k1", "b", "c1"), ready("k0", "b", "c0")}, serve: "k0", update: true, warn: true},
 		{name: "the key failed, nothing serves: the session fails",
@@ -64,14 +83,15 @@ func TestChooseEnv(t *testing.T) {
 			all: []prepared.Env{failed("k1", "b", "c1"), ready("kx", "b", "x0")}, fail: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := chooseEnv(tc.all, "k1", "b", "c1", tc.running, func(commit string) bool { return commit == "c0" })
+			c := chooseEnv(tc.all, "k1", "b", "c1", tc.running, func(commit string) bool { return commit == "c0" },
+				func(e *prepared.Env) bool { return e.Origin != nil })
 			serve := ""
 			if c.Serve != nil {
 				serve = c.Serve.Key
 			}
-			if serve != tc.serve || c.Update != tc.update || c.Prepare != tc.prepare || c.Wait != tc.wait ||
+			if serve != tc.serve || c.Update != tc.update || c.Prepare != tc.prepare || c.Wait != tc.wait || c.Previous != tc.previous ||
 				(c.Warning != "") != tc.warn || (c.Fail != "") != tc.fail {
-				t.Errorf("chooseEnv = serve %q update %v prepare %v wait %v warning %q fail %q", serve, c.Update, c.Prepare, c.Wait, c.Warning, c.Fail)
+				t.Errorf("chooseEnv = serve %q update %v prepare %v wait %v previous %v warning %q fail %q", serve, c.Update, c.Prepare, c.Wait, c.Previous, c.Warning, c.Fail)
 			}
 			if c.Fail != "" && (!strings.Contains(c.Fail, "exited 3") || !strings.Contains(c.Fail, "--env default")) {
 				t.Errorf("a failure says neither why nor what to do: %q", c.Fail)

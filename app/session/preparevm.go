@@ -138,7 +138,7 @@ func (m *Manager) runPreparation(ctx context.Context, job prepJob, p *preparatio
 		return prepared.Env{}, err
 	}
 	began := time.Now()
-	meta := prepared.Env{BaseKey: job.baseKey, Commit: job.commit}
+	meta := prepared.Env{BaseKey: job.baseKey, Commit: job.commit, Origin: job.origin()}
 	if job.root != nil {
 		meta.Image, meta.ImageDigest = job.root.Name, job.root.Digest
 	}

@@ -209,6 +209,7 @@ func (m *Manager) repoReview(ctx context.Context, proj store.Project, root strin
 	}
 	rev := RepoReview{Project: proj, Root: root}
 	for _, s := range all {
+		s = withBuildInputs(ctx, root, s)
 		p := RepoProposal{RepoSettings: s, Hash: s.Hash(), State: TrustAbsent}
 		var trusted, ignored string
 		for _, d := range decided {

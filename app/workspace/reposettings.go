@@ -27,7 +27,9 @@ const (
 	// person's ignored files that a session's clone gets.
 	SettingsInclude = "include"
 	// SettingsEnvironment is .devcontainer.json and .devcontainer/:
-	// the environment a session runs in (see session's environment.go).
+	// the environment a session runs in (see session's environment.go),
+	// with what its Dockerfile build reads from elsewhere in the
+	// repository (see buildinputs.go).
 	SettingsEnvironment = "environment"
 )
 
@@ -44,7 +46,7 @@ func settingsWhat(kind string) string {
 	case SettingsInclude:
 		return "which of your ignored files (.env, keys) go into its sessions' VMs"
 	case SettingsEnvironment:
-		return "the environment its sessions run in"
+		return "the environment its sessions run in, and what its image is built from"
 	}
 	return kind
 }

@@ -1,8 +1,11 @@
 package dockerbuild
 
 import (
+	"encoding/json"
 	"fmt"
+	"path"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,6 +26,14 @@ type Dockerfile struct {
 	// Text is the Dockerfile the builder runs: the person's, line for
 	// line, with each image they name replaced by BaseName(i).
 	Text []byte
+	// ContextSources are the paths in the build context that the build
+	// reads (COPY and ADD sources, RUN --mount=type=bind sources), each
+	// relative to the context, "." for all of it, in order and each
+	// once. A source Sandbar cannot resolve without running the build
+	// (a variable, a glob) is widened to the folder it lies in, so the
+	// list never names less than the build reads: the person's trust
+	// covers these files (see session's buildinputs.go).
+	ContextSources []string
 }
 
 // Stage is one FROM.
@@ -294,6 +305,11 @@ func Parse(file string, data []byte, args map[string]string, target string) (*Do
 					}
 				}
 			}
+			for _, src := range contextSources(kw, rest) {
+				if !slices.Contains(df.ContextSources, src) {
+					df.ContextSources = append(df.ContextSources, src)
+				}
+			}
 		}
 	}
 	if !targetFound {
@@ -330,6 +346,86 @@ func Parse(file string, data []byte, args map[string]string, target string) (*Do
 	}
 	df.Text = []byte(strings.Join(out, "\n"))
 	return df, nil
+}
+
+// contextSources are the build-context paths one COPY, ADD or RUN reads
+// (see Dockerfile.ContextSources): relative to the context, cleaned,
+// widened to a folder where the path holds a variable or a glob, "."
+// where it would leave the context.
+func contextSources(kw, rest string) []string {
+	words := splitWords(rest)
+	var flags, args []string
+	for i, w := range words {
+		if !strings.HasPrefix(w, "--") {
+			args = words[i:]
+			break
+		}
+		flags = append(flags, w)
+	}
+	var out []string
+	switch kw {
+	case "COPY", "ADD":
+		for _, f := range flags {
+			if strings.HasPrefix(f, "--from=") {
+				return nil // from a stage or an image, not the context
+			}
+		}
+		if j := strings.TrimSpace(strings.Join(args, " ")); strings.HasPrefix(j, "[") {
+			var arr []string
+			if json.Unmarshal([]byte(j), &arr) == nil {
+				args = arr
+			}
+		}
+		if len(args) < 2 {
+			return nil
+		}
+		for _, a := range args[:len(args)-1] {
+			a = unquote(a)
+			if kw == "ADD" && (strings.Contains(a, "://") || strings.HasPrefix(a, "git@")) {
+				continue // fetched by the builder, not read from the context
+			}
+			out = append(out, contextPath(a))
+		}
+	case "RUN":
+		for _, f := range flags {
+			v, ok := strings.CutPrefix(f, "--mount=")
+			if !ok {
+				continue
+			}
+			typ, src, from := "bind", ".", ""
+			for _, kv := range strings.Split(unquote(v), ",") {
+				k, val, _ := strings.Cut(kv, "=")
+				switch k {
+				case "type":
+					typ = val
+				case "source", "src":
+					src = val
+				case "from":
+					from = val
+				}
+			}
+			if typ == "bind" && from == "" {
+				out = append(out, contextPath(src))
+			}
+		}
+	}
+	return out
+}
+
+// contextPath cleans a source path to one relative to the context,
+// widened as contextSources says.
+func contextPath(p string) string {
+	if slices.Contains(strings.Split(p, "/"), "..") {
+		return "." // the builder keeps it inside the context, somewhere
+	}
+	segs := strings.Split(strings.TrimPrefix(path.Clean("/"+p), "/"), "/")
+	for i, s := range segs {
+		if strings.ContainsAny(s, "$*?[\\") {
+			segs = segs[:i]
+			break
+		}
+	}
+	return path.Clean(strings.Join(segs, "/"))
 }
 
 // heredoc says whether an instruction's arguments hold a heredoc start:

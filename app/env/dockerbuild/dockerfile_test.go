@@ -127,3 +127,35 @@ func TestKey(t *testing.T) {
 		}
 	}
 }
+
+// TestParseContextSources: the context paths a build reads are found, and
+// what cannot be resolved without the build is widened, never dropped,
+// since the person's trust covers exactly these.
+func TestParseContextSources(t *testing.T) {
+	cases := []struct {
+		name, file string
+		want       []string
+	}{
+		{"copy and run a script", "FROM debian:12\nCOPY setup.sh /tmp/\nRUN /tmp/setup.sh\n", []string{"setup.sh"}},
+		{"several sources, ADD, JSON form, once each", "FROM debian:12\nCOPY a.sh ./b/c.txt /x/\nADD [\"d.tar\", \"/y\"]\nCOPY a.sh /z\n", []string{"a.sh", "b/c.txt", "d.tar"}},
+		{"the whole context", "FROM debian:12\nCOPY . /src\n", []string{"."}},
+		{"a glob is widened to its folder", "FROM debian:12\nCOPY scripts/*.sh /s/\nCOPY *.json /j/\n", []string{"scripts", "."}},
+		{"a variable is widened", "FROM debian:12\nARG F=x\nCOPY lib/$F /f\n", []string{"lib"}},
+		{"leaving the context is all of it", "FROM debian:12\nCOPY ../secret /s\n", []string{"."}},
+		{"from a stage or an image is no context", "FROM golang:1 AS b\nFROM debian:12\nCOPY --from=b /x /x\nCOPY --from=alpine:3 /y /y\n", nil},
+		{"ADD of a URL is no context", "FROM debian:12\nADD https://example.invalid/x.tgz /x\n", nil},
+		{"flags before the sources", "FROM debian:12\nCOPY --chown=1000:1000 --chmod=755 run.sh /r\n", []string{"run.sh"}},
+		{"RUN bind mounts of the context", "FROM debian:12\nRUN --mount=type=bind,source=tools,target=/t /t/go\nRUN --mount=type=cache,target=/c true\nRUN --mount=target=/all true\n", []string{"tools", "."}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			df, err := Parse("Dockerfile", []byte(c.file), nil, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(df.ContextSources, "|") != strings.Join(c.want, "|") {
+				t.Errorf("context sources %q, want %q", df.ContextSources, c.want)
+			}
+		})
+	}
+}

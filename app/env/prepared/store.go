@@ -69,6 +69,11 @@ type Env struct {
 	// Files and Bytes are what the capture copied.
 	Files int64 `json:"files"`
 	Bytes int64 `json:"bytes"`
+	// Origin is what a session needs to boot on it as it was made: the
+	// file, the features' environment and the image it was made from.
+	// It is the session manager's, kept here unread: while a changed
+	// file's environment is made, sessions boot on the previous one.
+	Origin json.RawMessage `json:"origin,omitempty"`
 
 	// Path is its disk; Log its preparing log; Size the disk's blocks
 	// on the host's disk; LastUse when a session last booted on it.
