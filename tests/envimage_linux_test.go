@@ -13,7 +13,8 @@ import (
 // that image: pulled on the host with its progress, its root the agent's,
 // its config's variables the agent's and the commands', its files there;
 // the image has no git, yet the work is saved and merged with Sandbar's
-// own. A second session finds the image pulled.
+// own. A second session finds the image pulled: the registry serves it
+// no blob again.
 func TestDevcontainerImage(t *testing.T) {
 	reg, ref := serveImage(t, "env/debian:1", debianImage(t))
 
