@@ -96,6 +96,7 @@ COPY .devcontainer/hostile/ /hostile/
 RUN /hostile/escape /hostile/planted.tar
 `), 0o644)
 
+	w.ok("project", "add", w.repo)
 	envDir := filepath.Join(w.home, "environments")
 	blob := strings.Repeat("ab", 32)
 	for _, c := range []struct {
