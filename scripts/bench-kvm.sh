@@ -224,7 +224,9 @@ EOF
 	if [ $small = 1 ]; then
 		touch "$out/small"
 		echo "==> archive"
-		tar -C "$out" --sparse -cf - . | gzip -9 >"$final/pack.tar.gz"
+		# gzip's default level: -9 took 19 s of CPU for 0.25 MiB less
+		# (49.8 against 50.1 MiB) than -6's 5.5 s; the limit is 60 MiB.
+		tar -C "$out" --sparse -cf - . | gzip -6 >"$final/pack.tar.gz"
 		rm -rf "$out"
 		out=$final
 		cp "$self" "$out/bench-kvm.sh"

@@ -1,27 +1,13 @@
 package tests
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-
-	"sandbar/app/config"
-	"sandbar/guest/image"
-	"sandbar/guest/image/download"
-	"sandbar/tests/registrytest"
 )
 
 // TestDevcontainerDockerfile: a trusted devcontainer.json whose image is
@@ -36,12 +22,7 @@ import (
 // one on the first commit's tree (a revert) starts on it without building
 // again.
 func TestDevcontainerDockerfile(t *testing.T) {
-	registrytest.NeedTool(t, "docker-registry", "docker-registry")
-	reg := registrytest.Start(t, "", "")
-	// A small Debian root (dash and coreutils, 23 MiB): the build moves
-	// it into the VM and back out as part of the built image, under
-	// emulation.
-	ref := reg.Push(t, "env/slim:1", slimDebianImage(t))
+	_, ref := serveImage(t, "env/slim:1", slimDebianImage(t))
 
 	w := newWorld(t)
 	unique := fmt.Sprintf("sandbar-build-%d-%d", os.Getpid(), time.Now().UnixNano())
@@ -193,40 +174,4 @@ func utsString(b []int8) string {
 		s = append(s, byte(c))
 	}
 	return string(s)
-}
-
-// slimDebianImage is an OCI image of a Debian root of dash and coreutils
-// alone (no Essential set, no git).
-func slimDebianImage(t *testing.T) v1.Image {
-	t.Helper()
-	paths, err := config.Resolve(os.Getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	var root bytes.Buffer
-	if err := image.WriteRoot(ctx, image.RootOptions{Downloads: &download.Cache{Dir: paths.Downloads}, Packages: []string{"dash", "coreutils"}}, &root); err != nil {
-		t.Fatalf("build the Debian root: %v", err)
-	}
-	data := root.Bytes()
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
-	cf.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		t.Fatal(err)
-	}
-	return img
 }
