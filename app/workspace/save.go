@@ -138,6 +138,9 @@ if [ -s "$t/deleted" ] || [ -s "$t/dirs" ] || [ -s "$t/add" ]; then
 		# What update-index refuses (a folder that is a repository
 		# without a commit, say) is git add's to judge, as before.
 		echo "sandbar-save: progress update-index failed; adding with git add -A" >&2
+		# The batches' objects are left out: git add writes its own.
+		rm -rf "$o"/batch.*
+		printf '%s\n' "$objs" > "$o/info/alternates"
 		if [ -f .git/index ]; then cp -p .git/index "$GIT_INDEX_FILE"; else rm -f "$GIT_INDEX_FILE"; git read-tree "$head"; fi
 		sed -z 's/^/:(exclude,literal)/' "$t/big" > "$t/exclude"
 		printf '.\0' >> "$t/exclude"
@@ -151,22 +154,24 @@ if [ "$tree" = "$htree" ]; then
 else
 	snap=$(echo 'Sandbar: uncommitted work' | git commit-tree -p "$head" "$tree")
 fi
-# The clone keeps the objects the snapshot is made of, as packs: Sandbar's
-# commit of the uncommitted work becomes the clone's branch (AdoptScript),
-# which needs its tree there. The batches' packs move in as they are (each
-# .pack before its .idx, which is what makes git see it); the loose
-# objects (trees, the snapshot's commit, what git does not stream into a
-# pack: empty files, symlinks, files with a filter) go in one more pack.
-# A file saved twice uncommitted is in two packs there, until gc.
+# The clone keeps the objects the snapshot is made of, in one pack:
+# Sandbar's commit of the uncommitted work becomes the clone's branch
+# (AdoptScript), which needs its tree there. The batches' packs (a pack
+# per 2,000 files) are joined with the loose objects (trees, the
+# snapshot's commit, what git does not stream into a pack: empty files,
+# symlinks, files with a filter) into that one pack, so a save of many
+# files leaves one pack in the clone, not one per batch (at 50 the
+# agent's git would start a gc of its own). The blobs are copied as they
+# are (pack-objects reuses their compressed data), and --window=0 looks
+# for no deltas: among a save's trees that search took most of this step.
+# A file the clone had already is in that pack again, until its gc.
 echo "sandbar-save: progress keeping the snapshot's objects in the clone" >&2
-set -- "$o"/batch.*/pack/pack-*.pack
-if [ -e "$1" ]; then
-	mv "$@" "$objs/pack/"
-	set -- "$o"/batch.*/pack/pack-*.idx
-	mv "$@" "$objs/pack/"
-fi
-find "$o" -type f | sed -n 's,.*/\([0-9a-f][0-9a-f]\)/\([0-9a-f]\{38\}\)$,\1\2,p' > "$t/loose"
-[ ! -s "$t/loose" ] || git pack-objects -q "$objs/pack/pack" < "$t/loose" > /dev/null
+: > "$t/objects"
+for i in "$o"/batch.*/pack/pack-*.idx; do
+	[ ! -e "$i" ] || git show-index < "$i" | cut -d ' ' -f 2 >> "$t/objects"
+done
+find "$o" -type f | sed -n 's,.*/\([0-9a-f][0-9a-f]\)/\([0-9a-f]\{38\}\)$,\1\2,p' >> "$t/objects"
+[ ! -s "$t/objects" ] || git -c pack.compression=1 pack-objects -q --window=0 "$objs/pack/pack" < "$t/objects" > /dev/null
 # mods DIR PREFIX DEPTH BRANCH: a section per checked-out submodule of the
 # repository at DIR (the top reads the private index), then its own.
 mods() {

@@ -124,9 +124,22 @@ func TestSaveManyFilesNoProcessPerFile(t *testing.T) {
 		}
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	packs := func() []string {
+		p, _ := filepath.Glob(filepath.Join(c.dir, ".git", "objects", "pack", "pack-*.pack"))
+		return p
+	}
+	before := len(packs())
 	info := c.save(t)
 	if info.Snapshot == info.Head {
 		t.Fatal("nothing was saved")
+	}
+	// The two batches' packs are one in the clone (a pack per batch would
+	// start the agent's auto gc at 50), and it holds the snapshot.
+	if got := len(packs()); got != before+1 {
+		t.Errorf("the save left %d packs in the clone, want one more than the %d before", got, before)
+	}
+	if err := gitCmd(c.dir, "cat-file", "-e", info.Snapshot+":d07/f0007.txt").Run(); err != nil {
+		t.Errorf("the clone lacks the snapshot's objects: %v", err)
 	}
 	n := gitT(t, c.m.Dir, "ls-tree", "-r", "--name-only", info.Snapshot)
 	if files := strings.Count(n, "\n") + 1; files < 3000 {
