@@ -273,12 +273,12 @@ type saveStderr struct {
 type savePhase int
 
 const (
-	phaseStart savePhase = iota // before the first progress line
-	phaseList                   // listing the changes
-	phaseAdd                    // adding the changed paths
-	phaseSnapshot               // writing the snapshot's trees and commit
-	phaseKeep                   // keeping the snapshot's objects in the clone
-	phasePack                   // packing and sending what the host takes in
+	phaseStart    savePhase = iota // before the first progress line
+	phaseList                      // listing the changes
+	phaseAdd                       // adding the changed paths
+	phaseSnapshot                  // writing the snapshot's trees and commit
+	phaseKeep                      // keeping the snapshot's objects in the clone
+	phasePack                      // packing and sending what the host takes in
 	numPhases
 )
 
