@@ -60,7 +60,10 @@ o=$(mktemp -d "$objs/../sandbar-save.XXXXXX" 2>/dev/null) || o=$(mktemp -d "$t/o
 mkdir "$o/pack" "$o/info"
 printf '%s\n' "$objs" > "$o/info/alternates"
 export GIT_OBJECT_DIRECTORY=$o
-export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsync GIT_CONFIG_VALUE_0=none
+export GIT_CONFIG_COUNT=2 GIT_CONFIG_KEY_0=core.fsync GIT_CONFIG_VALUE_0=none
+# The snapshot's trees are written loose, then joined into a pack: zlib's
+# fastest level is enough.
+export GIT_CONFIG_KEY_1=core.looseCompression GIT_CONFIG_VALUE_1=1
 # Git's bulk check-in opens a zlib stream per object, and glibc hands its
 # quarter megabyte back to the kernel after each (heap trimming), to
 # fault it in again for the next: under emulation those page faults were
@@ -122,15 +125,19 @@ if [ -s "$t/deleted" ] || [ -s "$t/dirs" ] || [ -s "$t/add" ]; then
 		ls "$t" | grep '^batch\.[0-9]*$' | xargs -P "$j" -n 1 sh -c '
 			mkdir "$2/$4" "$2/$4/pack" || exit 1
 			GIT_INDEX_FILE=$1/$4.index GIT_OBJECT_DIRECTORY=$2/$4 git -c core.bigFileThreshold=1 -c pack.compression=1 update-index -z --add --remove --replace --stdin < "$1/$4" || exit 1
+			GIT_INDEX_FILE=$1/$4.index git ls-files -z -s > "$1/$4.entries" || exit 1
 			n=${4#batch.}
 			while [ "${n#0}" != "$n" ] && [ ${#n} -gt 1 ]; do n=${n#0}; done
 			echo "sandbar-save: progress added a batch of paths ($((n + 1)) of $3)" >&2
 		' sandbar-save-batch "$t" "$o" "$k" || r=1
+		# (Each batch lists its entries itself, where the batches run at
+		# once: under emulation a process takes a while to start.)
 		if [ "$r" = 0 ]; then
 			for b in $(ls "$t" | grep '^batch\.[0-9]*$'); do
 				printf '%s\n' "$o/$b" >> "$o/info/alternates"
-				GIT_INDEX_FILE=$t/$b.index git ls-files -z -s || r=1
-			done > "$t/entries"
+				printf '%s\0' "$t/$b.entries"
+			done | xargs -0 cat > "$t/entries" || r=1
+			echo "sandbar-save: progress joining the batches" >&2
 		fi
 		[ "$r" != 0 ] || git update-index -z --add --replace --index-info < "$t/entries" || r=1
 	fi
@@ -140,6 +147,7 @@ if [ -s "$t/deleted" ] || [ -s "$t/dirs" ] || [ -s "$t/add" ]; then
 		echo "sandbar-save: progress update-index failed; adding with git add -A" >&2
 		# The batches' objects are left out: git add writes its own.
 		rm -rf "$o"/batch.*
+		: > "$t/entries"
 		printf '%s\n' "$objs" > "$o/info/alternates"
 		if [ -f .git/index ]; then cp -p .git/index "$GIT_INDEX_FILE"; else rm -f "$GIT_INDEX_FILE"; git read-tree "$head"; fi
 		sed -z 's/^/:(exclude,literal)/' "$t/big" > "$t/exclude"
@@ -167,9 +175,9 @@ fi
 # A file the clone had already is in that pack again, until its gc.
 echo "sandbar-save: progress keeping the snapshot's objects in the clone" >&2
 : > "$t/objects"
-for i in "$o"/batch.*/pack/pack-*.idx; do
-	[ ! -e "$i" ] || git show-index < "$i" | cut -d ' ' -f 2 >> "$t/objects"
-done
+# The batches' blobs are those their entries name (an entry is
+# "<mode> <id> <stage>\t<path>\0", and the path may hold a newline).
+[ ! -s "$t/entries" ] || cut -z -d ' ' -f 2 "$t/entries" | tr '\0' '\n' > "$t/objects"
 find "$o" -type f | sed -n 's,.*/\([0-9a-f][0-9a-f]\)/\([0-9a-f]\{38\}\)$,\1\2,p' >> "$t/objects"
 [ ! -s "$t/objects" ] || git -c pack.compression=1 pack-objects -q --window=0 "$objs/pack/pack" < "$t/objects" > /dev/null
 # mods DIR PREFIX DEPTH BRANCH: a section per checked-out submodule of the
