@@ -46,6 +46,7 @@ func TestSaveSnapshotIsGitAddAll(t *testing.T) {
 	for _, name := range []string{"new file.txt", "-n", "--add", "quote\"d", "new\nline", "ü.txt", "dir/deep/er/f.txt"} {
 		writeFile(t, filepath.Join(d, name), "new "+name+"\n")
 	}
+	writeFile(t, filepath.Join(d, "empty"), "")
 	writeFile(t, filepath.Join(d, "debug.log"), "ignored\n")
 	writeFile(t, filepath.Join(d, "build", "out.o"), "ignored\n")
 	nested := filepath.Join(d, "nested")
@@ -69,6 +70,16 @@ func TestSaveSnapshotIsGitAddAll(t *testing.T) {
 		t.Fatalf("the save fell back to git add -A:\n%s", c.stderr)
 	}
 	got := gitT(t, c.m.Dir, "ls-tree", "-r", "--full-tree", "-z", info.Snapshot)
+
+	// The clone keeps every object of the snapshot, odd names, symlinks
+	// and the 64 MiB file included: Sandbar's commit of the work becomes
+	// its history (AdoptScript). (Before git add -A below writes them there.)
+	objs := gitT(t, d, "rev-list", "--objects", "--no-object-names", info.Snapshot)
+	check := gitCmd(d, "cat-file", "--batch-check=%(objectname) %(objecttype)")
+	check.Stdin = strings.NewReader(objs + "\n")
+	if out, err := check.Output(); err != nil || strings.Contains(string(out), "missing") {
+		t.Errorf("the clone lacks objects of the snapshot: %v\n%s", err, out)
+	}
 
 	// The same tree by git add -A, in a private index, excluding the
 	// file over 64 MiB as the save does.
