@@ -296,7 +296,7 @@ func phaseOf(step string) savePhase {
 		return phaseSnapshot
 	case strings.HasPrefix(step, "keeping the snapshot"):
 		return phaseKeep
-	case strings.HasPrefix(step, "packing"), strings.HasPrefix(step, "git: "):
+	case strings.HasPrefix(step, "packing"):
 		return phasePack
 	}
 	return -1

@@ -60,6 +60,7 @@ func TestSaveStderrPhases(t *testing.T) {
 		"sandbar-save: progress something new\n",
 		"sandbar-save: progress writing the snapshot\n",
 		"sandbar-save: progress adding lots paths\n",
+		"sandbar-save: progress packing the work for Sandbar\n",
 		"Counting objects: 100% (2/2), done.\n",
 	} {
 		w.Write([]byte(l))

@@ -179,7 +179,7 @@ echo "sandbar-save: progress keeping the snapshot's objects in the clone" >&2
 # "<mode> <id> <stage>\t<path>\0", and the path may hold a newline).
 [ ! -s "$t/entries" ] || cut -z -d ' ' -f 2 "$t/entries" | tr '\0' '\n' > "$t/objects"
 find "$o" -type f | sed -n 's,.*/\([0-9a-f][0-9a-f]\)/\([0-9a-f]\{38\}\)$,\1\2,p' >> "$t/objects"
-[ ! -s "$t/objects" ] || git -c pack.compression=1 pack-objects -q --window=0 "$objs/pack/pack" < "$t/objects" > /dev/null
+[ ! -s "$t/objects" ] || git -c pack.compression=1 pack-objects --progress --window=0 "$objs/pack/pack" < "$t/objects" > /dev/null
 # mods DIR PREFIX DEPTH BRANCH: a section per checked-out submodule of the
 # repository at DIR (the top reads the private index), then its own.
 mods() {
@@ -205,6 +205,7 @@ mods() {
 		) || echo "sandbar-save: submodule $2$p not saved" >&2
 	done
 }
+echo "sandbar-save: progress packing the work for Sandbar" >&2
 : > "$t/modules"
 mods . "" 0 "$br" || echo "sandbar-save: submodules not saved" >&2
 printf 'sandbar-save 2 %s %s %s\n' "$br" "$snap" "$head"
