@@ -99,7 +99,7 @@ if [ -s "$t/deleted" ] || [ -s "$t/dirs" ] || [ -s "$t/add" ]; then
 	if [ -s "$t/deleted" ] || [ -s "$t/dirs" ]; then
 		cat "$t/deleted" "$t/dirs" | sed -z 's,/$,,' | git update-index -z --add --remove --replace --stdin || r=1
 	fi
-	# The files then go in batches of 2,000 paths, as many at once as the
+	# The files then go in batches of about 2,000 paths, as many at once as the
 	# VM has CPUs (at most 4), each one update-index into an index of its
 	# own (so none reads and writes the others' entries) and a folder of
 	# objects of its own, and a progress line after each.
@@ -118,9 +118,17 @@ if [ -s "$t/deleted" ] || [ -s "$t/dirs" ] || [ -s "$t/add" ]; then
 	# update-index over all the paths would write one pack, but git
 	# compares each new blob with every one it wrote before.
 	if [ "$r" = 0 ] && [ -s "$t/add" ]; then
-		split -t '\0' -l 2000 -a 5 -d "$t/add" "$t/batch."
 		j=$(nproc 2>/dev/null) || j=1
 		[ "$j" -le 4 ] || j=4
+		# About 2,000 paths a batch, in a number of batches that is a
+		# multiple of the CPUs, so that no CPU is left alone with the last
+		# one (10,000 paths on 2 CPUs: 6 batches, not 5 with the fifth
+		# alone; 1,000: 2 at once, not 1).
+		n=$(tr -cd '\0' < "$t/add" | wc -c)
+		k=$(( (n + 1999) / 2000 ))
+		k=$(( (k + j - 1) / j * j ))
+		[ "$k" -le "$n" ] || k=$n
+		split -e -t '\0' -n "l/$k" -a 5 -d "$t/add" "$t/batch."
 		k=$(ls "$t" | grep -c '^batch\.')
 		ls "$t" | grep '^batch\.[0-9]*$' | xargs -P "$j" -n 1 sh -c '
 			mkdir "$2/$4" "$2/$4/pack" || exit 1
