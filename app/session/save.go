@@ -54,13 +54,15 @@ func (r *run) save(ctx context.Context) (workspace.SaveInfo, error) {
 	var stalled atomic.Bool
 	idle := time.AfterFunc(saveIdle, func() { stalled.Store(true); cancel() })
 	out.progress = func() { idle.Reset(saveIdle) }
-	errb := &saveStderr{kept: boundedBuffer{max: 4096}, progress: out.progress}
+	errb := &saveStderr{kept: boundedBuffer{max: 4096}, progress: out.progress, since: start}
 	res, err := sb.Client.Exec(ctx, sandbox.ExecRequest{
 		Argv:    []string{"sh", "-c", workspace.SaveScript, "sandbar-save", r.s.Branch, r.m.baseCommit(r.s)},
 		Timeout: saveTimeout, // in the workspace
 		Tools:   true,        // Sandbar's git, whatever the image has
 	}, out, errb)
 	idle.Stop() // the idle bound is the VM's; the import has its own
+	inVM := time.Since(start)
+	phases := errb.phases(time.Now())
 	switch {
 	case out.full:
 		return workspace.SaveInfo{}, fmt.Errorf("save the session's work: %w: it passes %d MiB: commit less (large files belong outside git)", workspace.ErrSaveTooLarge, MaxSavedWork>>20)
@@ -79,8 +81,10 @@ func (r *run) save(ctx context.Context) (workspace.SaveInfo, error) {
 		return workspace.SaveInfo{}, err
 	}
 	defer unlock()
+	imported := time.Now()
 	info, err := mr.ImportSave(ctx, f, r.id, MaxSavedWork)
 	if err != nil {
+		r.log.Warn("work not saved", "took", time.Since(start), "in VM", inVM, "phases", phases, "import", time.Since(imported), "err", err)
 		return info, fmt.Errorf("save the session's work: %w", err)
 	}
 	if err := os.WriteFile(r.dir.SavedAt(), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
@@ -91,8 +95,16 @@ func (r *run) save(ctx context.Context) (workspace.SaveInfo, error) {
 			r.systemLine("left out of the saved snapshot of uncommitted work" + why + " (commit it if it belongs in the repository)")
 		}
 	}
-	r.timing(ctx, "save", time.Since(start))
-	r.log.Info("work saved", "branch", short(info.Branch), "snapshot", short(info.Snapshot), "bytes", info.Bytes, "took", time.Since(start))
+	took := time.Since(start)
+	r.timing(ctx, "save", took)
+	r.log.Info("work saved", "branch", short(info.Branch), "snapshot", short(info.Snapshot), "bytes", info.Bytes, "took", took,
+		"paths", errb.paths, "in VM", inVM, "phases", phases, "import", time.Since(imported))
+	// Many changed files take a while to save: the session's log says
+	// how many and how long (the number is the VM's own count).
+	if errb.paths > 0 && info.Snapshot != info.Head {
+		r.systemLine(fmt.Sprintf("saved %s uncommitted changed paths in %s (%s in the VM, %s to check and take in)",
+			thousands(errb.paths), took.Round(100*time.Millisecond), inVM.Round(100*time.Millisecond), time.Since(imported).Round(100*time.Millisecond)))
+	}
 	return info, nil
 }
 
@@ -247,6 +259,73 @@ type saveStderr struct {
 	progress func()
 	partial  []byte
 	step     string
+	// times is how long each phase of the save in the VM took, by the
+	// progress lines that begin them (see phaseOf); paths is how many
+	// paths the script said it adds. Both are the guest's word: they go
+	// to logs, never decide anything.
+	times [numPhases]time.Duration
+	cur   savePhase
+	since time.Time
+	paths int
+}
+
+// savePhase is a phase of the save in the VM, as its progress lines say.
+type savePhase int
+
+const (
+	phaseStart    savePhase = iota // before the first progress line
+	phaseList                      // listing the changes
+	phaseAdd                       // adding the changed paths
+	phaseSnapshot                  // writing the snapshot's trees and commit
+	phaseKeep                      // keeping the snapshot's objects in the clone
+	phasePack                      // packing and sending what the host takes in
+	numPhases
+)
+
+var phaseNames = [numPhases]string{"start", "listing", "adding", "snapshot", "keeping", "packing"}
+
+// phaseOf is the phase a progress step begins, or -1 for one that does
+// not change it.
+func phaseOf(step string) savePhase {
+	switch {
+	case step == "listing changes":
+		return phaseList
+	case strings.HasPrefix(step, "adding "), strings.HasPrefix(step, "added "), strings.HasPrefix(step, "update-index failed"):
+		return phaseAdd
+	case step == "writing the snapshot":
+		return phaseSnapshot
+	case strings.HasPrefix(step, "keeping the snapshot"):
+		return phaseKeep
+	case strings.HasPrefix(step, "packing"):
+		return phasePack
+	}
+	return -1
+}
+
+// enter ends the phase the save was in and begins p.
+func (w *saveStderr) enter(p savePhase, now time.Time) {
+	if w.since.IsZero() {
+		w.since = now
+	}
+	w.times[w.cur] += now.Sub(w.since)
+	w.cur, w.since = p, now
+}
+
+// phases says how long each phase in the VM took, for the log:
+// "listing 1.2s, adding 40s, …"; the phase under way ends now.
+func (w *saveStderr) phases(now time.Time) string {
+	w.enter(w.cur, now)
+	var b strings.Builder
+	for p, d := range w.times {
+		if d == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %s", phaseNames[p], d.Round(10*time.Millisecond))
+	}
+	return b.String()
 }
 
 // maxStderrLine bounds a line saveStderr holds while it is incomplete.
@@ -274,12 +353,25 @@ func (w *saveStderr) line(l string, cr bool) {
 	switch {
 	case strings.HasPrefix(l, "sandbar-save: progress "):
 		w.step = strings.TrimPrefix(l, "sandbar-save: progress ")
-	case cr || strings.HasSuffix(l, ", done.") || strings.HasPrefix(l, "Total "):
-		if l != "" {
-			w.step = "git: " + l
+		if n, ok := strings.CutPrefix(w.step, "adding "); ok {
+			n, _, _ = strings.Cut(n, " ")
+			if v, err := strconv.Atoi(n); err == nil && v >= 0 {
+				w.paths = v
+			}
 		}
+	case cr || strings.HasSuffix(l, ", done.") || strings.HasPrefix(l, "Total "):
+		if l == "" {
+			return
+		}
+		w.step = "git: " + l
 	case l != "":
 		w.kept.Write([]byte(l + "\n"))
+		return
+	default:
+		return
+	}
+	if p := phaseOf(w.step); p >= 0 && p != w.cur {
+		w.enter(p, time.Now())
 	}
 }
 
@@ -293,3 +385,12 @@ func (w *saveStderr) lastStep() string {
 
 // String is the text kept for a person.
 func (w *saveStderr) String() string { return w.kept.String() + string(w.partial) }
+
+// thousands writes n with commas between groups of three digits.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

@@ -3,6 +3,7 @@ package session
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSaveStderr: every write of the save script's stderr is progress;
@@ -44,6 +45,45 @@ func TestSaveStderr(t *testing.T) {
 	}
 	if n := len(w.String()); n > 4096+maxStderrLine {
 		t.Errorf("kept %d bytes", n)
+	}
+}
+
+// TestSaveStderrPhases: the save's progress lines split its time in the
+// VM into phases for the log, and its count of paths is read; a line
+// that names no phase, or a count that is not a number, changes nothing.
+func TestSaveStderrPhases(t *testing.T) {
+	w := &saveStderr{kept: boundedBuffer{max: 4096}, progress: func() {}, since: time.Now().Add(-time.Second)}
+	for _, l := range []string{
+		"sandbar-save: progress listing changes\n",
+		"sandbar-save: progress adding 100000 paths\n",
+		"sandbar-save: progress added a batch of paths (1 of 50)\n",
+		"sandbar-save: progress something new\n",
+		"sandbar-save: progress writing the snapshot\n",
+		"sandbar-save: progress adding lots paths\n",
+		"sandbar-save: progress packing the work for Sandbar\n",
+		"Counting objects: 100% (2/2), done.\n",
+	} {
+		w.Write([]byte(l))
+	}
+	if w.paths != 100000 {
+		t.Errorf("paths %d, want 100000", w.paths)
+	}
+	got := w.phases(time.Now())
+	for _, p := range []string{"start ", "listing ", "adding ", "snapshot ", "packing "} {
+		if !strings.Contains(got, p) {
+			t.Errorf("phases %q lack %q", got, p)
+		}
+	}
+	if strings.Contains(got, "keeping") || strings.Contains(got, "new") {
+		t.Errorf("phases %q name one that did not happen", got)
+	}
+	if w.times[phaseStart] < time.Second {
+		t.Errorf("the time before the first line is %s, want at least 1s", w.times[phaseStart])
+	}
+	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 100000: "100,000", 1234567: "1,234,567"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		}
 	}
 }
 

@@ -73,7 +73,10 @@ o=$(mktemp -d "$objs/../sandbar-save.XXXXXX" 2>/dev/null) || o=$(mktemp -d "$t/o
 mkdir "$o/pack" "$o/info"
 printf '%s\n' "$objs" > "$o/info/alternates"
 export GIT_OBJECT_DIRECTORY=$o
-export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsync GIT_CONFIG_VALUE_0=none
+export GIT_CONFIG_COUNT=2 GIT_CONFIG_KEY_0=core.fsync GIT_CONFIG_VALUE_0=none
+# The snapshot's trees are written loose, then joined into a pack: zlib's
+# fastest level is enough.
+export GIT_CONFIG_KEY_1=core.looseCompression GIT_CONFIG_VALUE_1=1
 # Git's bulk check-in opens a zlib stream per object, and glibc hands its
 # quarter megabyte back to the kernel after each (heap trimming), to
 # fault it in again for the next: under emulation those page faults were
@@ -109,7 +112,7 @@ if [ -s "$t/deleted" ] || [ -s "$t/dirs" ] || [ -s "$t/add" ]; then
 	if [ -s "$t/deleted" ] || [ -s "$t/dirs" ]; then
 		cat "$t/deleted" "$t/dirs" | sed -z 's,/$,,' | git update-index -z --add --remove --replace --stdin || r=1
 	fi
-	# The files then go in batches of 2,000 paths, as many at once as the
+	# The files then go in batches of about 2,000 paths, as many at once as the
 	# VM has CPUs (at most 4), each one update-index into an index of its
 	# own (so none reads and writes the others' entries) and a folder of
 	# objects of its own, and a progress line after each.
@@ -128,22 +131,34 @@ if [ -s "$t/deleted" ] || [ -s "$t/dirs" ] || [ -s "$t/add" ]; then
 	# update-index over all the paths would write one pack, but git
 	# compares each new blob with every one it wrote before.
 	if [ "$r" = 0 ] && [ -s "$t/add" ]; then
-		split -t '\0' -l 2000 -a 5 -d "$t/add" "$t/batch."
 		j=$(nproc 2>/dev/null) || j=1
 		[ "$j" -le 4 ] || j=4
+		# About 2,000 paths a batch, in a number of batches that is a
+		# multiple of the CPUs, so that no CPU is left alone with the last
+		# one (10,000 paths on 2 CPUs: 6 batches, not 5 with the fifth
+		# alone; 1,000: 2 at once, not 1).
+		n=$(tr -cd '\0' < "$t/add" | wc -c)
+		k=$(( (n + 1999) / 2000 ))
+		k=$(( (k + j - 1) / j * j ))
+		[ "$k" -le "$n" ] || k=$n
+		split -e -t '\0' -n "l/$k" -a 5 -d "$t/add" "$t/batch."
 		k=$(ls "$t" | grep -c '^batch\.')
 		ls "$t" | grep '^batch\.[0-9]*$' | xargs -P "$j" -n 1 sh -c '
 			mkdir "$2/$4" "$2/$4/pack" || exit 1
 			GIT_INDEX_FILE=$1/$4.index GIT_OBJECT_DIRECTORY=$2/$4 git -c core.bigFileThreshold=1 -c pack.compression=1 update-index -z --add --remove --replace --stdin < "$1/$4" || exit 1
+			GIT_INDEX_FILE=$1/$4.index git ls-files -z -s > "$1/$4.entries" || exit 1
 			n=${4#batch.}
 			while [ "${n#0}" != "$n" ] && [ ${#n} -gt 1 ]; do n=${n#0}; done
 			echo "sandbar-save: progress added a batch of paths ($((n + 1)) of $3)" >&2
 		' sandbar-save-batch "$t" "$o" "$k" || r=1
+		# (Each batch lists its entries itself, where the batches run at
+		# once: under emulation a process takes a while to start.)
 		if [ "$r" = 0 ]; then
 			for b in $(ls "$t" | grep '^batch\.[0-9]*$'); do
 				printf '%s\n' "$o/$b" >> "$o/info/alternates"
-				GIT_INDEX_FILE=$t/$b.index git ls-files -z -s || r=1
-			done > "$t/entries"
+				printf '%s\0' "$t/$b.entries"
+			done | xargs -0 cat > "$t/entries" || r=1
+			echo "sandbar-save: progress joining the batches" >&2
 		fi
 		[ "$r" != 0 ] || git update-index -z --add --replace --index-info < "$t/entries" || r=1
 	fi
@@ -151,6 +166,10 @@ if [ -s "$t/deleted" ] || [ -s "$t/dirs" ] || [ -s "$t/add" ]; then
 		# What update-index refuses (a folder that is a repository
 		# without a commit, say) is git add's to judge, as before.
 		echo "sandbar-save: progress update-index failed; adding with git add -A" >&2
+		# The batches' objects are left out: git add writes its own.
+		rm -rf "$o"/batch.*
+		: > "$t/entries"
+		printf '%s\n' "$objs" > "$o/info/alternates"
 		if [ -f .git/index ]; then cp -p .git/index "$GIT_INDEX_FILE"; else rm -f "$GIT_INDEX_FILE"; git read-tree "$head"; fi
 		sed -z 's/^/:(exclude,literal)/' "$t/big" > "$t/exclude"
 		printf '.\0' >> "$t/exclude"
@@ -164,22 +183,24 @@ if [ "$tree" = "$htree" ]; then
 else
 	snap=$(echo 'Sandbar: uncommitted work' | git commit-tree -p "$head" "$tree")
 fi
-# The clone keeps the objects the snapshot is made of, as packs: Sandbar's
-# commit of the uncommitted work becomes the clone's branch (AdoptScript),
-# which needs its tree there. The batches' packs move in as they are (each
-# .pack before its .idx, which is what makes git see it); the loose
-# objects (trees, the snapshot's commit, what git does not stream into a
-# pack: empty files, symlinks, files with a filter) go in one more pack.
-# A file saved twice uncommitted is in two packs there, until gc.
+# The clone keeps the objects the snapshot is made of, in one pack:
+# Sandbar's commit of the uncommitted work becomes the clone's branch
+# (AdoptScript), which needs its tree there. The batches' packs (a pack
+# per 2,000 files) are joined with the loose objects (trees, the
+# snapshot's commit, what git does not stream into a pack: empty files,
+# symlinks, files with a filter) into that one pack, so a save of many
+# files leaves one pack in the clone, not one per batch (at 50 the
+# agent's git would start a gc of its own). The blobs are copied as they
+# are (pack-objects reuses their compressed data), and --window=0 looks
+# for no deltas: among a save's trees that search took most of this step.
+# A file the clone had already is in that pack again, until its gc.
 echo "sandbar-save: progress keeping the snapshot's objects in the clone" >&2
-set -- "$o"/batch.*/pack/pack-*.pack
-if [ -e "$1" ]; then
-	mv "$@" "$objs/pack/"
-	set -- "$o"/batch.*/pack/pack-*.idx
-	mv "$@" "$objs/pack/"
-fi
-find "$o" -type f | sed -n 's,.*/\([0-9a-f][0-9a-f]\)/\([0-9a-f]\{38\}\)$,\1\2,p' > "$t/loose"
-[ ! -s "$t/loose" ] || git pack-objects -q "$objs/pack/pack" < "$t/loose" > /dev/null
+: > "$t/objects"
+# The batches' blobs are those their entries name (an entry is
+# "<mode> <id> <stage>\t<path>\0", and the path may hold a newline).
+[ ! -s "$t/entries" ] || cut -z -d ' ' -f 2 "$t/entries" | tr '\0' '\n' > "$t/objects"
+find "$o" -type f | sed -n 's,.*/\([0-9a-f][0-9a-f]\)/\([0-9a-f]\{38\}\)$,\1\2,p' >> "$t/objects"
+[ ! -s "$t/objects" ] || git -c pack.compression=1 pack-objects --progress --window=0 "$objs/pack/pack" < "$t/objects" > /dev/null
 # mods DIR PREFIX DEPTH BRANCH: a section per checked-out submodule of the
 # repository at DIR (the top reads the private index), then its own.
 mods() {
@@ -205,6 +226,7 @@ mods() {
 		) || echo "sandbar-save: submodule $2$p not saved" >&2
 	done
 }
+echo "sandbar-save: progress packing the work for Sandbar" >&2
 : > "$t/modules"
 mods . "" 0 "$br" || echo "sandbar-save: submodules not saved" >&2
 printf 'sandbar-save 2 %s %s %s\n' "$br" "$snap" "$head"

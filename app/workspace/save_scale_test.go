@@ -48,6 +48,7 @@ func TestSaveSnapshotIsGitAddAll(t *testing.T) {
 	for _, name := range []string{"new file.txt", "-n", "--add", "quote\"d", "new\nline", "ü.txt", "dir/deep/er/f.txt"} {
 		writeFile(t, filepath.Join(d, name), "new "+name+"\n")
 	}
+	writeFile(t, filepath.Join(d, "empty"), "")
 	writeFile(t, filepath.Join(d, "debug.log"), "ignored\n")
 	writeFile(t, filepath.Join(d, "build", "out.o"), "ignored\n")
 	nested := filepath.Join(d, "nested")
@@ -71,6 +72,16 @@ func TestSaveSnapshotIsGitAddAll(t *testing.T) {
 		t.Fatalf("the save fell back to git add -A:\n%s", c.stderr)
 	}
 	got := gitT(t, c.m.Dir, "ls-tree", "-r", "--full-tree", "-z", info.Snapshot)
+
+	// The clone keeps every object of the snapshot, odd names, symlinks
+	// and the 64 MiB file included: Sandbar's commit of the work becomes
+	// its history (AdoptScript). (Before git add -A below writes them there.)
+	objs := gitT(t, d, "rev-list", "--objects", "--no-object-names", info.Snapshot)
+	check := gitCmd(d, "cat-file", "--batch-check=%(objectname) %(objecttype)")
+	check.Stdin = strings.NewReader(objs + "\n")
+	if out, err := check.Output(); err != nil || strings.Contains(string(out), "missing") {
+		t.Errorf("the clone lacks objects of the snapshot: %v\n%s", err, out)
+	}
 
 	// The same tree by git add -A, in a private index, excluding the
 	// file over 64 MiB as the save does.
@@ -126,9 +137,22 @@ func TestSaveManyFilesNoProcessPerFile(t *testing.T) {
 		}
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	packs := func() []string {
+		p, _ := filepath.Glob(filepath.Join(c.dir, ".git", "objects", "pack", "pack-*.pack"))
+		return p
+	}
+	before := len(packs())
 	info := c.save(t)
 	if info.Snapshot == info.Head {
 		t.Fatal("nothing was saved")
+	}
+	// The two batches' packs are one in the clone (a pack per batch would
+	// start the agent's auto gc at 50), and it holds the snapshot.
+	if got := len(packs()); got != before+1 {
+		t.Errorf("the save left %d packs in the clone, want one more than the %d before", got, before)
+	}
+	if err := gitCmd(c.dir, "cat-file", "-e", info.Snapshot+":d07/f0007.txt").Run(); err != nil {
+		t.Errorf("the clone lacks the snapshot's objects: %v", err)
 	}
 	n := gitT(t, c.m.Dir, "ls-tree", "-r", "--name-only", info.Snapshot)
 	if files := strings.Count(n, "\n") + 1; files < 3000 {
@@ -259,8 +283,15 @@ func TestSaveKeepsTheClonesIndexAndRefs(t *testing.T) {
 	if strings.Contains(c.stderr, "update-index failed") {
 		t.Fatalf("the save fell back to git add -A:\n%s", c.stderr)
 	}
-	if n := strings.Count(c.stderr, "progress added a batch of paths"); n != 3 {
-		t.Errorf("the save said %d batches done, want 3:\n%s", n, c.stderr)
+	// 4,500 paths are 3 batches of about 2,000, rounded up to a multiple
+	// of the CPUs the save uses (nproc, at most 4).
+	j := 1
+	if out, err := exec.Command("nproc").Output(); err == nil {
+		j, _ = strconv.Atoi(strings.TrimSpace(string(out)))
+	}
+	j = min(max(j, 1), 4)
+	if n, want := strings.Count(c.stderr, "progress added a batch of paths"), (3+j-1)/j*j; n != want {
+		t.Errorf("the save said %d batches done, want %d (%d CPUs):\n%s", n, want, j, c.stderr)
 	}
 	after := gitDir()
 	for p := range after {

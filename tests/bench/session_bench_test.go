@@ -26,17 +26,21 @@ func (noSecrets) Env(context.Context, []string) (map[string]string, error) {
 
 // manager is a real session manager over a store in root, booting this
 // benchmark's image; it is closed when the benchmark ends.
-func (e *benchEnv) manager(b *testing.B, root string) (*session.Manager, config.Paths) {
+func (e *benchEnv) manager(b *testing.B, root string, opts ...func(*session.Config)) (*session.Manager, config.Paths) {
 	b.Helper()
 	paths := config.Paths{Home: filepath.Join(root, "home"), Images: filepath.Dir(e.img.Dir), Downloads: filepath.Join(root, "dl")}
 	st, err := store.Open(filepath.Join(paths.Home, "sandbar.db"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	m, err := session.New(context.Background(), session.Config{
+	cfg := session.Config{
 		Paths: paths, Store: st, Secrets: noSecrets{}, Hypervisor: e.hv,
 		Image: func(context.Context) (*image.Image, error) { return e.img, nil },
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	m, err := session.New(context.Background(), cfg)
 	if err != nil {
 		st.Close()
 		b.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -219,7 +220,29 @@ func BenchmarkSaveManyFiles(b *testing.B) {
 	e := setup(b)
 	root := b.TempDir()
 	repo := hugoLike(b, root)
-	m, _ := e.manager(b, root)
+	// The engine's line for each save says where its time went (phases
+	// in the VM, the host's import): printed beside the figures.
+	m, _ := e.manager(b, root, func(c *session.Config) {
+		c.Logger = slog.New(onlyMessage{"work saved", slog.NewTextHandler(os.Stdout, nil)})
+	})
+	sizes := []struct {
+		n    int
+		runs int
+	}{{1000, e.runs}, {10000, max(1, e.runs/3)}, {100000, 1}}
+	// SANDBAR_BENCH_SAVE_SIZES=100000 (a list, by commas) runs only those.
+	if v := os.Getenv("SANDBAR_BENCH_SAVE_SIZES"); v != "" {
+		sizes = sizes[:0]
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				b.Fatalf("SANDBAR_BENCH_SAVE_SIZES=%q: give numbers of files, by commas", v)
+			}
+			sizes = append(sizes, struct {
+				n    int
+				runs int
+			}{n, max(1, e.runs*1000/n)})
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
 	s, err := m.Start(ctx, session.Options{Repo: repo, CPUs: 2, MemoryMiB: 2048, DiskGiB: 6, NoNetwork: true,
@@ -232,10 +255,7 @@ func BenchmarkSaveManyFiles(b *testing.B) {
 		b.Fatal(err)
 	}
 	var all []*series
-	for _, size := range []struct {
-		n    int
-		runs int
-	}{{1000, e.runs}, {10000, max(1, e.runs/3)}, {100000, 1}} {
+	for _, size := range sizes {
 		sr := &series{Metric: fmt.Sprintf("save of %d changed files (1 KB each)", size.n), Key: fmt.Sprintf("save-%d", size.n), Unit: "ms"}
 		for i := range size.runs {
 			dir := fmt.Sprintf("gen-%d-%d", size.n, i)
@@ -267,4 +287,25 @@ func BenchmarkSaveManyFiles(b *testing.B) {
 	}
 	m.Stop(ctx, s.ID)
 	e.report(b, all...)
+}
+
+// onlyMessage passes on the records whose message is msg.
+type onlyMessage struct {
+	msg string
+	slog.Handler
+}
+
+func (h onlyMessage) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message != h.msg {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h onlyMessage) WithAttrs(as []slog.Attr) slog.Handler {
+	return onlyMessage{h.msg, h.Handler.WithAttrs(as)}
+}
+
+func (h onlyMessage) WithGroup(name string) slog.Handler {
+	return onlyMessage{h.msg, h.Handler.WithGroup(name)}
 }
