@@ -132,19 +132,7 @@ func (m *Manager) autoSuspendOnce(ctx context.Context) []string {
 // AutoSuspend checks the waiting sessions now and then until the
 // Manager closes or ctx ends: the engine's (engine.Listen starts it).
 func (m *Manager) AutoSuspend(ctx context.Context) {
-	m.mu.Lock()
-	if m.closing {
-		m.mu.Unlock()
-		return
-	}
-	m.wg.Add(1)
-	m.mu.Unlock()
-	go func() {
-		defer m.wg.Done()
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		stop := context.AfterFunc(m.life, cancel)
-		defer stop()
+	m.loop(ctx, func(ctx context.Context) {
 		for {
 			every := autoSuspendCheck
 			if after := m.autoSuspendAfter(ctx); after > 0 {
@@ -157,5 +145,5 @@ func (m *Manager) AutoSuspend(ctx context.Context) {
 			}
 			m.autoSuspendOnce(ctx)
 		}
-	}()
+	})
 }

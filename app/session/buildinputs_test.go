@@ -20,14 +20,7 @@ import (
 func TestRepoTrustCoversDockerBuild(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	write := func(rel, content string) {
-		t.Helper()
-		p := filepath.Join(f.repo, filepath.FromSlash(rel))
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := f.repoWriter(t)
 	commit := func(msg string) {
 		t.Helper()
 		git(t, f.repo, "add", "-A")

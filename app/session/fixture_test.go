@@ -203,3 +203,37 @@ func (f *fixture) until(t *testing.T, id string, d time.Duration, what string, c
 		}
 	}
 }
+
+// repoWriter writes files (slash-separated paths) into the fixture's
+// repository, with their folders.
+func (f *fixture) repoWriter(t *testing.T) func(rel, content string) {
+	return func(rel, content string) {
+		t.Helper()
+		p := filepath.Join(f.repo, filepath.FromSlash(rel))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runToEnd starts a session whose agent ends at once on the fixture's
+// repository, waits for its end, and returns its id and its log.
+func (f *fixture) runToEnd(t *testing.T) (id, log string) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := f.m.Start(ctx, Options{Repo: f.repo, Agent: AgentSpec{Command: "true"}, MemoryMiB: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, s.ID)
+	lines, err := f.m.Logs(ctx, s.ID, 0, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l.Text + "\n")
+	}
+	return s.ID, b.String()
+}

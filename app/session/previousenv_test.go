@@ -71,24 +71,12 @@ func TestChangedFileKeepsPreviousEnvironment(t *testing.T) {
 	// it keeps for a restart.
 	start := func() (string, string) {
 		t.Helper()
-		s, err := f.m.Start(ctx, Options{Repo: f.repo, Agent: AgentSpec{Command: "true"}, MemoryMiB: 512})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.wait(t, s.ID)
-		lines, err := f.m.Logs(ctx, s.ID, 0, 10000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b strings.Builder
-		for _, l := range lines {
-			b.WriteString(l.Text + "\n")
-		}
-		rec, err := readEnvRecord(f.paths.SessionDir(s.ID).Environment())
+		id, log := f.runToEnd(t)
+		rec, err := readEnvRecord(f.paths.SessionDir(id).Environment())
 		if err != nil || rec == nil {
 			t.Fatalf("the session's kept file: %v", err)
 		}
-		return b.String(), string(rec.Data)
+		return log, string(rec.Data)
 	}
 	waitIdle := func() {
 		t.Helper()

@@ -194,19 +194,7 @@ func (m *Manager) purge(ctx context.Context, ts []store.TrashedSession) (int, er
 // until the Manager closes or ctx is done: the engine's job
 // (engine.Listen calls it), so that no client purges behind its back.
 func (m *Manager) TendTrash(ctx context.Context) {
-	m.mu.Lock()
-	if m.closing {
-		m.mu.Unlock()
-		return
-	}
-	m.wg.Add(1)
-	m.mu.Unlock()
-	go func() {
-		defer m.wg.Done()
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		stop := context.AfterFunc(m.life, cancel)
-		defer stop()
+	m.loop(ctx, func(ctx context.Context) {
 		t := time.NewTicker(trashCheck)
 		defer t.Stop()
 		for {
@@ -221,6 +209,27 @@ func (m *Manager) TendTrash(ctx context.Context) {
 			case <-t.C:
 			}
 		}
+	})
+}
+
+// loop runs one of the engine's own jobs on a goroutine of its own, with
+// a ctx that ends when the Manager closes or ctx does; Close waits for
+// it. Nothing starts once the Manager is closing.
+func (m *Manager) loop(ctx context.Context, job func(ctx context.Context)) {
+	m.mu.Lock()
+	if m.closing {
+		m.mu.Unlock()
+		return
+	}
+	m.wg.Add(1)
+	m.mu.Unlock()
+	go func() {
+		defer m.wg.Done()
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(m.life, cancel)
+		defer stop()
+		job(ctx)
 	}()
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,14 +19,7 @@ import (
 func TestRepoTrust(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	write := func(rel, content string) {
-		t.Helper()
-		p := filepath.Join(f.repo, filepath.FromSlash(rel))
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := f.repoWriter(t)
 	write(".gitignore", ".env\n")
 	write(".env", "TOKEN=person-secret\n")
 	write(".sandbar/network", "allow a.example\n")
@@ -46,20 +38,7 @@ func TestRepoTrust(t *testing.T) {
 	// start runs a session to its end and returns its log.
 	start := func() (string, string) {
 		t.Helper()
-		s, err := f.m.Start(ctx, Options{Repo: f.repo, Agent: AgentSpec{Command: "true"}, MemoryMiB: 512})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.wait(t, s.ID)
-		lines, err := f.m.Logs(ctx, s.ID, 0, 10000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b strings.Builder
-		for _, l := range lines {
-			b.WriteString(l.Text + "\n")
-		}
-		return s.ID, b.String()
+		return f.runToEnd(t)
 	}
 	hashes := func(r RepoReview, kinds ...string) map[string]string {
 		m := map[string]string{}
