@@ -321,7 +321,7 @@ func (r *run) boot(ctx context.Context, undo *cleanups) error {
 	if r.resumeFrom != "" {
 		sb, err = r.resumeVM(ctx, hv, img, opts)
 	} else {
-		if _, ok := hv.(vm.Templater); ok {
+		if _, ok := hv.(vm.Templater); ok && os.Getenv(EnvTemplates) == "1" {
 			// Where the image has a template of this session's shape,
 			// the VM starts from it; otherwise it boots, and the log
 			// says why.
@@ -704,3 +704,11 @@ func (r *run) image() *sandbox.ImageConfig {
 	}
 	return r.root.image()
 }
+
+// EnvTemplates set to "1" has sessions start from the image's template
+// (sandbox.TemplateDir) where their shape is the template's. It is off
+// by default: the real Claude Code in a session started from a template
+// sent its first tool call again and again (TestClaudeCodeCommitsAndMerges
+// in the full run), and why is not yet known; cold boots are what every
+// other test and figure ran on.
+const EnvTemplates = "SANDBAR_TEMPLATES"
