@@ -262,6 +262,11 @@ func BenchmarkIdleSession(b *testing.B) {
 		q0, s0, t0 := procCPU(pid), selfCPU(), time.Now()
 		time.Sleep(10 * time.Second) // the idle period is what is measured
 		q1, s1, el := procCPU(pid), selfCPU(), time.Since(t0)
+		// A QEMU that is gone reads 0 s of CPU: that is no figure.
+		if cur, err := m.Get(ctx, s.ID); err != nil || cur.State != session.StateRunning || !qemuRuns(pid) {
+			cancel()
+			b.Fatalf("run %d: the session's QEMU (pid %d) did not run through the measurement: %+v %v", i+1, pid, cur, err)
+		}
 		qemuCPU.add(100 * float64(q1-q0) / float64(el))
 		engineCPU.add(100 * float64(s1-s0) / float64(el))
 		total.add(qemuCPU.vals[i] + engineCPU.vals[i])
@@ -271,6 +276,12 @@ func BenchmarkIdleSession(b *testing.B) {
 		cancel()
 	}
 	e.report(b, total, qemuCPU, engineCPU)
+}
+
+// qemuRuns reports whether pid is still a QEMU.
+func qemuRuns(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	return err == nil && strings.HasPrefix(string(b), "qemu-system")
 }
 
 // procCPU is a process's user and system CPU time so far (/proc/PID/stat).
