@@ -56,10 +56,11 @@ const (
 // lastUserSays reports whether the request's last message is the
 // person's and holds text.
 func lastUserSays(r *anthropictest.Request, text string) bool {
-	if len(r.Messages) == 0 || r.Messages[len(r.Messages)-1].Role != "user" {
+	last, ok := r.LastTurn()
+	if !ok || last.Role != "user" {
 		return false
 	}
-	for _, b := range r.Messages[len(r.Messages)-1].Content {
+	for _, b := range last.Content {
 		if b.Type == "text" && strings.Contains(b.Text, text) {
 			return true
 		}

@@ -707,8 +707,11 @@ func (r *run) image() *sandbox.ImageConfig {
 
 // EnvTemplates set to "1" has sessions start from the image's template
 // (sandbox.TemplateDir) where their shape is the template's. It is off
-// by default: the real Claude Code in a session started from a template
-// sent its first tool call again and again (TestClaudeCodeCommitsAndMerges
-// in the full run), and why is not yet known; cold boots are what every
+// by default until the whole suite has run with it: in the one full run
+// with templates on, the real Claude Code in a session started from one
+// was asked for its tool call again and again by the test's scripted API
+// (TestClaudeCodeCommitsAndMerges), which then read only the last
+// message, while Claude Code sends messages of a "system" role among
+// its turns. The script now reads past them; cold boots are what every
 // other test and figure ran on.
 const EnvTemplates = "SANDBAR_TEMPLATES"

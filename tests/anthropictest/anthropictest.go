@@ -130,14 +130,28 @@ type ToolResult struct {
 	IsError   bool
 }
 
+// LastTurn is the request's last message that is not Claude Code's own
+// "system" one: Claude Code puts messages of that role among the turns
+// (its environment, after the first prompt), and may put one after a
+// tool's result. ok is false when there is none.
+func (r *Request) LastTurn() (m Message, ok bool) {
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		if r.Messages[i].Role != "system" {
+			return r.Messages[i], true
+		}
+	}
+	return Message{}, false
+}
+
 // ToolResults returns the tool results in the request's last user
 // message: what the tools the model last called produced.
 func (r *Request) ToolResults() []ToolResult {
-	if len(r.Messages) == 0 || r.Messages[len(r.Messages)-1].Role != "user" {
+	last, ok := r.LastTurn()
+	if !ok || last.Role != "user" {
 		return nil
 	}
 	var out []ToolResult
-	for _, b := range r.Messages[len(r.Messages)-1].Content {
+	for _, b := range last.Content {
 		if b.Type == "tool_result" {
 			out = append(out, ToolResult{ToolUseID: b.ToolUseID, Text: flatten(b.Content), IsError: b.IsError})
 		}

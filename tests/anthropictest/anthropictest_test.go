@@ -329,3 +329,28 @@ func TestRequestParsing(t *testing.T) {
 		t.Errorf("with an assistant message last, tool results = %+v", res)
 	}
 }
+
+// TestToolResultsPastASystemMessage: Claude Code puts messages of its
+// own "system" role among the turns; one after a tool's result must not
+// hide that result (a script that missed it asked for the tool again and
+// again).
+func TestToolResultsPastASystemMessage(t *testing.T) {
+	var r Request
+	body := `{"messages":[
+		{"role":"user","content":"Add hello.txt"},
+		{"role":"system","content":"# Environment"},
+		{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"committed: add hello"}]},
+		{"role":"system","content":"a reminder"}]}`
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatal(err)
+	}
+	res := r.ToolResults()
+	if len(res) != 1 || res[0].ToolUseID != "toolu_1" || res[0].Text != "committed: add hello" {
+		t.Errorf("ToolResults = %+v, want toolu_1's result", res)
+	}
+	r.Messages = r.Messages[:3]
+	if res := r.ToolResults(); res != nil {
+		t.Errorf("ToolResults with the assistant's turn last = %+v, want none", res)
+	}
+}
