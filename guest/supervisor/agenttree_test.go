@@ -47,9 +47,9 @@ func TestAgentTree(t *testing.T) {
 	if len(want) != 4 {
 		t.Fatalf("the tree has %d processes, want 4: %v", len(want), want)
 	}
-	procs, kids := agentTree("/proc", agent)
-	if got := subtree(procs, kids); !slices.Equal(got, want) {
-		t.Errorf("agentTree = %v, want %v", got, want)
+	procs, desc := agentTree("/proc", agent)
+	if got := slices.Sorted(slices.Values(append([]int{agent}, desc...))); !slices.Equal(got, want) {
+		t.Errorf("agentTree = %v and its descendants %v, want %v", agent, desc, want)
 	}
 	if len(procs) != 4 {
 		t.Errorf("agentTree read %d processes, want the tree's 4: %v", len(procs), procs)
@@ -82,9 +82,9 @@ func TestAgentTreeWithoutChildrenFiles(t *testing.T) {
 	proc(11, 10, 200)
 	proc(12, 11, 300)
 	proc(13, 1, 400)
-	procs, kids := agentTree(root, 10)
-	if !slices.Equal(kids[10], []int{11}) || !slices.Equal(kids[11], []int{12}) {
-		t.Errorf("kids = %v, want 10→11→12", kids)
+	procs, desc := agentTree(root, 10)
+	if !slices.Equal(desc, []int{11, 12}) {
+		t.Errorf("descendants = %v, want 11, 12", desc)
 	}
 	if procs[12].start != 3 || procs[12].ppid != 11 {
 		t.Errorf("process 12 = %+v, want ppid 11, start 3 s", procs[12])

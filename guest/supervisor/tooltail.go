@@ -221,7 +221,7 @@ func looksBinary(b []byte) bool {
 // the regular files that the agent's descendants have as stdout or
 // stderr, and the tasks/*.output files the agent holds open.
 func toolHolders(root string, agent int) map[fileKey]holder {
-	procs, kids := agentTree(root, agent)
+	procs, desc := agentTree(root, agent)
 	held := map[fileKey]holder{}
 	add := func(pid int, fd string, want func(target string) bool) {
 		path := filepath.Join(root, strconv.Itoa(pid), "fd", fd)
@@ -241,15 +241,9 @@ func toolHolders(root string, agent int) map[fileKey]holder {
 		held[k] = holder{pid: pid, start: procs[pid].start, path: path}
 	}
 	any := func(string) bool { return true }
-	// The agent's descendants, breadth first (a pid's parent is read
-	// once: no loop can form).
-	queue := append([]int(nil), kids[agent]...)
-	for seen := 0; len(queue) > 0 && seen < 4096; seen++ {
-		pid := queue[0]
-		queue = queue[1:]
+	for _, pid := range desc {
 		add(pid, "1", any)
 		add(pid, "2", any)
-		queue = append(queue, kids[pid]...)
 	}
 	if _, ok := procs[agent]; ok {
 		if ents, err := os.ReadDir(filepath.Join(root, strconv.Itoa(agent), "fd")); err == nil {
@@ -274,24 +268,27 @@ func taskOutput(path string) bool {
 const maxTreeProcs = 4096
 
 // agentTree reads the agent's process and its descendants: each one's
-// start time, and its children. It reads only their own /proc entries
+// parent and start time, and the descendants breadth first (at most
+// maxTreeProcs of them). It reads only their own /proc entries
 // (each thread's task/TID/children): reading every process's stat ten
 // times a second, kernel threads and all, kept a waiting session's
 // supervisor at 40% of a core under emulation. A kernel without the
 // children files (CONFIG_PROC_CHILDREN) has every process read instead.
-func agentTree(root string, agent int) (map[int]procInfo, map[int][]int) {
+func agentTree(root string, agent int) (procs map[int]procInfo, desc []int) {
 	self, err := readProc(root, agent)
 	if err != nil {
 		return nil, nil
 	}
-	procs, kids := map[int]procInfo{agent: self}, map[int][]int{}
-	queue := []int{agent}
-	for len(queue) > 0 && len(procs) < maxTreeProcs {
-		pid := queue[0]
-		queue = queue[1:]
+	procs = map[int]procInfo{agent: self}
+	for next := -1; next < len(desc) && len(procs) < maxTreeProcs; next++ {
+		pid := agent
+		if next >= 0 {
+			pid = desc[next]
+		}
 		children, ok := readChildren(root, pid)
 		if !ok && pid == agent {
-			return allProcs(root)
+			procs, kids := allProcs(root)
+			return procs, descendants(kids, agent)
 		}
 		for _, c := range children {
 			if _, seen := procs[c]; seen || len(procs) >= maxTreeProcs {
@@ -302,11 +299,21 @@ func agentTree(root string, agent int) (map[int]procInfo, map[int][]int) {
 				continue // gone, or another process's now
 			}
 			procs[c] = info
-			kids[pid] = append(kids[pid], c)
-			queue = append(queue, c)
+			desc = append(desc, c)
 		}
 	}
-	return procs, kids
+	return procs, desc
+}
+
+// descendants lists agent's descendants in kids (each process's
+// children) breadth first, at most maxTreeProcs of them (a pid's parent
+// is read once: no loop can form).
+func descendants(kids map[int][]int, agent int) []int {
+	desc := append([]int(nil), kids[agent]...)
+	for i := 0; i < len(desc) && len(desc) < maxTreeProcs; i++ {
+		desc = append(desc, kids[desc[i]]...)
+	}
+	return desc[:min(len(desc), maxTreeProcs)]
 }
 
 // readChildren lists pid's children from each of its threads' children
