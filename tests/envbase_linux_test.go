@@ -55,16 +55,7 @@ func debianOCI(t *testing.T, opts image.RootOptions, env ...string) v1.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
-	cf.Config.Env = append([]string{basePath}, env...)
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		t.Fatal(err)
-	}
+	img = registrytest.Platform(t, img, runtime.GOARCH, func(c *v1.Config) { c.Env = append([]string{basePath}, env...) })
 	t.Logf("the test's Debian root (%d MiB) made in %s", len(data)>>20, time.Since(began).Round(100*time.Millisecond))
 	return img
 }

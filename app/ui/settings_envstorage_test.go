@@ -153,15 +153,5 @@ func randomBase(t *testing.T) v1.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
-	img, err = mutate.ConfigFile(img, cf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
+	return registrytest.Platform(t, img, runtime.GOARCH, nil)
 }

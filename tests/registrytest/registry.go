@@ -281,3 +281,23 @@ func (r *Registry) PushFeatureLayer(t testing.TB, repoTag string, data []byte) s
 	}
 	return r.Push(t, repoTag, img)
 }
+
+// Platform returns img made a linux/arch image, its config changed by
+// edit (nil leaves it as it is).
+func Platform(t testing.TB, img v1.Image, arch string, edit func(*v1.Config)) v1.Image {
+	t.Helper()
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", arch
+	if edit != nil {
+		edit(&cf.Config)
+	}
+	img, err = mutate.ConfigFile(img, cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}

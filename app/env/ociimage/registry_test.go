@@ -85,18 +85,7 @@ func image(t testing.TB, arch string, cfg v1.Config, layers ...v1.Layer) v1.Imag
 	if err != nil {
 		t.Fatal(err)
 	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", arch
-	cf.Config = cfg
-	img, err = mutate.ConfigFile(img, cf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
+	return registrytest.Platform(t, img, arch, func(c *v1.Config) { *c = cfg })
 }
 
 // debugfs runs one debugfs request against an ext4 file.
